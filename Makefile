@@ -1,0 +1,43 @@
+# Attention Lab — two commands do everything: `make run` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8501
+TORCH := torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint unit browser bench install browser-deps clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
+	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/streamlit run app.py --server.port $(PORT) --browser.gatherUsageStats false
+
+browser-deps:
+	@bash scripts/ensure_chromium.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: $(STAMP) browser-deps lint
+	$(BIN)/python -m pytest
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not browser"
+
+browser: $(STAMP) browser-deps
+	$(BIN)/python -m pytest -m browser
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_model.py
+
+clean:
+	rm -rf $(VENV) test-artifacts .pytest_cache .ruff_cache

@@ -1,0 +1,173 @@
+"""Checkpoints: safetensors weights + a JSON file (config, tokenizer, metadata) with the same stem.
+
+Never a pickle. Writes are atomic (temp file, then rename); loading validates everything and
+turns any problem into a ValueError a student can read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from tokenizers import Tokenizer
+
+from viz_model.config import ModelConfig
+from viz_model.model import TinyTransformer
+
+FORMAT = "attention-lab-checkpoint"
+VERSION = 1
+MAX_WEIGHTS_BYTES = 256 * 1024 * 1024   # a classroom model is a few MB; refuse anything huge
+MAX_JSON_BYTES = 16 * 1024 * 1024
+
+
+@dataclass
+class Checkpoint:
+    model: TinyTransformer
+    tokenizer: Tokenizer
+    metadata: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def json_path(path: str | Path) -> Path:
+    return Path(path).with_suffix(".json")
+
+
+def _state_to_save(model: TinyTransformer) -> dict[str, torch.Tensor]:
+    state = model.state_dict()
+    if model.config.tie_weights:
+        state.pop("head.weight", None)  # the same tensor as tok_emb.weight; stored once
+    return {k: v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(model: TinyTransformer, tokenizer: Tokenizer, path: str | Path,
+         metadata: dict[str, Any] | None = None) -> Path:
+    """Write PATH.safetensors and PATH.json atomically; returns the weights path."""
+    path = Path(path)
+    if path.suffix != ".safetensors":
+        raise ValueError(f"a checkpoint path must end in .safetensors, got {path.name}.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".safetensors.tmp")
+    os.close(fd)
+    try:
+        save_file(_state_to_save(model), tmp, metadata={"format": FORMAT})
+        weights = Path(tmp).read_bytes()
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "config": model.config.to_dict(),
+        "tokenizer": json.loads(tokenizer.to_str()),
+        "metadata": metadata or {},
+        "weights_sha256": hashlib.sha256(weights).hexdigest(),
+    }
+    # Both files are complete before either is renamed, so an interruption leaves the old pair readable
+    # (the hash ties them together and catches a half-swapped pair).
+    _atomic_write(path, weights)
+    _atomic_write(json_path(path), json.dumps(doc, indent=1).encode())
+    return path
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise ValueError(f"the checkpoint's JSON file {path.name} is missing (it sits beside the weights).")
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise ValueError(f"{path.name} is too large to be a checkpoint description.")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path.name} is not valid JSON ({e.__class__.__name__}).") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"{path.name} is not an Attention Lab checkpoint description.")
+    if doc.get("version") != VERSION:
+        raise ValueError(f"{path.name} has checkpoint version {doc.get('version')!r}; this app reads {VERSION}.")
+    return doc
+
+
+def _read_weights(path: Path) -> dict[str, torch.Tensor]:
+    if not path.exists():
+        raise ValueError(f"the weights file {path.name} does not exist.")
+    if path.stat().st_size > MAX_WEIGHTS_BYTES:
+        raise ValueError(f"{path.name} is larger than {MAX_WEIGHTS_BYTES // 2**20} MB; that is not a classroom model.")
+    with open(path, "rb") as f:
+        head = f.read(2)
+    if head[:1] == b"\x80" or head == b"PK":
+        raise ValueError(f"{path.name} looks like a pickle / torch.save file; only safetensors are accepted.")
+    try:
+        return load_file(str(path), device="cpu")
+    except (SafetensorError, OSError, ValueError, RuntimeError) as e:
+        raise ValueError(f"{path.name} is not a valid safetensors file ({str(e)[:120]}).") from None
+
+
+def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
+    """Read and validate a checkpoint; any problem is a ValueError with a readable sentence."""
+    path = Path(path)
+    doc = _read_json(json_path(path))
+    state = _read_weights(path)
+    digest = doc.get("weights_sha256")
+    if digest and hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        raise ValueError(f"{path.name} does not match its JSON file (the pair is incomplete or was mixed up).")
+    try:
+        config = ModelConfig.from_dict(doc.get("config"))
+    except TypeError as e:
+        raise ValueError(f"the checkpoint's config is invalid: {e}") from None
+    try:
+        tokenizer = Tokenizer.from_str(json.dumps(doc.get("tokenizer")))
+    except Exception:  # tokenizers raises its own Exception type for bad JSON
+        raise ValueError("the checkpoint's tokenizer could not be read.") from None
+    if tokenizer.get_vocab_size() > config.vocab_size:
+        raise ValueError(f"the tokenizer has {tokenizer.get_vocab_size()} tokens but the model only "
+                         f"{config.vocab_size}.")
+    model = TinyTransformer(config)
+    _check_state(model, state)
+    model.load_state_dict(state, strict=not config.tie_weights)
+    model.eval()
+    return Checkpoint(model.to(device), tokenizer, dict(doc.get("metadata") or {}), path)
+
+
+def _check_state(model: TinyTransformer, state: dict[str, torch.Tensor]) -> None:
+    expected = _state_to_save(model)
+    missing, extra = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or extra:
+        raise ValueError("the weights do not fit this model's config "
+                         f"(missing: {', '.join(missing[:3]) or 'none'}; unexpected: {', '.join(extra[:3]) or 'none'}).")
+    for name, ref in expected.items():
+        got = state[name]
+        if got.shape != ref.shape:
+            raise ValueError(f"weight {name} has shape {tuple(got.shape)} but the config needs {tuple(ref.shape)}.")
+        if not got.is_floating_point():
+            raise ValueError(f"weight {name} is not a floating-point tensor.")
+        if not torch.isfinite(got).all():
+            raise ValueError(f"weight {name} contains NaN or infinite values.")
+
+
+def load(path: str | Path, device: torch.device | str = "cpu") -> tuple[TinyTransformer, Tokenizer]:
+    ckpt = load_checkpoint(path, device)
+    return ckpt.model, ckpt.tokenizer
+
+
+def read_metadata(path: str | Path) -> dict[str, Any]:
+    """The JSON side only (cheap: used by the model picker)."""
+    doc = _read_json(json_path(path))
+    return {"config": doc.get("config", {}), "metadata": doc.get("metadata", {})}

@@ -1,0 +1,113 @@
+"""ModelConfig: every knob of the tiny transformer, validated on construction."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+POS_ENCODINGS = ("none", "sinusoidal", "learned", "rope")
+NORM_POSITIONS = ("pre", "post")
+
+# Sane limits: the app runs on a 2-core CPU shared by a class.
+MAX_VOCAB = 65_536
+MAX_D_MODEL = 1024
+MAX_HEADS = 32
+MAX_LAYERS = 24
+MAX_LEN = 8192
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int = 256          # tokens in the vocabulary
+    d_model: int = 64              # width of the residual stream
+    n_heads: int = 4               # attention heads per layer; d_k = d_model // n_heads
+    n_layers: int = 2              # transformer blocks
+    d_ff: int = 256                # hidden width of the MLP
+    max_len: int = 64              # context length the model is built (and trained) for
+    dropout: float = 0.0
+    pos_encoding: str = "rope"     # "none" | "sinusoidal" | "learned" | "rope"
+    rope_base: float = 10000.0
+    rope_scaling: dict[str, Any] | None = None  # HF-style {"type": ..., "factor": ..., ...}
+    norm_position: str = "pre"     # LayerNorm before ("pre") or after ("post") each sublayer
+    causal: bool = True            # decoder (causal) or encoder (bidirectional) attention
+    tie_weights: bool = True       # output projection shares the token-embedding matrix
+    pad_id: int = 0                # id of <pad>; targets equal to -100 are ignored by the loss
+
+    def __post_init__(self) -> None:
+        _check_int("vocab_size", self.vocab_size, 2, MAX_VOCAB)
+        _check_int("d_model", self.d_model, 2, MAX_D_MODEL)
+        _check_int("n_heads", self.n_heads, 1, MAX_HEADS)
+        _check_int("n_layers", self.n_layers, 1, MAX_LAYERS)
+        _check_int("d_ff", self.d_ff, 1, 8 * MAX_D_MODEL)
+        _check_int("max_len", self.max_len, 1, MAX_LEN)
+        _check_int("pad_id", self.pad_id, 0, self.vocab_size - 1)
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}) "
+                f"so that every head gets the same width d_k."
+            )
+        if not 0.0 <= float(self.dropout) < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}.")
+        if self.pos_encoding not in POS_ENCODINGS:
+            raise ValueError(f"pos_encoding must be one of {POS_ENCODINGS}, got {self.pos_encoding!r}.")
+        if self.norm_position not in NORM_POSITIONS:
+            raise ValueError(f"norm_position must be 'pre' or 'post', got {self.norm_position!r}.")
+        if self.pos_encoding == "sinusoidal" and self.d_model % 2:
+            raise ValueError(f"sinusoidal encoding needs an even d_model, got {self.d_model}.")
+        if self.pos_encoding == "rope":
+            if self.d_k % 2:
+                raise ValueError(
+                    f"RoPE rotates pairs of dimensions, so d_k = d_model / n_heads must be even "
+                    f"(got d_k = {self.d_k})."
+                )
+            if not (math.isfinite(self.rope_base) and self.rope_base > 1.0):
+                raise ValueError(f"rope_base must be a finite number > 1, got {self.rope_base}.")
+        if self.rope_scaling is not None:
+            if self.pos_encoding != "rope":
+                raise ValueError("rope_scaling only applies when pos_encoding is 'rope'.")
+            from viz_model.rope import validate_scaling  # local: rope imports nothing from here
+
+            self.rope_scaling = validate_scaling(self.rope_scaling)
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+        if not isinstance(data, dict):
+            raise ValueError("config must be a JSON object.")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown config field(s): {', '.join(unknown)}.")
+        return cls(**data)
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> "ModelConfig":
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
+        return cls(**{**PRESETS[name], **overrides})
+
+
+def _check_int(name: str, value: Any, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number, got {value!r}.")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be between {lo} and {hi}, got {value}.")
+
+
+# Presets are data, not code paths (minGPT's model_type idea).
+PRESETS: dict[str, dict[str, Any]] = {
+    # Fast enough to train in seconds in a test or a live demo.
+    "tiny": dict(d_model=32, n_heads=2, n_layers=2, d_ff=64, max_len=32),
+    # The default lecture model: 4 heads x 2 layers reads well on a projector.
+    "classroom": dict(d_model=128, n_heads=4, n_layers=2, d_ff=512, max_len=64),
+}
+
+__all__ = ["ModelConfig", "PRESETS", "POS_ENCODINGS", "NORM_POSITIONS"]

@@ -1,0 +1,200 @@
+"""TinyTransformer: a small decoder (or encoder) whose every attention internal can be traced.
+
+forward(ids, key_padding_mask=None, targets=None, trace=False) -> ModelOutput(logits, loss, trace)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from viz_model import masks, rope
+from viz_model.attention import LayerTrace, MultiHeadAttention
+from viz_model.config import ModelConfig
+from viz_model.positional import sinusoidal_encoding
+
+IGNORE_INDEX = -100
+
+
+@dataclass
+class Trace:
+    embeddings: torch.Tensor            # (B, T, d_model) token embeddings (scaled by sqrt(d_model))
+    positional: torch.Tensor            # (T, d_model) what was added for position (zeros for none/RoPE)
+    layers: list[LayerTrace] = field(default_factory=list)
+    residual: list[torch.Tensor] = field(default_factory=list)  # (B, T, d_model) after each block
+    rope_angles: torch.Tensor | None = None  # (T, d_k/2) m * theta_i when RoPE is used
+    positions: torch.Tensor | None = None    # (T,) absolute positions of this pass
+
+
+@dataclass
+class ModelOutput:
+    logits: torch.Tensor                 # (B, T, vocab)
+    loss: torch.Tensor | None = None
+    trace: Trace | None = None
+    cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (k, v)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.pre = cfg.norm_position == "pre"
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, mask, rope_cs, past, trace, scale, is_causal):
+        if self.pre:  # x + f(LN(x))
+            a, rec, kv = self.attn(self.ln1(x), mask, rope_cs, past, trace, scale, is_causal)
+            x = x + self.drop(a)
+            x = x + self.drop(self.mlp(self.ln2(x)))
+        else:  # LN(x + f(x)), the original 2017 layout
+            a, rec, kv = self.attn(x, mask, rope_cs, past, trace, scale, is_causal)
+            x = self.ln1(x + self.drop(a))
+            x = self.ln2(x + self.drop(self.mlp(x)))
+        return x, rec, kv
+
+
+class TinyTransformer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = cfg = config
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
+        if cfg.pos_encoding == "sinusoidal":
+            self.register_buffer("pe_table", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False)
+        if cfg.pos_encoding == "rope":
+            cos, sin = self._rope_tables(torch.arange(cfg.max_len), cfg.max_len)
+            self.register_buffer("rope_cos", cos, persistent=False)  # (max_len, d_k/2)
+            self.register_buffer("rope_sin", sin, persistent=False)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.norm_position == "pre" else nn.Identity()
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(self._init)
+        if cfg.tie_weights:
+            self.head.weight = self.tok_emb.weight  # weight tying: one matrix for input and output
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    @property
+    def device(self) -> torch.device:
+        return self.tok_emb.weight.device
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    # -- positions ------------------------------------------------------------------------------
+    def _rope_tables(self, positions: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        cfg = self.config
+        freqs, factor = rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=seq_len)
+        return rope.rope_cos_sin(positions.cpu(), freqs, factor)
+
+    def rope_cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos/sin (T, d_k/2) for these positions; cached table when possible, else computed in float64."""
+        end = int(positions.max()) + 1
+        dynamic = (self.config.rope_scaling or {}).get("type") == "dynamic"
+        if end <= self.config.max_len and not dynamic:
+            return self.rope_cos[positions], self.rope_sin[positions]
+        cos, sin = self._rope_tables(positions, seq_len=end)
+        return cos.to(self.device), sin.to(self.device)
+
+    def positional_input(self, positions: torch.Tensor) -> torch.Tensor:
+        """What is added to the token embeddings for position: (T, d_model)."""
+        cfg = self.config
+        if cfg.pos_encoding == "learned":
+            if int(positions.max()) >= cfg.max_len:
+                raise ValueError(
+                    f"this model learned positions 0..{cfg.max_len - 1} only; "
+                    f"a learned table cannot go to position {int(positions.max())}."
+                )
+            return self.pos_emb(positions)
+        if cfg.pos_encoding == "sinusoidal":
+            end = int(positions.max()) + 1
+            table = self.pe_table if end <= cfg.max_len else sinusoidal_encoding(end, cfg.d_model).to(self.device)
+            return table[positions]
+        return torch.zeros(len(positions), cfg.d_model, device=self.device)
+
+    # -- forward --------------------------------------------------------------------------------
+    def forward(
+        self,
+        ids: torch.Tensor,                              # (B, T) token ids
+        key_padding_mask: torch.Tensor | None = None,   # (B, T[past+T]) True = real token
+        targets: torch.Tensor | None = None,            # (B, T) next-token ids, -100 / pad ignored
+        trace: bool = False,
+        *,
+        attn_mask: torch.Tensor | None = None,          # (T, Tk) bool override of the config's mask
+        scale_scores: bool = True,                      # False: drop the 1/sqrt(d_k) factor
+        temperature: float = 1.0,                       # divides the scores before softmax
+        past: list[tuple[torch.Tensor, torch.Tensor]] | None = None,  # KV cache from a previous call
+        use_cache: bool = False,
+    ) -> ModelOutput:
+        cfg = self.config
+        if ids.ndim == 1:
+            ids = ids[None]
+        B, T = ids.shape
+        if T == 0:
+            raise ValueError("the input has no tokens.")
+        if temperature <= 0:
+            raise ValueError(f"attention temperature must be positive, got {temperature}.")
+        past_len = past[0][0].shape[2] if past else 0
+        positions = torch.arange(past_len, past_len + T, device=self.device)  # (T,)
+
+        emb = self.tok_emb(ids) * math.sqrt(cfg.d_model)  # (B, T, d_model), the paper's scaling
+        pos = self.positional_input(positions)             # (T, d_model)
+        x = self.drop(emb + pos)
+        rope_cs = self.rope_cos_sin(positions) if cfg.pos_encoding == "rope" else None
+
+        mask, is_causal = self._mask(T, past_len, key_padding_mask, attn_mask)
+        scale = (1.0 / math.sqrt(cfg.d_k) if scale_scores else 1.0) / temperature
+
+        record = Trace(embeddings=emb, positional=pos, positions=positions) if trace else None
+        if record is not None and rope_cs is not None:
+            record.rope_angles = rope.rope_angles(positions.cpu(), self._current_inv_freq(past_len + T))
+        cache = []
+        for i, block in enumerate(self.blocks):
+            x, layer, kv = block(x, mask, rope_cs, past[i] if past else None, trace, scale, is_causal)
+            cache.append(kv)
+            if record is not None:
+                record.layers.append(layer)
+                record.residual.append(x)
+        logits = self.head(self.ln_f(x))  # (B, T, vocab)
+
+        loss = None
+        if targets is not None:
+            targets = targets.masked_fill(targets == cfg.pad_id, IGNORE_INDEX)  # loss mask: no pad targets
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                   ignore_index=IGNORE_INDEX)
+        return ModelOutput(logits, loss, record, cache if use_cache else None)
+
+    def _current_inv_freq(self, seq_len: int) -> torch.Tensor:
+        cfg = self.config
+        return rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=seq_len)[0]
+
+    def _mask(self, T, past_len, key_padding_mask, attn_mask):
+        """Boolean mask broadcastable to (B, H, T, past_len+T), and whether it is exactly causal."""
+        Tk = past_len + T
+        if attn_mask is None:
+            if self.config.causal:
+                q_pos = torch.arange(past_len, Tk, device=self.device)[:, None]
+                attn_mask = q_pos >= torch.arange(Tk, device=self.device)[None, :]  # (T, Tk)
+            else:
+                attn_mask = torch.ones(T, Tk, dtype=torch.bool, device=self.device)
+        elif attn_mask.shape != (T, Tk):
+            raise ValueError(f"the attention mask must be {T}x{Tk}, got {tuple(attn_mask.shape)}.")
+        attn_mask = attn_mask.to(self.device)
+        if key_padding_mask is None:
+            if attn_mask.all():
+                return None, False
+            exact_causal = past_len == 0 and bool((attn_mask == masks.causal_mask(T, self.device)).all())
+            return masks.combine(attn_mask), exact_causal
+        return masks.combine(attn_mask, key_padding_mask.to(self.device)), False

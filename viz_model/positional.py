@@ -1,0 +1,61 @@
+"""Absolute position encodings: the sinusoidal table and its shift matrix M_k.
+
+PE[p, 2i] = sin(p * w_i), PE[p, 2i+1] = cos(p * w_i), w_i = base^(-2i/d)   (Vaswani et al. 3.5)
+"""
+
+from __future__ import annotations
+
+import torch
+
+MAX_POSITIONS = 8192
+MAX_DIM = 1024
+
+
+def _check(n_pos: int, d: int) -> None:
+    if d < 2 or d % 2:
+        raise ValueError(f"the sinusoidal table needs an even dimension >= 2, got {d}.")
+    if not 1 <= n_pos <= MAX_POSITIONS:
+        raise ValueError(f"number of positions must be between 1 and {MAX_POSITIONS}, got {n_pos}.")
+    if d > MAX_DIM:
+        raise ValueError(f"dimension must be at most {MAX_DIM}, got {d}.")
+
+
+def sinusoidal_frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
+    """w_i = base^(-2i/d), i = 0..d/2-1.  (d/2,) float64."""
+    if base <= 1:
+        raise ValueError(f"base must be greater than 1, got {base}.")
+    return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+
+def sinusoidal_encoding(
+    n_pos: int, d: int, base: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """The (n_pos, d) table; sin on even columns, cos on odd. Computed in float64."""
+    _check(n_pos, d)
+    angles = torch.arange(n_pos, dtype=torch.float64)[:, None] * sinusoidal_frequencies(d, base)  # (P, d/2)
+    pe = torch.empty(n_pos, d, dtype=torch.float64)
+    pe[:, 0::2] = angles.sin()
+    pe[:, 1::2] = angles.cos()
+    return pe.to(dtype)
+
+
+def shift_matrix(d: int, k: float, base: float = 10000.0) -> torch.Tensor:
+    """Block-diagonal M_k with PE[t+k] = M_k @ PE[t] for every t.  (d, d) float64.
+
+    Each (sin, cos) pair of frequency w is rotated by [[cos wk, sin wk], [-sin wk, cos wk]];
+    nothing in M_k depends on t, which is why the model can learn relative offsets linearly.
+    """
+    _check(1, d)
+    w = sinusoidal_frequencies(d, base) * k  # (d/2,)
+    c, s = w.cos(), w.sin()
+    blocks = torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2)  # (d/2, 2, 2)
+    return torch.block_diag(*blocks)
+
+
+def shift_error(d: int, k: int, ts: list[int] | torch.Tensor, base: float = 10000.0) -> float:
+    """max |M_k PE[t] - PE[t+k]| over the given t: the live check of the shift property."""
+    ts = torch.as_tensor(ts, dtype=torch.long)
+    n = int(ts.max()) + k + 1
+    pe = sinusoidal_encoding(n, d, base, dtype=torch.float64)
+    shifted = pe[ts] @ shift_matrix(d, k, base).T  # (len(ts), d)
+    return float((shifted - pe[ts + k]).abs().max())

@@ -1,0 +1,267 @@
+"""Rotary position embeddings (RoPE) and their context-extension scalings.
+
+Pair i of a head vector is (x[2i], x[2i+1]) (interleaved, RoFormer / Meta convention); at position m
+it is rotated by m * theta_i, theta_i = base^(-2i/d_k). Because R_t^T R_s = R_(s-t),
+<R_t q, R_s k> = <q, R_(s-t) k>: scores depend only on the offset s - t.
+
+Scalings follow HF transformers' modeling_rope_utils: a registry of pure functions with one
+signature, each returning (inv_freq, attention_factor). attention_factor multiplies cos AND sin,
+so attention logits are multiplied by attention_factor**2.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+
+# ---------------------------------------------------------------------------------------------
+# frequencies
+# ---------------------------------------------------------------------------------------------
+
+
+def default_inv_freq(d_k: int, base: float = 10000.0) -> torch.Tensor:
+    """theta_i = base^(-2i/d_k), i = 0..d_k/2-1.  (d_k/2,) float64."""
+    if d_k < 2 or d_k % 2:
+        raise ValueError(f"RoPE needs an even head dimension d_k >= 2, got {d_k}.")
+    if not base > 1:
+        raise ValueError(f"RoPE base must be greater than 1, got {base}.")
+    return 1.0 / (base ** (torch.arange(0, d_k, 2, dtype=torch.float64) / d_k))
+
+
+def _none(d_k: int, base: float, scaling: dict, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return default_inv_freq(d_k, base), 1.0
+
+
+def _linear(d_k: int, base: float, scaling: dict, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """Position Interpolation: rotate position m as if it were m/s  <=>  theta_i / s."""
+    return default_inv_freq(d_k, base) / scaling["factor"], 1.0
+
+
+def ntk_base(d_k: int, base: float, factor: float) -> float:
+    """NTK-aware base change b' = b * s^(d/(d-2)): keeps theta_0, divides the slowest pair by s."""
+    return base * factor ** (d_k / (d_k - 2))
+
+
+def _ntk(d_k: int, base: float, scaling: dict, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    return default_inv_freq(d_k, ntk_base(d_k, base, scaling["factor"])), 1.0
+
+
+def dynamic_base(d_k: int, base: float, factor: float, original_max_pos: int, seq_len: int | None) -> float:
+    """HF _compute_dynamic_ntk_parameters: b' = b (f*L'/L - (f-1))^(d/(d-2)), L' = max(seq_len, L)."""
+    seq_len = max(seq_len or original_max_pos, original_max_pos)
+    alpha = factor * seq_len / original_max_pos - (factor - 1)
+    return base * alpha ** (d_k / (d_k - 2))
+
+
+def _dynamic(d_k: int, base: float, scaling: dict, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    b = dynamic_base(d_k, base, scaling["factor"], scaling["original_max_position_embeddings"], seq_len)
+    return default_inv_freq(d_k, b), 1.0
+
+
+def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    """sqrt(1/t) = 0.1 ln(s) + 1 (YaRN eq. 22, with the Errata's correction)."""
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def yarn_correction_dim(num_rotations: float, d_k: int, base: float, original_max_pos: int) -> float:
+    """Pair index at which the original context holds `num_rotations` full turns."""
+    return d_k * math.log(original_max_pos / (num_rotations * 2 * math.pi)) / (2 * math.log(base))
+
+
+def yarn_range(d_k: int, base: float, scaling: dict) -> tuple[float, float]:
+    """(low, high) pair indices of YaRN's ramp, as in HF (floor/ceil when truncate)."""
+    L = scaling["original_max_position_embeddings"]
+    low = yarn_correction_dim(scaling.get("beta_fast", 32.0), d_k, base, L)
+    high = yarn_correction_dim(scaling.get("beta_slow", 1.0), d_k, base, L)
+    if scaling.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d_k - 1)
+    if low == high:
+        high += 0.001  # avoid a zero-width ramp
+    return low, high
+
+
+def yarn_ramp(d_k: int, base: float, scaling: dict) -> torch.Tensor:
+    """Ramp over the PAIR INDEX (as in the code checkpoints were trained with), 0 = keep theta, 1 = theta/s."""
+    low, high = yarn_range(d_k, base, scaling)
+    i = torch.arange(d_k // 2, dtype=torch.float64)
+    return ((i - low) / (high - low)).clamp(0, 1)
+
+
+def _yarn(d_k: int, base: float, scaling: dict, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    s = scaling["factor"]
+    att = scaling.get("attention_factor")
+    if att is None:
+        ms, ms_all = scaling.get("mscale"), scaling.get("mscale_all_dim")
+        att = yarn_mscale(s, ms) / yarn_mscale(s, ms_all) if ms and ms_all else yarn_mscale(s)
+    theta = default_inv_freq(d_k, base)
+    ramp = yarn_ramp(d_k, base, scaling)
+    return theta / s * ramp + theta * (1 - ramp), float(att)
+
+
+def _llama3(d_k: int, base: float, scaling: dict, seq_len: int | None) -> tuple[torch.Tensor, float]:
+    """Llama 3.1: keep short wavelengths, divide long ones by s, blend smoothly in between."""
+    s = scaling["factor"]
+    lo, hi = scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
+    L = scaling["original_max_position_embeddings"]
+    theta = default_inv_freq(d_k, base)
+    wavelen = 2 * math.pi / theta
+    out = torch.where(wavelen > L / lo, theta / s, theta)
+    smooth = (L / wavelen - lo) / (hi - lo)
+    smoothed = (1 - smooth) * out / s + smooth * out
+    medium = ~(wavelen < L / hi) & ~(wavelen > L / lo)
+    return torch.where(medium, smoothed, out), 1.0
+
+
+ScalingFn = Callable[[int, float, dict, "int | None"], "tuple[torch.Tensor, float]"]
+
+# The page iterates this registry; every entry has the same signature.
+ROPE_INIT_FUNCTIONS: dict[str, ScalingFn] = {
+    "none": _none,
+    "linear": _linear,
+    "ntk": _ntk,
+    "dynamic": _dynamic,
+    "yarn": _yarn,
+    "llama3": _llama3,
+}
+
+ROPE_SCALING_LABELS = {
+    "none": "none (plain RoPE)",
+    "linear": "linear interpolation (PI)",
+    "ntk": "NTK-aware base change",
+    "dynamic": "dynamic NTK",
+    "yarn": "YaRN",
+    "llama3": "Llama 3.1",
+}
+
+# Parameters per type: name -> (required, default, lower bound).
+_PARAMS: dict[str, dict[str, tuple[bool, Any, float]]] = {
+    "none": {},
+    "linear": {"factor": (True, None, 1.0)},
+    "ntk": {"factor": (True, None, 1.0)},
+    "dynamic": {"factor": (True, None, 1.0), "original_max_position_embeddings": (True, None, 1)},
+    "yarn": {
+        "factor": (True, None, 1.0),
+        "original_max_position_embeddings": (True, None, 1),
+        "beta_fast": (False, 32.0, 0.0),
+        "beta_slow": (False, 1.0, 0.0),
+        "attention_factor": (False, None, 0.0),
+        "mscale": (False, None, 0.0),
+        "mscale_all_dim": (False, None, 0.0),
+        "truncate": (False, True, 0),
+    },
+    "llama3": {
+        "factor": (True, None, 1.0),
+        "original_max_position_embeddings": (True, None, 1),
+        "low_freq_factor": (False, 1.0, 0.0),
+        "high_freq_factor": (False, 4.0, 0.0),
+    },
+}
+
+
+def validate_scaling(scaling: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Check a HF-style scaling dict; return a clean copy (accepts 'rope_type' for 'type')."""
+    if scaling is None:
+        return None
+    if not isinstance(scaling, dict):
+        raise ValueError("rope_scaling must be a dict such as {'type': 'linear', 'factor': 2}.")
+    scaling = dict(scaling)
+    kind = scaling.pop("type", None) or scaling.pop("rope_type", None)
+    if kind not in ROPE_INIT_FUNCTIONS:
+        raise ValueError(f"unknown RoPE scaling {kind!r}; choose one of {list(ROPE_INIT_FUNCTIONS)}.")
+    spec = _PARAMS[kind]
+    unknown = sorted(set(scaling) - set(spec))
+    if unknown:
+        raise ValueError(f"RoPE scaling '{kind}' does not take {', '.join(unknown)}.")
+    clean: dict[str, Any] = {"type": kind}
+    for name, (required, default, lower) in spec.items():
+        value = scaling.get(name, default)
+        if value is None:
+            if required:
+                raise ValueError(f"RoPE scaling '{kind}' needs '{name}'.")
+            continue
+        if name == "truncate":
+            clean[name] = bool(value)
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"'{name}' must be a number, got {value!r}.")
+        if value < lower or (name == "original_max_position_embeddings" and value != int(value)):
+            raise ValueError(f"'{name}' must be {'a whole number ' if lower == 1 else ''}>= {lower}, got {value}.")
+        clean[name] = int(value) if name == "original_max_position_embeddings" else float(value)
+    if kind == "llama3" and clean["high_freq_factor"] <= clean["low_freq_factor"]:
+        raise ValueError("Llama 3 scaling needs high_freq_factor > low_freq_factor.")
+    return clean
+
+
+def inv_freq(
+    d_k: int, base: float = 10000.0, scaling: dict[str, Any] | None = None, seq_len: int | None = None
+) -> tuple[torch.Tensor, float]:
+    """(theta', attention_factor) for a head of width d_k under an optional scaling.  float64.
+
+    seq_len only matters for 'dynamic', which recomputes the base from the current length.
+    """
+    scaling = validate_scaling(scaling)
+    kind = scaling["type"] if scaling else "none"
+    freqs, attention_factor = ROPE_INIT_FUNCTIONS[kind](d_k, base, scaling or {}, seq_len)
+    return freqs, attention_factor
+
+
+# ---------------------------------------------------------------------------------------------
+# rotation
+# ---------------------------------------------------------------------------------------------
+
+
+def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
+    """m * theta_i for every position and pair.  (T,) x (d_k/2,) -> (T, d_k/2) float64."""
+    return positions.to(torch.float64)[:, None] * inv_freq.to(torch.float64, copy=False)[None, :]
+
+
+def rope_cos_sin(
+    positions: torch.Tensor, inv_freq: torch.Tensor, attention_factor: float = 1.0, dtype=torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the angles, times attention_factor, cast once.  Each (T, d_k/2)."""
+    ang = rope_angles(positions, inv_freq.to(positions.device))
+    return (ang.cos() * attention_factor).to(dtype), (ang.sin() * attention_factor).to(dtype)
+
+
+def rotate_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """(a, b) -> (a cos - b sin, a sin + b cos) on pairs (2i, 2i+1).  x: (..., T, d_k)."""
+    a, b = x[..., 0::2], x[..., 1::2]  # (..., T, d_k/2)
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+
+
+def rotate_half_convention(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """HF Llama / GPT-NeoX convention: pairs (i, i + d_k/2); x*cos + rotate_half(x)*sin."""
+    h = x.shape[-1] // 2
+    cos2, sin2 = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+    rotated = torch.cat([-x[..., h:], x[..., :h]], -1)
+    return x * cos2 + rotated * sin2
+
+
+def interleaved_to_half_perm(d_k: int) -> torch.Tensor:
+    """[0, 2, 4, ..., 1, 3, 5, ...]: half(x[perm]) == interleaved(x)[perm]."""
+    return torch.cat([torch.arange(0, d_k, 2), torch.arange(1, d_k, 2)])
+
+
+def apply_rope(
+    x: torch.Tensor,
+    positions: torch.Tensor | list[int] | list[float],
+    inv_freq: torch.Tensor,
+    attention_factor: float = 1.0,
+    convention: str = "interleaved",
+) -> torch.Tensor:
+    """Rotate the last dim of x (..., T, d_k) at `positions` (T,). Applied to Q and K only, per head."""
+    positions = torch.as_tensor(positions, device=x.device)
+    cos, sin = rope_cos_sin(positions, inv_freq, attention_factor, dtype=x.dtype)
+    if convention == "interleaved":
+        return rotate_interleaved(x, cos, sin)
+    if convention == "half":
+        return rotate_half_convention(x, cos, sin)
+    raise ValueError(f"convention must be 'interleaved' or 'half', got {convention!r}.")
+
+
+def wavelengths(inv_freq: torch.Tensor) -> torch.Tensor:
+    """lambda_i = 2 pi / theta_i: tokens per full turn of pair i."""
+    return 2 * math.pi / inv_freq
