@@ -150,8 +150,8 @@ def _check_state(model: TinyTransformer, state: dict[str, torch.Tensor]) -> None
     expected = _state_to_save(model)
     missing, extra = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
     if missing or extra:
-        raise ValueError("the weights do not fit this model's config "
-                         f"(missing: {', '.join(missing[:3]) or 'none'}; unexpected: {', '.join(extra[:3]) or 'none'}).")
+        raise ValueError("the weights do not fit this model's config (missing: "
+                         f"{', '.join(missing[:3]) or 'none'}; unexpected: {', '.join(extra[:3]) or 'none'}).")
     for name, ref in expected.items():
         got = state[name]
         if got.shape != ref.shape:

@@ -12,7 +12,8 @@ so attention logits are multiplied by attention_factor**2.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

@@ -1,0 +1,36 @@
+"""Attention Lab — entry point: page config, navigation, shared sidebar, page-level error guard."""
+
+from pathlib import Path
+
+import streamlit as st
+
+from viz_model.ui import sidebar
+from viz_model.ui.errors import guard
+
+ROOT = Path(__file__).parent
+
+# (section, file, title, icon, url path). Only pages whose file exists are listed.
+PAGES = [
+    ("Start", "pages/start.py", "Start", ":material/home:", "start"),
+    ("Attention", "pages/explorer.py", "Explorer", ":material/grid_on:", "explorer"),
+    ("Attention", "pages/masks.py", "Masks", ":material/filter_alt:", "masks"),
+    ("Position", "pages/sinusoidal.py", "Sinusoidal", ":material/waves:", "sinusoidal"),
+    ("Position", "pages/rope.py", "RoPE", ":material/rotate_right:", "rope"),
+    ("Lab", "pages/train.py", "Train", ":material/model_training:", "train"),
+    ("Lab", "pages/generate.py", "Generate", ":material/edit_note:", "generate"),
+]
+
+st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
+
+sections: dict[str, list] = {}
+for section, file, title, icon, url in PAGES:
+    if (ROOT / file).exists():
+        sections.setdefault(section, []).append(
+            st.Page(str(ROOT / file), title=title, icon=icon, url_path=url, default=(url == "start"))
+        )
+page = st.navigation(sections)
+
+with guard("the sidebar"):
+    sidebar.render()
+with guard(page.title):
+    page.run()

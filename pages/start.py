@@ -1,0 +1,65 @@
+"""Start: what the app is, the loaded model, and one sentence through the whole pipeline."""
+
+import pandas as pd
+import streamlit as st
+import torch
+
+from viz_model.device import describe
+from viz_model.figures.attention import attention_heatmap
+from viz_model.figures.common import png_config
+from viz_model.tokenizer import encode
+from viz_model.ui.sidebar import current_model
+
+st.title("Attention Lab")
+st.markdown(
+    "See inside a small transformer **while it runs**. Every number on these pages is computed live "
+    "on the model in the sidebar: pick a sentence, a layer and a head, and watch where each token looks."
+)
+
+ckpt = current_model()
+model, tok, cfg = ckpt.model, ckpt.tokenizer, ckpt.model.config
+
+st.subheader("The model")
+card = {
+    "parameters": f"{model.num_params():,}",
+    "layers": cfg.n_layers,
+    "heads per layer": cfg.n_heads,
+    "d_model (d_k per head)": f"{cfg.d_model} ({cfg.d_k})",
+    "context length": cfg.max_len,
+    "position encoding": cfg.pos_encoding,
+    "attention": "causal (decoder)" if cfg.causal else "bidirectional (encoder)",
+    "device": describe(model.device),
+}
+st.dataframe(pd.DataFrame({"": list(card.values())}, index=list(card), dtype=str).T, hide_index=True)
+meta = ckpt.metadata
+if meta.get("heldout_loss") is not None:
+    st.caption(f"Trained for {meta.get('steps', '?')} steps on *{meta.get('task', 'the classroom corpus')}*; "
+               f"held-out loss {meta['heldout_loss']:.3f}.")
+
+st.subheader("One sentence, end to end")
+text = st.text_input("Type a sentence", "The cat sat on the mat", key="start_text", max_chars=2000)
+enc = encode(tok, text, max_len=cfg.max_len)
+if enc.truncated:
+    st.info(f"Your text has {enc.n_tokens_total} tokens; the model reads at most {cfg.max_len}, "
+            "so only the first ones are shown.")
+if not enc.ids:
+    st.warning("Type at least one word to see its tokens and attention.")
+    st.stop()
+if enc.unknown:
+    st.caption("Words this model has never seen become `<unk>`: " + ", ".join(f"`{w}`" for w in enc.unknown[:12]))
+
+st.dataframe(pd.DataFrame({"position": range(len(enc.ids)), "token": enc.tokens, "vocabulary entry": enc.pieces,
+                           "id": enc.ids}).set_index("position").T, width="stretch")
+
+c1, c2 = st.columns(2)
+layer = c1.selectbox("Layer", range(cfg.n_layers), key="start_layer")
+head = c2.selectbox("Head", range(cfg.n_heads), key="start_head")
+with torch.no_grad():
+    out = model(torch.tensor([enc.ids], device=model.device), trace=True)
+lt = out.trace.layers[layer]
+probs = lt.probs[0, head]
+allowed = torch.isfinite(lt.mask).expand(lt.probs.shape)[0, head]
+fig = attention_heatmap(probs, enc.tokens, allowed=allowed, title=f"Layer {layer}, head {head}: attention weights")
+st.plotly_chart(fig, key="start_heatmap", config=png_config(f"attention_L{layer}_H{head}"))
+err = (probs.sum(-1) - 1).abs().max().item()
+st.success(f"✓ Every row sums to 1 (max error {err:.1e}); grey cells are blocked by the causal mask.")

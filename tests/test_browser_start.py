@@ -1,0 +1,33 @@
+"""Real headless Chromium against `streamlit run`: the Start page draws its heatmap with no console errors."""
+
+import pytest
+from conftest import open_page, plot_data, screenshot, wait_idle
+
+pytestmark = pytest.mark.browser
+
+
+def test_start_page_renders_heatmap_without_console_errors(page):
+    open_page(page, "")
+    plot = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first
+    # "The cat sat on the mat": the duplicate "the" stays a distinct row
+    assert len(plot_data(page, 0, "attention")["z"]) == 6
+    ticks = plot.evaluate("el => el.layout.yaxis.ticktext")
+    assert ticks[0].endswith("The") and ticks[4].endswith("the")
+    assert "row sums to 1" in page.locator('[data-testid="stAlert"]').last.inner_text()
+    screenshot(page, "start")
+    assert page.console.errors() == []
+
+
+def test_typing_a_sentence_changes_the_heatmap(page):
+    open_page(page, "")
+    box = page.get_by_label("Type a sentence")
+    box.fill("send report <PAD> <PAD>")
+    box.press("Enter")
+    wait_idle(page)
+    page.wait_for_function("""() => { const p = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
+        return p && p._fullData.find(t => t.name === 'attention').z.length === 4; }""")
+    ticks = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first.evaluate(
+        "el => el.layout.yaxis.ticktext")
+    assert ticks[2] == "2 &lt;PAD&gt;"  # escaped for Plotly, so it shows literally as <PAD>
+    screenshot(page, "start_pad")
+    assert page.console.errors() == []

@@ -1,0 +1,375 @@
+"""A seeded toy corpus with structure a teacher can point at, toy tasks, and batching.
+
+The corpus mixes short office e-mails, subject-verb agreement across a distractor noun, pronouns whose
+antecedent is fixed by gender / number / animacy (and whose next word depends on *which* noun it is, so a
+model must look back at the antecedent to predict it), place phrases and the lecture's example sentences.
+Toy tasks (copy, reverse, induction) use single letters so that attention patterns read at a glance.
+
+Everything is deterministic for a seed. The held-out split is decided by a hash of the sentence text, so a
+sentence is always on the same side of the split, whatever the seed.
+
+    python -m viz_model.data --write-assets   # tokenizers + corpus sample under assets/
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+TASKS = ("lm", "copy", "reverse", "induction")
+
+LECTURE_SENTENCES = (
+    "The cat sat on the mat",
+    "The trophy didn't fit in the suitcase because it was too big",
+    "She gave him the book because he asked for it",
+    "Send the report before the slides",
+    "Send the slides before the report",
+    "please send the report",
+    "The bank by the river",
+    "I like cats",
+    "please send the report today",
+)
+
+# -- pronoun sentences -------------------------------------------------------------------------------
+# noun -> (pronoun class, the verb only this noun does). The verb after the pronoun names the antecedent.
+NOUNS: dict[str, tuple[str, str]] = {
+    "boy": ("he", "laughed"), "man": ("he", "coughed"), "king": ("he", "ruled"), "father": ("he", "snored"),
+    "girl": ("she", "smiled"), "woman": ("she", "sang"), "queen": ("she", "waved"), "mother": ("she", "cooked"),
+    "dog": ("it", "barked"), "cat": ("it", "purred"), "horse": ("it", "neighed"), "bird": ("it", "chirped"),
+    "children": ("they", "giggled"), "students": ("they", "studied"), "farmers": ("they", "harvested"),
+    "teachers": ("they", "graded"),
+}
+ADJECTIVES = ("old", "young", "little", "tall", "happy", "tired")
+GIFTS = ("book", "ball", "apple", "letter")
+TAILS = ((), ("loudly",), ("again",), ("all", "day"), ("at", "night"))
+# {A} first noun, {B} second noun, {P} pronoun, {V} its verb. "{G}" a gift (never used with "it").
+PRONOUN_TEMPLATES = (
+    "the {A} met the {B} and {P} {V}",
+    "the {A} followed the {B} because {P} {V}",
+    "after the {A} saw the {B} , {P} {V}",
+    "the {A} waited for the {B} until {P} {V}",
+    "the {A} gave the {B} the {G} because {P} {V}",
+    "the {A} thanked the {B} when {P} {V}",
+)
+
+# -- agreement, e-mails, places ----------------------------------------------------------------------
+AGREE_NOUNS = (("key", "keys"), ("dog", "dogs"), ("report", "reports"), ("student", "students"),
+               ("box", "boxes"), ("cat", "cats"), ("letter", "letters"), ("book", "books"))
+AGREE_PREPS = ("near", "by", "behind", "with", "next to")
+AGREE_VERBS = (("is", "are"), ("was", "were"), ("seems", "seem"), ("looks", "look"))
+AGREE_ENDINGS = ("ready", "here", "on the table", "late", "new", "in the box")
+NAMES = ("anna", "bob", "carol", "dave", "emma", "frank")
+DOCS = ("report", "slides", "invoice", "agenda", "notes", "budget")
+WHEN = ("today", "tomorrow", "by friday", "before the meeting", "this morning", "after lunch")
+EMAIL_TEMPLATES = (
+    "please send the {D} {W}",
+    "please send the {D} to {N} {W}",
+    "hi {N} , please send the {D} {W} . thanks , {M}",
+    "can you send the {D} {W} ?",
+    "send the {D} before the {E}",
+    "thanks for the {D} , {N}",
+    "please review the {D} and send it to {N}",
+    "{N} will send the {D} {W}",
+)
+PLACE_SUBJECTS = ("cat", "dog", "book", "bird", "boy", "girl", "bank", "house", "tree", "lamp")
+PLACE_VERBS = ("sat", "slept", "stood", "is", "was", "waited")
+PLACE_PREPS = ("on", "under", "by", "near", "behind", "in")
+PLACES = ("mat", "table", "river", "door", "bed", "shelf", "hill", "road", "window", "chair")
+
+TOY_ALPHABET = tuple("abcdefghijklmnopqrstuvwxyz")
+TOY_SEP = ":"
+KIND_WEIGHTS = {"pronoun": 0.45, "agreement": 0.2, "email": 0.2, "place": 0.12, "lecture": 0.03}
+
+
+@dataclass(frozen=True)
+class PronounExample:
+    """A pronoun sentence and where its pronoun and antecedent sit (word = token index, no <bos>)."""
+
+    words: tuple[str, ...]
+    pronoun_index: int
+    antecedent_index: int
+    distractor_index: int
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+
+def pronoun_sentence(rng: random.Random) -> PronounExample:
+    """Two nouns of different pronoun classes; the pronoun picks one; its verb says which one."""
+    a, b = rng.sample(sorted(NOUNS), 2)
+    while NOUNS[a][0] == NOUNS[b][0]:
+        b = rng.choice(sorted(NOUNS))
+    target = rng.choice((a, b))
+    pron, verb = NOUNS[target]
+    templates = [t for t in PRONOUN_TEMPLATES if pron != "it" or "{G}" not in t]
+    template = rng.choice(templates)
+    fill = {"{A}": a, "{B}": b, "{P}": pron, "{V}": verb, "{G}": rng.choice(GIFTS)}
+    words: list[str] = []
+    index = {}
+    for w in template.split():
+        if w in ("{A}", "{B}") and rng.random() < 0.3:
+            words.append(rng.choice(ADJECTIVES))
+        if w in ("{A}", "{B}", "{P}"):
+            index[w] = len(words)
+        words.append(fill.get(w, w))
+    words.extend(rng.choice(TAILS))
+    ante, other = ("{A}", "{B}") if target == a else ("{B}", "{A}")
+    return PronounExample(tuple(words), index["{P}"], index[ante], index[other])
+
+
+def agreement_sentence(rng: random.Random) -> str:
+    """Subject-verb agreement with a distractor of the other number between them."""
+    subj, dist = rng.sample(AGREE_NOUNS, 2)
+    plural = rng.random() < 0.5
+    verb = rng.choice(AGREE_VERBS)[plural]
+    return f"the {subj[plural]} {rng.choice(AGREE_PREPS)} the {dist[not plural]} {verb} {rng.choice(AGREE_ENDINGS)}"
+
+
+def email_sentence(rng: random.Random) -> str:
+    d, e = rng.sample(DOCS, 2)
+    n, m = rng.sample(NAMES, 2)
+    template = rng.choice(EMAIL_TEMPLATES)
+    return template.format(D=d, E=e, N=n, M=m, W=rng.choice(WHEN)).replace("{", "").replace("}", "")
+
+
+def place_sentence(rng: random.Random) -> str:
+    return (f"the {rng.choice(PLACE_SUBJECTS)} {rng.choice(PLACE_VERBS)} {rng.choice(PLACE_PREPS)} "
+            f"the {rng.choice(PLACES)}")
+
+
+def random_sentence(rng: random.Random) -> tuple[str, str]:
+    """(kind, lower-cased text) drawn from the corpus mixture."""
+    kind = rng.choices(list(KIND_WEIGHTS), weights=list(KIND_WEIGHTS.values()))[0]
+    if kind == "pronoun":
+        return kind, pronoun_sentence(rng).text
+    if kind == "agreement":
+        return kind, agreement_sentence(rng)
+    if kind == "email":
+        return kind, email_sentence(rng)
+    if kind == "place":
+        return kind, place_sentence(rng)
+    return kind, rng.choice(LECTURE_SENTENCES).lower()
+
+
+def is_heldout(text: str, fraction: float = 0.1) -> bool:
+    """Stable split by content: the same sentence is always on the same side (lecture sentences: train)."""
+    if text in _LECTURE_LOWER:
+        return False
+    return zlib.crc32(text.encode()) % 1000 < fraction * 1000
+
+
+_LECTURE_LOWER = frozenset(s.lower() for s in LECTURE_SENTENCES)
+
+
+def generate_corpus(n: int, seed: int = 0) -> list[str]:
+    """n sentences from the mixture (duplicates allowed, as in real text). Deterministic for a seed."""
+    rng = random.Random(seed)
+    return [random_sentence(rng)[1] for _ in range(n)]
+
+
+@dataclass
+class CorpusSplit:
+    train: list[str]
+    heldout: list[str]
+
+
+@lru_cache(maxsize=4)
+def corpus_split(seed: int = 0, n: int = 20_000, heldout_size: int = 256) -> CorpusSplit:
+    """Unique sentences, split by content hash; heldout capped at heldout_size (first ones drawn)."""
+    seen: dict[str, None] = dict.fromkeys(generate_corpus(n, seed))
+    train = [s for s in seen if not is_heldout(s)]
+    heldout = [s for s in seen if is_heldout(s)][:heldout_size]
+    return CorpusSplit(train + [s.lower() for s in LECTURE_SENTENCES], heldout)
+
+
+def pronoun_examples(n: int = 200, seed: int = 1234, split: str = "heldout") -> list[PronounExample]:
+    """n distinct pronoun sentences from one side of the split, for head scoring."""
+    if split not in ("train", "heldout"):
+        raise ValueError(f"split must be 'train' or 'heldout', got {split!r}.")
+    rng, out, seen = random.Random(seed), [], set()
+    for _ in range(200 * n):
+        ex = pronoun_sentence(rng)
+        if ex.text not in seen and is_heldout(ex.text) == (split == "heldout"):
+            seen.add(ex.text)
+            out.append(ex)
+            if len(out) == n:
+                break
+    return out
+
+
+# -- toy tasks ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ToyExample:
+    """Words of one toy sequence and the first word index whose prediction is scored (None = all)."""
+
+    words: tuple[str, ...]
+    score_from: int  # targets for predicting words[score_from:] count in the loss; earlier ones are ignored
+
+
+def toy_example(task: str, rng: random.Random, min_len: int = 5, max_len: int = 10) -> ToyExample:
+    """copy: 'x1..xn : x1..xn'; reverse: 'x1..xn : xn..x1'; induction: 'x1..xn x1..xn' (scored from x2)."""
+    seq = rng.sample(TOY_ALPHABET, rng.randint(min_len, max_len))
+    n = len(seq)
+    if task == "copy":
+        return ToyExample((*seq, TOY_SEP, *seq), n + 1)
+    if task == "reverse":
+        return ToyExample((*seq, TOY_SEP, *reversed(seq)), n + 1)
+    if task == "induction":
+        return ToyExample((*seq, *seq), n + 1)
+    raise ValueError(f"unknown toy task {task!r}; choose one of {TASKS[1:]}.")
+
+
+def probe_text(task: str) -> str:
+    """A fixed input whose attention the trainer snapshots while it learns."""
+    if task == "lm":
+        return "the boy gave the girl the book because she smiled"
+    ex = toy_example(task, random.Random(7), 8, 8)
+    return " ".join(ex.words)
+
+
+def sample_prompt(task: str) -> str:
+    """What the trainer completes greedily to show progress."""
+    if task == "lm":
+        return "please send the"
+    ex = toy_example(task, random.Random(11), 7, 7)
+    return " ".join(ex.words[: ex.score_from])
+
+
+# -- batching ----------------------------------------------------------------------------------------
+def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int, score_from: Sequence[int] | None = None,
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded (ids, targets), both (B, T): targets[t] = ids[t+1]; pad (and unscored) targets = pad_id.
+
+    score_from[i] is the first index of seqs[i] whose *prediction* counts; None = every next token.
+    """
+    T = max(len(s) for s in seqs) - 1
+    if T < 1:
+        raise ValueError("every sequence needs at least two tokens to predict one.")
+    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
+    targets = torch.full((len(seqs), T), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        s = torch.as_tensor(list(s), dtype=torch.long)
+        ids[i, : len(s) - 1] = s[:-1]
+        targets[i, : len(s) - 1] = s[1:]
+        if score_from is not None:
+            targets[i, : max(score_from[i] - 1, 0)] = pad_id
+    return ids, targets
+
+
+def lm_stream(token_ids: Sequence[Sequence[int]], block_size: int, batch_size: int, seed: int = 0,
+              ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Endless packed language-modelling batches: sentences concatenated, random windows of block_size+1."""
+    flat = torch.tensor([t for seq in token_ids for t in seq], dtype=torch.long)
+    if len(flat) <= block_size + 1:
+        raise ValueError("the corpus is shorter than one block.")
+    gen = torch.Generator().manual_seed(seed)
+    while True:
+        starts = torch.randint(0, len(flat) - block_size - 1, (batch_size,), generator=gen)
+        chunk = torch.stack([flat[s: s + block_size + 1] for s in starts.tolist()])  # (B, block+1)
+        yield chunk[:, :-1], chunk[:, 1:]
+
+
+@dataclass
+class Batch:
+    ids: torch.Tensor      # (B, T)
+    targets: torch.Tensor  # (B, T), pad_id where nothing is predicted
+
+
+class TaskData:
+    """Batches for one task. batch(step) depends only on (seed, step): resuming needs no stream state."""
+
+    def __init__(self, task: str, tokenizer, seed: int = 0, batch_size: int = 32, corpus_size: int = 20_000,
+                 heldout_size: int = 256, no_bos_fraction: float = 0.2):
+        if task not in TASKS:
+            raise ValueError(f"unknown task {task!r}; choose one of {TASKS}.")
+        self.task, self.tokenizer, self.seed, self.batch_size = task, tokenizer, seed, batch_size
+        self.no_bos_fraction = no_bos_fraction
+        self.pad_id, self.bos_id, self.eos_id = (tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>"))
+        if task == "lm":
+            split = corpus_split(0, corpus_size, heldout_size)  # the corpus itself is fixed; seed orders batches
+            self.train_ids = self._encode(split.train)
+            self.heldout_ids = self._encode(split.heldout)
+            self.heldout_from = [1] * len(self.heldout_ids)
+        else:
+            rng = random.Random(10_000 + TASKS.index(task))  # held-out toy sequences: their own fixed seed
+            exs = [toy_example(task, rng) for _ in range(heldout_size)]
+            self.heldout_ids = [self._ids(ex.words) for ex in exs]
+            self.heldout_from = [ex.score_from + 1 for ex in exs]  # +1 for <bos>
+
+    def _ids(self, words: Sequence[str]) -> list[int]:
+        return [self.bos_id, *(self.tokenizer.token_to_id(w) for w in words), self.eos_id]
+
+    def _encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return [[self.bos_id, *e.ids, self.eos_id] for e in self.tokenizer.encode_batch(list(texts))]
+
+    def batch(self, step: int) -> Batch:
+        rng = random.Random(self.seed * 1_000_003 + step)
+        if self.task == "lm":
+            seqs = [self.train_ids[rng.randrange(len(self.train_ids))] for _ in range(self.batch_size)]
+            seqs = [s[1:] if rng.random() < self.no_bos_fraction else s for s in seqs]
+            return Batch(*pad_batch(seqs, self.pad_id))
+        exs = [toy_example(self.task, rng) for _ in range(self.batch_size)]
+        return Batch(*pad_batch([self._ids(ex.words) for ex in exs], self.pad_id,
+                                [ex.score_from + 1 for ex in exs]))
+
+    def heldout_batches(self, batch_size: int = 128) -> list[Batch]:
+        out = []
+        for i in range(0, len(self.heldout_ids), batch_size):
+            out.append(Batch(*pad_batch(self.heldout_ids[i: i + batch_size], self.pad_id,
+                                        self.heldout_from[i: i + batch_size])))
+        return out
+
+
+# -- assets ------------------------------------------------------------------------------------------
+def tokenizer_texts() -> list[str]:
+    """Every sentence the tokenizers are trained on: the corpus, the lecture, and the toy alphabet."""
+    split = corpus_split()
+    return [*split.train, *split.heldout, *LECTURE_SENTENCES, " ".join((*TOY_ALPHABET, TOY_SEP))]
+
+
+def corpus_sample(n_per_kind: int = 12, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    lines = ["# Attention Lab training corpus: a readable sample (generated by viz_model.data, seed 0)", ""]
+    makers = {"pronoun": lambda: pronoun_sentence(rng).text, "agreement": lambda: agreement_sentence(rng),
+              "email": lambda: email_sentence(rng), "place": lambda: place_sentence(rng)}
+    for kind, make in makers.items():
+        lines += [f"## {kind}", *(make() for _ in range(n_per_kind)), ""]
+    lines += ["## lecture", *(s.lower() for s in LECTURE_SENTENCES), ""]
+    for task in TASKS[1:]:
+        lines += [f"## toy task: {task}", *(" ".join(toy_example(task, rng).words) for _ in range(3)), ""]
+    return "\n".join(lines)
+
+
+def write_assets() -> None:
+    from viz_model import ASSETS_DIR
+    from viz_model.tokenizer import build_bpe_tokenizer, build_word_tokenizer
+
+    texts = tokenizer_texts()
+    (ASSETS_DIR / "tokenizers").mkdir(parents=True, exist_ok=True)
+    build_word_tokenizer(texts).save(str(ASSETS_DIR / "tokenizers" / "word.json"))
+    build_bpe_tokenizer(texts, vocab_size=512).save(str(ASSETS_DIR / "tokenizers" / "bpe.json"))
+    (ASSETS_DIR / "corpus_sample.txt").write_text(corpus_sample() + "\n", encoding="utf-8")
+    print(f"wrote tokenizers and corpus sample under {ASSETS_DIR}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Attention Lab corpus: print a sample or write the assets.")
+    parser.add_argument("--write-assets", action="store_true", help="build assets/tokenizers/*.json and the sample")
+    parser.add_argument("--sample", type=int, default=0, help="print N sentences from the corpus")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.write_assets:
+        write_assets()
+    for line in generate_corpus(args.sample, args.seed):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Helpers every figure uses: safe token labels, tensor -> numpy, shared styling."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+# Scales (STYLE.md): diverging for signed values, sequential for probabilities, cyclic for angles.
+SEQUENTIAL = "Viridis"
+DIVERGING = "RdBu_r"
+CYCLIC = "Twilight"
+MASKED_COLOR = "rgba(150,150,150,0.55)"  # a blocked cell is grey hatching, never "a learned zero"
+FONT = dict(family="Inter, 'Source Sans Pro', sans-serif", size=13)
+
+
+def to_numpy(x) -> np.ndarray:
+    """Convert once at the boundary: tensors are detached and moved to the CPU."""
+    if hasattr(x, "detach"):
+        x = x.detach().float().cpu().numpy()
+    return np.asarray(x)
+
+
+def escape(text: str) -> str:
+    """Plotly interprets <b>, <br>, &lt; ... in labels; escape so a token shows exactly as typed."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def visible(text: str) -> str:
+    """Make whitespace-only tokens visible in labels."""
+    if text == "":
+        return "∅"
+    return text.replace(" ", "␣") if text.strip() == "" else text
+
+
+def token_labels(tokens: Sequence[str], numbered: bool = True) -> list[str]:
+    """Escaped axis labels; with `numbered`, 'i token' keeps duplicates ("the" twice) distinct."""
+    return [f"{i} {escape(visible(t))}" if numbered else escape(visible(t)) for i, t in enumerate(tokens)]
+
+
+def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title, x=0.01, xanchor="left") if title else None,
+        font=FONT,
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        height=height,
+        template="plotly_white",
+    )
+    return fig
+
+
+def png_config(name: str, scale: int = 3) -> dict:
+    """st.plotly_chart config: the modebar camera saves a slide-ready PNG named after the view."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:80] or "figure"
+    return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": safe, "scale": scale}}

@@ -1,0 +1,1 @@
+"""Streamlit glue shared by pages: cached loaders, session state, sidebar, errors."""

@@ -1,0 +1,84 @@
+"""Which models exist (shipped, random baseline, trained in this app) and cached loading."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+from viz_model import ASSETS_DIR, checkpoint
+from viz_model.checkpoint import Checkpoint
+from viz_model.config import ModelConfig
+from viz_model.device import resolve_device
+from viz_model.model import TinyTransformer
+from viz_model.tokenizer import load_tokenizer
+
+MODELS_DIR = ASSETS_DIR / "models"
+DEFAULT_MODEL = "classroom"
+RANDOM_MODEL = "random-init"
+USER_MODELS_KEY = "user_models"  # session_state: {key: path} of checkpoints trained/uploaded by this user
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    key: str
+    title: str
+    description: str
+    path: str | None  # None for the random baseline
+
+
+def _shipped() -> list[ModelEntry]:
+    entries = []
+    for js in sorted(MODELS_DIR.glob("*.json")):
+        try:
+            meta = json.loads(js.read_text()).get("metadata", {})
+        except (OSError, json.JSONDecodeError):
+            continue
+        weights = js.with_suffix(".safetensors")
+        if weights.exists():
+            entries.append(ModelEntry(js.stem, meta.get("title", js.stem), meta.get("description", ""), str(weights)))
+    entries.sort(key=lambda e: (e.key != DEFAULT_MODEL, e.key))
+    return entries
+
+
+def available_models() -> list[ModelEntry]:
+    """Shipped models (default first), this user's own models, then the untrained baseline."""
+    user = [ModelEntry(k, f"{k} (yours)", "trained or uploaded in this session", p)
+            for k, p in st.session_state.get(USER_MODELS_KEY, {}).items()]
+    baseline = ModelEntry(RANDOM_MODEL, "untrained (random weights)",
+                          "the same architecture before training: its attention means nothing", None)
+    return [*_shipped(), *user, baseline]
+
+
+def register_user_model(key: str, path: str | Path) -> None:
+    st.session_state.setdefault(USER_MODELS_KEY, {})[key] = str(path)
+
+
+@st.cache_resource(show_spinner="Loading model…", max_entries=16)
+def _load(path: str, mtime: float, device: str) -> Checkpoint:
+    ckpt = checkpoint.load_checkpoint(path, device=device)
+    ckpt.model.requires_grad_(False)  # shared between all users: read-only
+    return ckpt
+
+
+@st.cache_resource(show_spinner=False)
+def _random_model(device: str) -> Checkpoint:
+    tok = load_tokenizer("word")
+    torch.manual_seed(0)
+    cfg = ModelConfig.preset("classroom", vocab_size=max(tok.get_vocab_size(), 2))
+    model = TinyTransformer(cfg).eval().requires_grad_(False).to(device)
+    return Checkpoint(model, tok, {"title": "untrained (random weights)", "description": "seed 0, no training"})
+
+
+def load_model(key: str, device: str = "auto") -> Checkpoint:
+    """A read-only, process-wide cached model: weights are loaded once per server, not per session."""
+    dev = str(resolve_device(device))
+    if key == RANDOM_MODEL:
+        return _random_model(dev)
+    entry = next((e for e in available_models() if e.key == key), None)
+    if entry is None or entry.path is None:
+        raise ValueError(f"there is no model called {key!r}.")
+    return _load(entry.path, Path(entry.path).stat().st_mtime, dev)
