@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from viz_model.masks import to_additive
+from viz_model.masks import causal_mask, to_additive
 from viz_model.rope import rotate_interleaved
 
 
@@ -86,6 +86,8 @@ class MultiHeadAttention(nn.Module):
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, H, Tk, d_k)
         if trace:
+            if mask is None and is_causal:
+                mask = causal_mask(T, x.device)
             inner = attention(q, k, v, mask, scale)
             head_out = inner.out
         else:

@@ -45,7 +45,7 @@ class Block(nn.Module):
         self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
         self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
 
     def forward(self, x, mask, rope_cs, past, trace, scale, is_causal):
         if self.pre:  # x + f(LN(x))
@@ -71,7 +71,7 @@ class TinyTransformer(nn.Module):
             cos, sin = self._rope_tables(torch.arange(cfg.max_len), cfg.max_len)
             self.register_buffer("rope_cos", cos, persistent=False)  # (max_len, d_k/2)
             self.register_buffer("rope_sin", sin, persistent=False)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.norm_position == "pre" else nn.Identity()
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
@@ -183,6 +183,8 @@ class TinyTransformer(nn.Module):
     def _mask(self, T, past_len, key_padding_mask, attn_mask):
         """Boolean mask broadcastable to (B, H, T, past_len+T), and whether it is exactly causal."""
         Tk = past_len + T
+        if attn_mask is None and key_padding_mask is None and past_len == 0:
+            return (None, self.config.causal and T > 1)  # fast path: SDPA's built-in causal kernel
         if attn_mask is None:
             if self.config.causal:
                 q_pos = torch.arange(past_len, Tk, device=self.device)[:, None]

@@ -1,0 +1,37 @@
+"""AppTest of the Start page: model card, tokenization preview, attention heatmap, awkward input."""
+
+import json
+
+
+def heatmap_rows(at):
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    return next(t for t in spec["data"] if t.get("name") == "attention")
+
+
+def test_start_page_shows_model_card_tokens_and_heatmap(app_test):
+    at = app_test()
+    assert not at.exception
+    assert at.title[0].value == "Attention Lab"
+    assert len(at.dataframe) >= 2  # model card + tokens
+    tokens = at.dataframe[1].value
+    assert list(tokens.loc["token"]) == ["The", "cat", "sat", "on", "the", "mat"]
+    assert "row sums to 1" in at.success[0].value
+
+
+def test_layer_and_head_pickers_change_the_heatmap(app_test):
+    at = app_test()
+    first = heatmap_rows(at)
+    at.selectbox(key="start_head").set_value(1).run()
+    assert heatmap_rows(at)["z"] != first["z"]
+
+
+def test_awkward_input_never_raises(app_test):
+    at = app_test()
+    for text in ["", "   ", "😀 🎉", "<script>alert(1)</script> <b>x</b>", "word " * 1000, "a\u200bb\u202e c"]:
+        at.text_input(key="start_text").set_value(text).run()
+        assert not at.exception, text
+        assert not at.error, text
+    at.text_input(key="start_text").set_value("").run()
+    assert "Type at least one word" in at.warning[0].value
+    at.text_input(key="start_text").set_value("word " * 1000).run()
+    assert any("only the first" in i.value for i in at.info)
