@@ -1,0 +1,204 @@
+"""Live proofs for the Attention pages: every claim is a computation on the real model (torch only).
+
+- pipeline_check: recompute each attention step from the trace and measure the error
+- mask_effects: additive -inf mask vs multiplying a 0/1 mask after softmax
+- padding_check: pads change nothing at the real positions
+- prefix_check: one causal pass equals running every prefix alone
+- dependency_map: Jacobian norms |d out_t / d x_s| from autograd
+- permutation_distances: without positions, self-attention is permutation-equivariant
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import torch
+
+from viz_model.model import TinyTransformer, Trace
+from viz_model.rope import rotate_interleaved
+
+
+def _ids2d(ids) -> torch.Tensor:
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    return ids[None] if ids.ndim == 1 else ids  # (B, T)
+
+
+# -- the pipeline of one layer ------------------------------------------------------------------
+def attention_input(model: TinyTransformer, trace: Trace, layer: int) -> torch.Tensor:
+    """X entering layer `layer`'s attention: (B, T, d_model) (after LayerNorm for a pre-norm model)."""
+    stream = trace.embeddings + trace.positional if layer == 0 else trace.residual[layer - 1]
+    block = model.blocks[layer]
+    return block.ln1(stream) if block.pre else stream
+
+
+def project_qkv(model: TinyTransformer, x: torch.Tensor, layer: int, positions: torch.Tensor | None):
+    """X -> Q, K, V per head, (B, H, T, d_k) each; RoPE on Q and K when the model uses it."""
+    attn = model.blocks[layer].attn
+    q, k, v = (attn.split_heads(t) for t in attn.qkv(x).split(x.shape[-1], dim=-1))
+    if model.config.pos_encoding == "rope" and positions is not None:
+        cs = model.rope_cos_sin(positions)
+        q, k = rotate_interleaved(q, *cs), rotate_interleaved(k, *cs)
+    return q, k, v
+
+
+def score_scale(model: TinyTransformer, scale_scores: bool = True, temperature: float = 1.0) -> float:
+    """The factor on QK^T: 1/sqrt(d_k) (or 1 when switched off), divided by the attention temperature."""
+    return (1.0 / math.sqrt(model.config.d_k) if scale_scores else 1.0) / temperature
+
+
+@torch.no_grad()
+def pipeline_check(model: TinyTransformer, trace: Trace, layer: int, scale: float) -> dict[str, float]:
+    """Recompute every step of layer `layer` from its own inputs; max |recomputed - traced| per step."""
+    lt = trace.layers[layer]
+    x = attention_input(model, trace, layer)
+    q, k, v = project_qkv(model, x, layer, trace.positions)
+    scores = (lt.q @ lt.k.transpose(-2, -1)) * scale                       # (B, H, T, T)
+    probs = torch.softmax(lt.scores + lt.mask, dim=-1)
+    head_out = lt.probs @ lt.v                                             # (B, H, T, d_k)
+    B, H, T, d_k = head_out.shape
+    concat = lt.head_out.transpose(1, 2).reshape(B, T, H * d_k)            # (B, T, d_model)
+    out = model.blocks[layer].attn.out(concat)
+    allowed = torch.isfinite(lt.mask).expand_as(lt.probs)
+    return {
+        "qkv": max((a - b).abs().max().item() for a, b in ((q, lt.q), (k, lt.k), (v, lt.v))),
+        "scores": (scores - lt.scores).abs().max().item(),
+        "probs": (probs - lt.probs).abs().max().item(),
+        "row_sums": (lt.probs.sum(-1) - 1).abs().max().item(),
+        "masked_weight": lt.probs.masked_fill(allowed, 0).abs().max().item(),
+        "head_out": (head_out - lt.head_out).abs().max().item(),
+        "attn_out": (out - lt.attn_out).abs().max().item(),
+    }
+
+
+def row_entropy(probs: torch.Tensor) -> torch.Tensor:
+    """Entropy of each softmax row in nats: (..., T, T) -> (..., T). 0 = one-hot (saturated)."""
+    p = probs.clamp_min(0)
+    return -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
+
+
+# -- masks --------------------------------------------------------------------------------------
+@dataclass
+class MaskEffects:
+    additive: torch.Tensor          # (T, T) 0 / -inf
+    masked_scores: torch.Tensor     # (T, T) S + M
+    probs: torch.Tensor             # (T, T) softmax(S + M): blocked cells exactly 0
+    probs_multiplied: torch.Tensor  # (T, T) softmax(S) * mask: blocked cells 0 but rows no longer sum to 1
+    row_sums: torch.Tensor          # (T,)
+    row_sums_multiplied: torch.Tensor  # (T,)
+
+
+def mask_effects(scores: torch.Tensor, allowed: torch.Tensor) -> MaskEffects:
+    """Apply a boolean mask (True = may attend) to one head's scores both ways."""
+    additive = torch.zeros_like(scores).masked_fill(~allowed, float("-inf"))
+    masked = scores + additive
+    empty = ~allowed.any(-1, keepdim=True)  # a row with no allowed key: softmax of all -inf is NaN
+    probs = torch.softmax(masked.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0)
+    multiplied = torch.softmax(scores, dim=-1) * allowed
+    return MaskEffects(additive, masked, probs, multiplied, probs.sum(-1), multiplied.sum(-1))
+
+
+# -- padding ------------------------------------------------------------------------------------
+@dataclass
+class PaddingCheck:
+    key_mask: torch.Tensor   # (B, T) True = real token (keys that may be attended)
+    loss_mask: torch.Tensor  # (B, T-1) True = the target at t+1 is real and counts in the loss
+    max_diff: float          # max |logits(pads) - logits(other ids in pad slots)| at real positions
+    n_real: int
+
+
+@torch.no_grad()
+def padding_check(model: TinyTransformer, ids, pad_id: int, replacement: int) -> PaddingCheck:
+    """Run the padded batch, then again with every pad replaced by `replacement`: real positions must agree."""
+    ids = _ids2d(ids).to(model.device)
+    real = ids != pad_id                                                    # (B, T)
+    a = model(ids, key_padding_mask=real).logits
+    b = model(ids.masked_fill(~real, replacement), key_padding_mask=real).logits
+    diff = (a - b).abs().amax(-1)[real]                                     # (n_real,)
+    return PaddingCheck(real.cpu(), real[:, 1:].cpu(), diff.max().item(), int(real.sum()))
+
+
+# -- causal = one pass, not sequential ------------------------------------------------------------
+@torch.no_grad()
+def prefix_check(model: TinyTransformer, ids, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """(T,) max |logits_t(full pass) - logits_t(prefix 0..t alone)|, both under `attn_mask` (None: causal)."""
+    ids = _ids2d(ids).to(model.device)
+    T = ids.shape[1]
+    mask = torch.ones(T, T, dtype=torch.bool).tril() if attn_mask is None else attn_mask.bool()
+    full = model(ids, attn_mask=mask).logits[0]                             # (T, vocab)
+    diffs = [(model(ids[:, : t + 1], attn_mask=mask[: t + 1, : t + 1]).logits[0, t] - full[t]).abs().max()
+             for t in range(T)]
+    return torch.stack(diffs).cpu()
+
+
+# -- what depends on what -------------------------------------------------------------------------
+def dependency_map(model: TinyTransformer, ids, attn_mask: torch.Tensor | None = None,
+                   chunk: int = 512) -> torch.Tensor:
+    """(T, T) Frobenius norms ||d h_t / d e_s||, h = final hidden state, e = token embedding input.
+
+    A private copy of the (shared, read-only) model gets a forward hook on its token embedding, so the
+    embeddings can be fed in and differentiated without touching model.py. Exact: one backward per
+    output coordinate, batched.
+    """
+    ids = _ids2d(ids)[:1].to(model.device)
+    T, d = ids.shape[1], model.config.d_model
+    twin = copy.deepcopy(model).eval().requires_grad_(False)
+    with torch.no_grad():
+        emb0 = twin.tok_emb(ids)                                            # (1, T, d)
+    fed: dict[str, torch.Tensor] = {}
+    twin.tok_emb.register_forward_hook(lambda mod, inp, out: fed["e"])
+    hidden: dict[str, torch.Tensor] = {}
+    twin.ln_f.register_forward_hook(lambda mod, inp, out: hidden.__setitem__("h", out))
+    mask = attn_mask.bool() if attn_mask is not None else None
+    sq = torch.zeros(T, T, dtype=torch.float64)
+    coords = [(t, i) for t in range(T) for i in range(d)]                   # one backward per (t, i)
+    for start in range(0, len(coords), chunk):
+        part = coords[start: start + chunk]
+        e = emb0.repeat(len(part), 1, 1).requires_grad_(True)               # (N, T, d)
+        fed["e"] = e
+        twin(ids.repeat(len(part), 1), attn_mask=mask)
+        t_idx = torch.tensor([c[0] for c in part])
+        i_idx = torch.tensor([c[1] for c in part])
+        picked = hidden["h"][torch.arange(len(part)), t_idx, i_idx]          # (N,)
+        (grad,) = torch.autograd.grad(picked.sum(), e)                      # (N, T, d)
+        sq.index_add_(0, t_idx, grad.pow(2).sum(-1).double().cpu())         # rows: output position t
+    return sq.sqrt().float()
+
+
+# -- permutation ----------------------------------------------------------------------------------
+@torch.no_grad()
+def final_hidden(model: TinyTransformer, ids, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """(T, d_model) residual stream after the last block."""
+    out = model(_ids2d(ids).to(model.device), trace=True, attn_mask=attn_mask)
+    return out.trace.residual[-1][0].cpu()
+
+
+def match_positions(ids_a: list[int], ids_b: list[int]) -> list[tuple[int, int]]:
+    """Pair each position of a with the same token in b (k-th occurrence with k-th occurrence)."""
+    if sorted(ids_a) != sorted(ids_b):
+        raise ValueError("the two sentences must contain the same tokens in a different order.")
+    used: set[int] = set()
+    pairs = []
+    for i, tid in enumerate(ids_a):
+        j = next(j for j, u in enumerate(ids_b) if u == tid and j not in used)
+        used.add(j)
+        pairs.append((i, j))
+    return pairs
+
+
+def permutation_distances(model: TinyTransformer, ids_a: list[int], ids_b: list[int],
+                          attn_mask: bool = False) -> torch.Tensor:
+    """(T,) ||h_a[i] - h_b[perm(i)]|| for each token of a; attn_mask False = no mask, True = causal."""
+    T = len(ids_a)
+    mask = torch.ones(T, T, dtype=torch.bool)
+    if attn_mask:
+        mask = mask.tril()
+    ha, hb = final_hidden(model, ids_a, mask), final_hidden(model, ids_b, mask)
+    pairs = match_positions(ids_a, ids_b)
+    return torch.stack([(ha[i] - hb[j]).norm() for i, j in pairs])
+
+
+__all__ = ["MaskEffects", "PaddingCheck", "attention_input", "dependency_map", "final_hidden", "mask_effects",
+           "match_positions", "padding_check", "permutation_distances", "pipeline_check", "prefix_check",
+           "project_qkv", "row_entropy", "score_scale"]
