@@ -1,0 +1,293 @@
+"""Computations behind the Position pages (sinusoidal and RoPE): torch/numpy in, arrays and tables out.
+
+No Streamlit here, so every function is testable on its own; the pages cache the results they need.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from viz_model import rope
+from viz_model.model import TinyTransformer
+from viz_model.positional import MAX_DIM, MAX_POSITIONS, shift_matrix, sinusoidal_encoding
+
+LECTURE_TEXT = "I like cats"
+LECTURE_Q = [[1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0]] * 3  # (T=3, d_model=8): the same q at every position
+LECTURE_HEADS = 2
+MAX_EDIT_VALUE = 1e6
+
+
+# -- shared ---------------------------------------------------------------------------------------------
+def decimate(n: int, cap: int) -> np.ndarray:
+    """At most `cap` evenly spaced indices of range(n), always including 0 (keeps big heatmaps light)."""
+    if n <= cap:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, cap).round().astype(int))
+
+
+def check_table_size(n_pos: int, d: int) -> None:
+    if not 1 <= n_pos <= MAX_POSITIONS or not 2 <= d <= MAX_DIM or d % 2:
+        raise ValueError(f"choose 1–{MAX_POSITIONS:,} positions and an even dimension between 2 and {MAX_DIM}.")
+
+
+# -- sinusoidal -----------------------------------------------------------------------------------------
+def pe_numpy(n_pos: int, d: int, base: float) -> np.ndarray:
+    """The (n_pos, d) sinusoidal table in float64."""
+    check_table_size(n_pos, d)
+    return sinusoidal_encoding(n_pos, d, base, dtype=torch.float64).numpy()
+
+
+def position_bits(n_pos: int, n_bits: int) -> np.ndarray:
+    """(n_pos, n_bits) binary digits of each position index, least significant bit first."""
+    p = np.arange(n_pos)[:, None]
+    return (p >> np.arange(n_bits)[None, :]) & 1
+
+
+def sin_signs(pe: np.ndarray, n_cols: int) -> np.ndarray:
+    """(n_pos, n_cols) 1 where sin(p*w_i) >= 0 else 0, for the first n_cols sin columns (0, 2, 4, ...)."""
+    return (pe[:, 0::2][:, :n_cols] >= 0).astype(int)
+
+
+def shift_check(d: int, k: int, ts: Sequence[int], base: float) -> pd.DataFrame:
+    """One M_k for every t: max |M_k P_t - P_{t+k}| per t (all in float64)."""
+    ts = [int(t) for t in ts]
+    pe = sinusoidal_encoding(max(ts) + k + 1, d, base, dtype=torch.float64)
+    M = shift_matrix(d, k, base)
+    rows = []
+    for t in ts:
+        err = float((M @ pe[t] - pe[t + k]).abs().max())
+        rows.append({"t": t, "t + k": t + k, "max |M_k·P_t − P_{t+k}|": err})
+    return pd.DataFrame(rows)
+
+
+def dot_by_offset(pe: np.ndarray, t0: int = 0) -> np.ndarray:
+    """P_{t0} · P_{t0+k} for k = 0 .. n-1-t0."""
+    return pe[t0:] @ pe[t0]
+
+
+def cosine_similarity(table: np.ndarray) -> np.ndarray:
+    """(n, n) cosine similarity of the rows."""
+    unit = table / np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-12)
+    return unit @ unit.T
+
+
+@torch.no_grad()
+def input_vectors(model: TinyTransformer, token_id: int, positions: Sequence[int]) -> dict[str, np.ndarray]:
+    """What the first block reads for one token at several positions: emb*sqrt(d) + positional input."""
+    emb = model.tok_emb.weight[token_id].double() * math.sqrt(model.config.d_model)  # (d,)
+    pos = model.positional_input(torch.tensor(list(positions), device=model.device)).double()  # (P, d)
+    out = {"token embedding": emb.cpu().numpy()}
+    for i, p in enumerate(positions):
+        out[f"position {p} encoding"] = pos[i].cpu().numpy()
+    for i, p in enumerate(positions):
+        out[f"input at position {p}"] = (emb + pos[i]).cpu().numpy()
+    return out
+
+
+# -- RoPE: the lecture's worked example -----------------------------------------------------------------
+def parse_matrix(rows, shape: tuple[int, int]) -> np.ndarray:
+    """Validate an edited table: every cell a finite number of moderate size."""
+    try:
+        m = np.asarray(rows, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError("every cell of Q must be a number.") from e
+    if m.shape != shape:
+        raise ValueError(f"Q must have {shape[0]} rows and {shape[1]} columns.")
+    if not np.isfinite(m).all():
+        raise ValueError("every cell of Q must be a number (no empty cells).")
+    if np.abs(m).max() > MAX_EDIT_VALUE:
+        raise ValueError(f"keep the values of Q between −{MAX_EDIT_VALUE:,.0f} and {MAX_EDIT_VALUE:,.0f}.")
+    return m
+
+
+@dataclasses.dataclass
+class WorkedExample:
+    heads: list[np.ndarray]     # H x (T, d_k) slices of Q_full
+    omega: np.ndarray           # (d_k/2,)
+    angles: np.ndarray          # (T, d_k/2) t * omega_i
+    rotated: list[np.ndarray]   # H x (T, d_k), by the pair formula written out
+    core_error: float           # max |formula - viz_model.rope.apply_rope|
+
+
+def worked_example(q_full: np.ndarray, n_heads: int = LECTURE_HEADS, base: float = 10000.0) -> WorkedExample:
+    """Split Q (T, d_model) into heads, rotate pair i of each row t by t*omega_i: (a, b) -> (a c - b s, a s + b c)."""
+    T, d_model = q_full.shape
+    d_k = d_model // n_heads
+    omega = rope.default_inv_freq(d_k, base).numpy()
+    angles = np.arange(T)[:, None] * omega[None, :]  # (T, d_k/2)
+    c, s = np.cos(angles), np.sin(angles)
+    heads, rotated, err = [], [], 0.0
+    for h in range(n_heads):
+        x = q_full[:, h * d_k:(h + 1) * d_k]  # (T, d_k)
+        a, b = x[:, 0::2], x[:, 1::2]
+        out = np.empty_like(x)
+        out[:, 0::2], out[:, 1::2] = a * c - b * s, a * s + b * c
+        core = rope.apply_rope(torch.tensor(x), torch.arange(T), torch.tensor(omega)).numpy()
+        err = max(err, float(np.abs(out - core).max()))
+        heads.append(x)
+        rotated.append(out)
+    return WorkedExample(heads, omega, angles, rotated, err)
+
+
+# -- RoPE: scores and rotations -------------------------------------------------------------------------
+def rotate_at(x: torch.Tensor, position: float, inv_freq: torch.Tensor, attention_factor: float = 1.0):
+    """R_position x for one vector x (d_k,), float64."""
+    return rope.apply_rope(x.double()[None], torch.tensor([float(position)], dtype=torch.float64),
+                           inv_freq, attention_factor)[0]
+
+
+def rope_score(q: torch.Tensor, k: torch.Tensor, t: float, s: float, inv_freq: torch.Tensor,
+               attention_factor: float = 1.0) -> float:
+    """<R_t q, R_s k>."""
+    return float(rotate_at(q, t, inv_freq, attention_factor) @ rotate_at(k, s, inv_freq, attention_factor))
+
+
+def random_qk(d_k: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(d_k, generator=g, dtype=torch.float64), torch.randn(d_k, generator=g, dtype=torch.float64)
+
+
+def scores_by_distance(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, max_dist: int) -> np.ndarray:
+    """<R_0 q, R_d k> for d = 0..max_dist; q/k (..., d_k) are averaged over their leading dims."""
+    d = torch.arange(max_dist + 1, dtype=torch.float64)
+    kk = k.double().reshape(-1, k.shape[-1])  # (N, d_k)
+    qq = q.double().reshape(-1, q.shape[-1])  # (M, d_k)
+    rk = rope.apply_rope(kk[:, None, :].expand(-1, len(d), -1), d, inv_freq)  # (N, D, d_k)
+    return torch.einsum("md,ntd->t", qq, rk).numpy() / (len(qq) * len(kk))
+
+
+def angle_table(n_pos: int, inv_freq: torch.Tensor) -> np.ndarray:
+    """(n_pos, d_k/2) t*theta_i wrapped to [0, 2 pi)."""
+    return np.mod(rope.rope_angles(torch.arange(n_pos), inv_freq).numpy(), 2 * math.pi)
+
+
+# -- RoPE: context extension ----------------------------------------------------------------------------
+def scaling_for(method: str, factor: float, original_len: int, extra: dict | None = None) -> dict | None:
+    """The HF-style rope_scaling dict for one registry entry; validated (ValueError with a sentence)."""
+    if method == "none":
+        return None
+    spec = {"type": method, "factor": float(factor), "original_max_position_embeddings": int(original_len)}
+    if method in ("linear", "ntk"):
+        spec.pop("original_max_position_embeddings")
+    spec.update({k: v for k, v in (extra or {}).items() if k in rope._PARAMS[method]})
+    return rope.validate_scaling(spec)
+
+
+def scaling_table(d_k: int, base: float, original_len: int, target_len: int, extra: dict | None = None
+                  ) -> dict[str, tuple[np.ndarray, float]]:
+    """method -> (theta'/theta per pair, attention factor) at the target length, for every registry entry."""
+    factor = target_len / original_len
+    theta = rope.default_inv_freq(d_k, base)
+    out = {}
+    for method in rope.ROPE_INIT_FUNCTIONS:
+        freqs, att = rope.inv_freq(d_k, base, scaling_for(method, factor, original_len, extra), seq_len=target_len)
+        out[method] = ((freqs / theta).numpy(), att)
+    return out
+
+
+def angle_coverage(theta: np.ndarray, theta_new: np.ndarray, train_len: int, target_len: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: largest angle seen in training and needed at the target, both capped at one full turn."""
+    seen = np.minimum((train_len - 1) * theta, 2 * math.pi)
+    needed = np.minimum((target_len - 1) * theta_new, 2 * math.pi)
+    return seen, needed
+
+
+def readouts(d_k: int, base: float, factor: float, original_len: int, target_len: int) -> dict[str, str]:
+    """The numbers the lecture quotes, for the current settings."""
+    out = {"factor s = L′/L": f"{factor:g}",
+           "NTK-aware base′ = b·s^(d/(d−2))": f"{rope.ntk_base(d_k, base, factor):,.1f}",
+           "dynamic NTK base′ at L′ (HF)": f"{rope.dynamic_base(d_k, base, factor, original_len, target_len):,.0f}",
+           "YaRN temperature √(1/t) = 0.1 ln s + 1": f"{rope.yarn_mscale(factor):.4f}",
+           "YaRN logit multiplier (√(1/t))²": f"{rope.yarn_mscale(factor) ** 2:.4f}"}
+    if factor > 1:
+        low, high = rope.yarn_range(d_k, base, {"original_max_position_embeddings": original_len})
+        out["YaRN ramp (low, high) pair"] = f"({low:g}, {high:g})"
+    return out
+
+
+def scaled_copy(model: TinyTransformer, **changes) -> TinyTransformer:
+    """Same weights, different position settings (RoPE and the sinusoidal table have no parameters)."""
+    copy = TinyTransformer(dataclasses.replace(model.config, **changes)).to(model.device).eval()
+    copy.load_state_dict(model.state_dict())
+    return copy.requires_grad_(False)
+
+
+def heldout_windows(ids: Sequence[Sequence[int]], length: int, max_windows: int) -> torch.Tensor | None:
+    """Pack held-out sentences into up to max_windows rows of length+1 tokens; None if too little text."""
+    flat = [t for seq in ids for t in seq]
+    n = min(max_windows, len(flat) // (length + 1))
+    if n == 0:
+        return None
+    return torch.tensor(flat[: n * (length + 1)], dtype=torch.long).view(n, length + 1)
+
+
+@torch.no_grad()
+def length_losses(model: TinyTransformer, heldout_ids: Sequence[Sequence[int]], multiples: Sequence[int],
+                  max_windows: int = 8, progress: Callable[[float, str], None] | None = None) -> pd.DataFrame:
+    """Held-out next-token loss at m x the training length, under every scaling (RoPE) or as is (others)."""
+    cfg = model.config
+    L = cfg.max_len
+    methods = list(rope.ROPE_INIT_FUNCTIONS) if cfg.pos_encoding == "rope" else ["none"]
+    rows, jobs = [], [(m, meth) for m in multiples for meth in methods]
+    for j, (m, method) in enumerate(jobs):
+        if progress:
+            progress(j / len(jobs), f"{m}× context, {rope.ROPE_SCALING_LABELS[method]}")
+        windows = heldout_windows(heldout_ids, m * L, max_windows)
+        row = {"method": method, "multiple": m, "length": m * L, "loss": float("nan"), "note": ""}
+        if windows is None:
+            row["note"] = "not enough held-out text"
+        elif cfg.pos_encoding == "learned" and m * L > L:
+            row["note"] = f"a learned table has only {L} rows"
+        else:
+            scaled = model if method == "none" else scaled_copy(
+                model, rope_scaling=scaling_for(method, max(m, 1), L))
+            windows = windows.to(model.device)
+            row["loss"] = float(scaled(windows[:, :-1], targets=windows[:, 1:]).loss)
+        rows.append(row)
+    if progress:
+        progress(1.0, "done")
+    return pd.DataFrame(rows)
+
+
+def pair_view(q: torch.Tensor, k: torch.Tensor, t: float, s: float, pair: int, inv_freq: torch.Tensor) -> dict:
+    """One pair of q at position t and k at position s, before and after rotation, and the scores."""
+    rq, rk = rotate_at(q, t, inv_freq), rotate_at(k, s, inv_freq)
+    sl = slice(2 * pair, 2 * pair + 2)
+    qa, ka = rq[sl].numpy(), rk[sl].numpy()
+    between = math.atan2(ka[1], ka[0]) - math.atan2(qa[1], qa[0])
+    return {"q": q[sl].numpy(), "k": k[sl].numpy(), "q_rot": qa, "k_rot": ka,
+            "angle": (between + math.pi) % (2 * math.pi) - math.pi,  # in (-pi, pi]
+            "pair_score": float(qa @ ka), "score": float(rq @ rk)}
+
+
+@torch.no_grad()
+def rope_on_off(model: TinyTransformer, ids: Sequence[int]) -> tuple:
+    """Traces of the same weights with RoPE on and with pos_encoding='none' (RoPE switched off)."""
+    x = torch.tensor([list(ids)], device=model.device)
+    off = scaled_copy(model, pos_encoding="none", rope_scaling=None)
+    return model(x, trace=True).trace, off(x, trace=True).trace
+
+
+def convention_check(d_k: int, t: int, s: int, base: float = 10000.0, seed: int = 0) -> dict:
+    """Interleaved vs rotate-half on the same q, k: the permutation makes them agree exactly."""
+    q, k = random_qk(d_k, seed)
+    theta = rope.default_inv_freq(d_k, base)
+    perm = rope.interleaved_to_half_perm(d_k)
+    pos_q, pos_k = torch.tensor([float(t)]), torch.tensor([float(s)])
+
+    def rot(x, p, conv):
+        return rope.apply_rope(x[None], p, theta, convention=conv)[0]
+
+    inter = float(rot(q, pos_q, "interleaved") @ rot(k, pos_k, "interleaved"))
+    half_perm = float(rot(q[perm], pos_q, "half") @ rot(k[perm], pos_k, "half"))
+    half_wrong = float(rot(q, pos_q, "half") @ rot(k, pos_k, "half"))
+    vec_err = float((rot(q[perm], pos_q, "half") - rot(q, pos_q, "interleaved")[perm]).abs().max())
+    return {"perm": perm.tolist(), "interleaved": inter, "half_permuted": half_perm, "half_unpermuted": half_wrong,
+            "vector_error": vec_err}

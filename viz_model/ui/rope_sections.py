@@ -1,0 +1,289 @@
+"""Streamlit sections of the RoPE page; each computes live via viz_model and shows its checks."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from viz_model import rope
+from viz_model.data import corpus_split
+from viz_model.figures import rope as rfigs
+from viz_model.figures.attention import attention_heatmap
+from viz_model.figures.common import png_config
+from viz_model.tokenizer import encode, special_ids
+from viz_model.ui import position as pos
+from viz_model.ui.models import available_models, load_model
+from viz_model.ui.position_sections import model_with, verdict
+from viz_model.ui.sidebar import DEVICE_KEY
+
+BASES = [100.0, 1000.0, 10000.0, 100000.0, 500000.0, 1000000.0]
+LECTURE_SENTENCE = "the cat sat on the mat"
+MULTIPLES = (1, 2, 4)
+TOKEN_BUDGET = 4096  # tokens per (method, length) cell of the length experiment: a few ms each
+
+
+def rope_model():
+    ckpt, where = model_with("rope", ("classroom", "enc-rope"))
+    if ckpt is None:
+        st.info("No RoPE model is available (the sidebar model does not use RoPE and neither “classroom” nor "
+                "“enc-rope” is installed), so this part shows the math on random vectors only.")
+    return ckpt, where
+
+
+# -- worked example -------------------------------------------------------------------------------------
+def worked_example() -> None:
+    st.markdown("**“I like cats”**: T = 3 tokens, d_model = 8, H = 2 heads, so d_k = 4 and each head has two "
+                "pairs. Edit Q (one row per token) and every number below follows.")
+    cols = [f"q{j}" for j in range(8)]
+    frame = pd.DataFrame(pos.LECTURE_Q, columns=cols, index=[f"{t} {w}" for t, w in enumerate(["I", "like", "cats"])])
+    edited = st.data_editor(frame, key="rope_q_editor", num_rows="fixed")
+    q_full = pos.parse_matrix(edited.to_numpy(dtype=float, na_value=np.nan), (3, 8))
+    ex = pos.worked_example(q_full)
+    idx = frame.index
+    h0, h1 = st.columns(2)
+    for h, col in enumerate((h0, h1)):
+        col.markdown(f"Head {h}: columns {4 * h}–{4 * h + 3} of Q_full; pairs (q{4 * h}, q{4 * h + 1}) and "
+                     f"(q{4 * h + 2}, q{4 * h + 3})")
+        col.dataframe(pd.DataFrame(ex.heads[h], index=idx, columns=["pair 0 · a", "pair 0 · b", "pair 1 · a",
+                                                                   "pair 1 · b"]), key=f"rope_head{h}")
+    st.markdown(f"Frequencies ω_i = 10000^(−2i/4) = **[{ex.omega[0]:g}, {ex.omega[1]:g}]**. Row t turns pair i by "
+                "t·ω_i radians: (a, b) → (a·cos − b·sin, a·sin + b·cos).")
+    a1, a2 = st.columns([1, 2])
+    a1.dataframe(pd.DataFrame(ex.angles, index=idx, columns=["t·ω₀ (rad)", "t·ω₁ (rad)"]), key="rope_angles_ex")
+    a2.dataframe(pd.DataFrame(ex.rotated[0].round(6), index=idx, columns=["a′₀", "b′₀", "a′₁", "b′₁"]),
+                 key="rope_rotated_ex")
+    a2.caption("Head 0 after RoPE. Head 1 uses the same angles on its own columns.")
+    verdict(ex.core_error, 1e-12, "the pair formula written out above equals viz_model.rope.apply_rope")
+
+
+# -- pair rotation --------------------------------------------------------------------------------------
+def pair_rotation(d_k: int, base: float) -> None:
+    theta = rope.default_inv_freq(d_k, base)
+    c = st.columns(4)
+    pair = c[0].slider("pair i", 0, d_k // 2 - 1, 0, key="rope_pair")
+    t = c[1].slider("query position t", 0, 64, 3, key="rope_t")
+    s = c[2].slider("key position s", 0, 64, 5, key="rope_s")
+    shift = c[3].slider("shift both by", 0, 1000, 0, key="rope_shift")
+    q, k = pos.random_qk(d_k, seed=7)
+    ref, now = pos.pair_view(q, k, t, s, pair, theta), pos.pair_view(q, k, t + shift, s + shift, pair, theta)
+    left, right = st.columns([3, 2])
+    left.plotly_chart(rfigs.pair_arrows({
+        "q before": now["q"], "k before": now["k"], f"q at t = {t + shift}": now["q_rot"],
+        f"k at s = {s + shift}": now["k_rot"]}, f"Pair {pair}: θ_{pair} = {theta[pair]:.4g} rad per position"),
+        key="rope_pair_fig", config=png_config("rope_pair_rotation"))
+    right.metric("angle from q to k in this pair", f"{math.degrees(now['angle']):.4f}°",
+                 help="(s − t)·θ_i, wrapped to (−180°, 180°]")
+    right.metric("score ⟨R_t q, R_s k⟩ (all pairs)", f"{now['score']:.6f}")
+    right.metric("this pair's share of the score", f"{now['pair_score']:.6f}")
+    err = max(abs(now["score"] - ref["score"]), abs(now["angle"] - ref["angle"]) % (2 * math.pi))
+    with right:
+        verdict(err, 1e-9, f"shifting both positions by {shift} leaves the angle and the score unchanged")
+
+
+# -- angles and wavelengths -----------------------------------------------------------------------------
+def angles_and_wavelengths(d_k: int, base: float) -> None:
+    ctx = st.slider("context length (positions)", 16, 8192, 512, step=16, key="rope_ctx")
+    theta = rope.default_inv_freq(d_k, base)
+    idx = pos.decimate(ctx, 256)
+    wl = rope.wavelengths(theta).numpy()
+    left, right = st.columns(2)
+    left.plotly_chart(rfigs.angle_heatmap(pos.angle_table(ctx, theta), idx, f"t·θ_i mod 2π, t < {ctx:,}"),
+                      key="rope_angle_table", config=png_config("rope_angle_table"))
+    right.plotly_chart(rfigs.wavelength_bars(wl, ctx, "Wavelength of each pair"), key="rope_wavelengths",
+                       config=png_config("rope_wavelengths"))
+    n_wrap = int((wl <= ctx).sum())
+    st.caption(f"{n_wrap} of {d_k // 2} pairs turn at least once inside {ctx:,} positions (red): their angle repeats, "
+               f"so alone they cannot tell t from t + λ. The slowest pair needs {wl[-1]:,.0f} positions for one turn.")
+
+
+# -- relative invariance --------------------------------------------------------------------------------
+def relative_scores(d_k: int, base: float) -> None:
+    theta = rope.default_inv_freq(d_k, base)
+    q, k = pos.random_qk(d_k, seed=3)
+    near, far = pos.rope_score(q, k, 3, 4, theta), pos.rope_score(q, k, 500, 501, theta)
+    c1, c2 = st.columns(2)
+    c1.metric("score(q @ 3, k @ 4)", f"{near:.6f}")
+    c2.metric("score(q @ 500, k @ 501)", f"{far:.6f}")
+    verdict(abs(near - far), 1e-9, "⟨R_t q, R_s k⟩ = ⟨q, R_(s−t) k⟩: only the offset s − t = 1 matters")
+    max_dist = st.slider("largest distance Δ", 16, 1024, 128, step=16, key="rope_maxdist")
+    g = torch.Generator().manual_seed(1)
+    same = torch.randn(32, d_k, generator=g, dtype=torch.float64)
+    curves = {"one random q, k": pos.scores_by_distance(q, k, theta, max_dist),
+              "q = k, averaged over 32 random vectors": np.mean(
+                  [pos.scores_by_distance(v, v, theta, max_dist) for v in same], axis=0)}
+    st.plotly_chart(rfigs.scores_vs_distance(curves, "Score against relative distance (random vectors)"),
+                    key="rope_dist_random", config=png_config("rope_scores_random"))
+    ckpt, where = rope_model()
+    if ckpt is None:
+        return
+    model = ckpt.model
+    ids = encode(ckpt.tokenizer, LECTURE_SENTENCE, max_len=model.config.max_len).ids
+    _, off = pos.rope_on_off(model, ids)
+    th = rope.default_inv_freq(model.config.d_k, model.config.rope_base)
+    q0, k0 = off.layers[0].q[0], off.layers[0].k[0]  # (H, T, d_k) before rotation: layer 0 has no position yet
+    heads = {f"head {h}": pos.scores_by_distance(q0[h], k0[h], th, model.config.max_len - 1)
+             for h in range(model.config.n_heads)}
+    st.plotly_chart(rfigs.scores_vs_distance(heads, f"Layer 0 of {where}: mean q·k of “{LECTURE_SENTENCE}” "
+                                             "moved to distance Δ", "mean score"),
+                    key="rope_dist_model", config=png_config("rope_scores_model"))
+
+
+# -- base and context extension -------------------------------------------------------------------------
+def context_extension(default_len: int) -> None:
+    c = st.columns(4)
+    d_k = c[0].select_slider("d_k", [8, 16, 32, 64, 128, 256], value=128, key="rope_ext_dk")
+    base = c[1].select_slider("base", BASES, value=10000.0, key="rope_ext_base", format_func=lambda b: f"{b:,.0f}")
+    L = c[2].number_input("training length L", 16, 131072, default_len, step=16, key="rope_ext_L")
+    Lp = c[3].number_input("target length L′", 16, 1048576, 8 * default_len, step=16, key="rope_ext_Lp")
+    labels = rope.ROPE_SCALING_LABELS
+    method = st.radio("method", list(rope.ROPE_INIT_FUNCTIONS), format_func=labels.get, horizontal=True,
+                      key="rope_ext_method", index=list(rope.ROPE_INIT_FUNCTIONS).index("ntk"))
+    with st.expander("YaRN and Llama 3 parameters"):
+        e = st.columns(4)
+        extra = {"beta_fast": e[0].number_input("beta_fast", 0.0, 1024.0, 32.0, key="rope_ext_bf"),
+                 "beta_slow": e[1].number_input("beta_slow", 0.0, 1024.0, 1.0, key="rope_ext_bs"),
+                 "low_freq_factor": e[2].number_input("low_freq_factor", 0.0, 64.0, 1.0, key="rope_ext_lo"),
+                 "high_freq_factor": e[3].number_input("high_freq_factor", 0.0, 64.0, 4.0, key="rope_ext_hi")}
+    if Lp < L:
+        st.warning(f"The target length L′ = {Lp:,} is shorter than the training length L = {L:,}: there is "
+                   "nothing to extend. Choose L′ ≥ L.")
+        return
+    try:
+        table = pos.scaling_table(d_k, base, L, Lp, extra)
+    except ValueError as err:
+        st.warning(f"These settings are not valid for this method: {err}")
+        return
+    theta = rope.default_inv_freq(d_k, base).numpy()
+    ratio, att = table[method]
+    left, right = st.columns(2)
+    left.plotly_chart(rfigs.frequency_ratios({m: r for m, (r, _) in table.items()}, labels, method,
+                                             f"θ′/θ per pair, s = L′/L = {Lp / L:g}"),
+                      key="rope_ratios", config=png_config("rope_scaling_ratios"))
+    seen, needed = pos.angle_coverage(theta, theta * ratio, L, Lp)
+    right.plotly_chart(rfigs.angle_coverage(seen, needed, f"{labels[method]}: angles at L′ vs training"),
+                       key="rope_coverage", config=png_config("rope_angle_coverage"))
+    n_out = int((needed > seen + 1e-9).sum())
+    st.caption(f"With {labels[method]}, {n_out} of {d_k // 2} pairs reach angles at L′ = {Lp:,} that training "
+               f"never produced (red). Attention factor {att:.4f}: cos and sin are multiplied by it, so every "
+               f"logit is multiplied by its square, {att ** 2:.4f}.")
+    st.dataframe(pd.Series(pos.readouts(d_k, base, Lp / L, L, Lp), name="value"), key="rope_readouts")
+    lecture = rope.ntk_base(128, 10000.0, 8)
+    st.info(f"A note on the lecture notes: for s = 8 and d_k = 128 they give the NTK-aware base as ≈ 500,000. "
+            f"The formula b·s^(d/(d−2)) gives 10,000 · 8^(128/126) = **{lecture:,.1f}** (≈ 82,685). "
+            f"500,000 is Llama 3's pre-training base; this formula would reach it only at "
+            f"s ≈ {(500000 / 10000) ** (126 / 128):.1f}.")
+
+
+# -- length experiment ----------------------------------------------------------------------------------
+@st.cache_data(max_entries=64, show_spinner=False)
+def _cell(key: str, path: str | None, mtime: float, multiple: int) -> pd.DataFrame:
+    """Held-out losses of one model at one length, every method (cached per model file)."""
+    ckpt = load_model(key, st.session_state.get(DEVICE_KEY, "auto"))
+    sp = special_ids(ckpt.tokenizer)
+    texts = corpus_split().heldout
+    ids = [[sp["<bos>"], *e.ids, sp["<eos>"]] for e in ckpt.tokenizer.encode_batch(texts)]
+    length = multiple * ckpt.model.config.max_len
+    windows = max(1, min(8, TOKEN_BUDGET // length))
+    return pos.length_losses(ckpt.model, ids, [multiple], max_windows=windows)
+
+
+def length_experiment() -> None:
+    shipped = {e.key: e for e in available_models()}
+    ckpt, where = rope_model()
+    keys = [k for k in ("enc-sinusoidal", "enc-learned") if k in shipped]
+    if ckpt is not None:
+        rope_key = next((k for k, e in shipped.items() if e.path and ckpt.path and Path(e.path) == Path(ckpt.path)),
+                        st.session_state.get("model_key", "random-init"))
+        keys.insert(0, rope_key)
+    if not keys:
+        st.info("No shipped model is available for this experiment yet.")
+        return
+    st.markdown("Held-out loss of " + ", ".join(f"“{k}”" for k in keys) + f" on text packed into windows of "
+                f"{', '.join(f'{m}×' for m in MULTIPLES)} each model's training length. The RoPE model is run "
+                "under every scaling (same weights: RoPE has no parameters).")
+    missing = [k for k in ("enc-sinusoidal", "enc-learned") if k not in shipped]
+    if missing:
+        st.caption("Not installed yet, so left out: " + ", ".join(missing) + ".")
+    if not st.button("Run the length experiment", key="rope_len_run"):
+        return
+    bar = st.progress(0.0, text="starting…")
+    frames, jobs = [], [(k, m) for k in keys for m in MULTIPLES]
+    for j, (key, m) in enumerate(jobs):
+        bar.progress(j / len(jobs), text=f"{key}: {m}× the training length")
+        entry = shipped.get(key)
+        path = entry.path if entry else None
+        mtime = Path(path).stat().st_mtime if path else 0.0
+        frames.append(_cell(key, path, mtime, m).assign(model=key))
+    bar.progress(1.0, text="done")
+    table = pd.concat(frames, ignore_index=True)
+    st.plotly_chart(rfigs.length_losses(table, rope.ROPE_SCALING_LABELS, "Held-out loss against context length"),
+                    key="rope_len_fig", config=png_config("rope_length_experiment"))
+    for note in sorted({f"{r.model}: {r.note}" for r in table.itertuples() if r.note}):
+        st.caption(note)
+    st.dataframe(table.pivot_table(index=["model", "method"], columns="length", values="loss", sort=False),
+                 key="rope_len_table")
+
+
+# -- where RoPE operates --------------------------------------------------------------------------------
+def where_rope_acts() -> None:
+    ckpt, where = rope_model()
+    if ckpt is None:
+        return
+    model, cfg = ckpt.model, ckpt.model.config
+    ids = encode(ckpt.tokenizer, LECTURE_SENTENCE, max_len=cfg.max_len)
+    on, off = pos.rope_on_off(model, ids.ids)
+    T, H, d_k = len(ids.ids), cfg.n_heads, cfg.d_k
+    st.markdown(f"Inside every attention layer of {where}, for “{LECTURE_SENTENCE}” (T = {T}):")
+    st.dataframe(pd.DataFrame([
+        ("x (after LayerNorm)", f"(1, {T}, {cfg.d_model})", "no RoPE: the residual stream is never rotated"),
+        ("Q, K, V = split(x·W_qkv) into heads", f"(1, {H}, {T}, {d_k})", "projection first"),
+        ("cos, sin tables", f"({T}, {d_k // 2})", "one angle per position and pair"),
+        ("Q′ = R·Q, K′ = R·K", f"{tuple(on.layers[0].q.shape)}", "per head, on d_k"),
+        ("V", f"{tuple(on.layers[0].v.shape)}", "untouched"),
+    ], columns=["step", "shape", "note"]), hide_index=True, key="rope_where_shapes")
+    theta, att = rope.inv_freq(d_k, cfg.rope_base, cfg.rope_scaling, seq_len=T)
+    q_rot = rope.apply_rope(off.layers[0].q.double(), torch.arange(T), theta, att)
+    q_err = float((q_rot - on.layers[0].q).abs().max())
+    v_err = float((on.layers[0].v - off.layers[0].v).abs().max())
+    verdict(q_err, 1e-4, "layer 0: Q with RoPE = RoPE applied per head to Q without it")
+    verdict(v_err, 0.0, "V is identical with RoPE on and off: it is never rotated")
+    c = st.columns(2)
+    layer = c[0].selectbox("layer", range(cfg.n_layers), key="rope_where_layer")
+    head = c[1].selectbox("head", range(H), key="rope_where_head")
+    p_on, p_off = on.layers[layer].probs[0, head], off.layers[layer].probs[0, head]
+    allowed = torch.isfinite(on.layers[layer].mask).expand(on.layers[layer].probs.shape)[0, head]
+    left, right = st.columns(2)
+    left.plotly_chart(attention_heatmap(p_on, ids.tokens, allowed=allowed, title="RoPE on (as trained)"),
+                      key="rope_where_on")
+    right.plotly_chart(attention_heatmap(p_off, ids.tokens, allowed=allowed, title="RoPE switched off, same weights"),
+                       key="rope_where_off")
+    st.metric("largest change in an attention weight", f"{float((p_on - p_off).abs().max()):.3f}")
+
+
+# -- conventions ----------------------------------------------------------------------------------------
+def conventions() -> None:
+    d_k = 8
+    st.markdown("Two layouts rotate the same pairs under different names. **Interleaved** (RoFormer, Meta Llama, "
+                "this app): pair i = (x₂ᵢ, x₂ᵢ₊₁). **Rotate-half** (HF Llama, GPT-NeoX): pair i = (xᵢ, xᵢ₊d/2).")
+    st.dataframe(pd.DataFrame({"interleaved": [f"({2 * i}, {2 * i + 1})" for i in range(d_k // 2)],
+                               "rotate-half": [f"({i}, {i + d_k // 2})" for i in range(d_k // 2)]},
+                              index=[f"pair {i}" for i in range(d_k // 2)]).T, key="rope_conv_pairs")
+    c = st.columns(2)
+    t = c[0].slider("q position", 0, 64, 2, key="rope_conv_t")
+    s = c[1].slider("k position", 0, 64, 9, key="rope_conv_s")
+    res = pos.convention_check(d_k, t, s)
+    st.markdown(f"Permutation P = {res['perm']} reorders a vector so that half(P·x) = P·interleaved(x). HF's "
+                "weight converter applies P to the rows of W_q and W_k, so scores do not change.")
+    cc = st.columns(3)
+    cc[0].metric("interleaved score", f"{res['interleaved']:.6f}")
+    cc[1].metric("rotate-half on P·q, P·k", f"{res['half_permuted']:.6f}")
+    cc[2].metric("rotate-half, no permutation", f"{res['half_unpermuted']:.6f}")
+    verdict(max(res["vector_error"], abs(res["interleaved"] - res["half_permuted"])), 1e-12,
+            "half(P·x) = P·interleaved(x), and the scores are identical")
+    st.caption(f"Using the wrong convention on the same weights changes the score by "
+               f"{abs(res['interleaved'] - res['half_unpermuted']):.3f} — silently.")
