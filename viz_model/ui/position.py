@@ -193,9 +193,13 @@ def scaling_table(d_k: int, base: float, original_len: int, target_len: int, ext
 
 def angle_coverage(theta: np.ndarray, theta_new: np.ndarray, train_len: int, target_len: int
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair: largest angle seen in training and needed at the target, both capped at one full turn."""
-    seen = np.minimum((train_len - 1) * theta, 2 * math.pi)
-    needed = np.minimum((target_len - 1) * theta_new, 2 * math.pi)
+    """Per pair: angle swept over the training span and over the target span, both capped at one full turn.
+
+    Spans (L and L′ positions) rather than last indices, so that linear interpolation by s = L′/L maps the
+    target span exactly onto the training one.
+    """
+    seen = np.minimum(train_len * theta, 2 * math.pi)
+    needed = np.minimum(target_len * theta_new, 2 * math.pi)
     return seen, needed
 
 
