@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from viz_model.ui import sidebar
+from viz_model.ui import share, sidebar
 from viz_model.ui.errors import guard
 
 ROOT = Path(__file__).parent
@@ -32,5 +32,7 @@ page = st.navigation(sections)
 
 with guard("the sidebar"):
     sidebar.render()
+share.show_notices()
 with guard(page.title):
     page.run()
+share.publish()  # the page's bound settings go into the URL: a link reopens exactly this view

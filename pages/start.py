@@ -6,8 +6,8 @@ import torch
 
 from viz_model.device import describe
 from viz_model.figures.attention import attention_heatmap
-from viz_model.figures.common import png_config
 from viz_model.tokenizer import encode
+from viz_model.ui import chart, share
 from viz_model.ui.sidebar import current_model
 
 st.title("Attention Lab")
@@ -37,6 +37,7 @@ if meta.get("heldout_loss") is not None:
                f"held-out loss {meta['heldout_loss']:.3f}.")
 
 st.subheader("One sentence, end to end")
+share.bind("text", "start_text")
 text = st.text_input("Type a sentence", "The cat sat on the mat", key="start_text", max_chars=2000)
 enc = encode(tok, text, max_len=cfg.max_len)
 if enc.truncated:
@@ -51,6 +52,8 @@ if enc.unknown:
 st.dataframe(pd.DataFrame({"position": range(len(enc.ids)), "token": enc.tokens, "vocabulary entry": enc.pieces,
                            "id": enc.ids}).set_index("position").T, width="stretch")
 
+share.bind("layer", "start_layer", int, choices=range(cfg.n_layers))
+share.bind("head", "start_head", int, choices=range(cfg.n_heads))
 c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", range(cfg.n_layers), key="start_layer")
 head = c2.selectbox("Head", range(cfg.n_heads), key="start_head")
@@ -60,6 +63,6 @@ lt = out.trace.layers[layer]
 probs = lt.probs[0, head]
 allowed = torch.isfinite(lt.mask).expand(lt.probs.shape)[0, head]
 fig = attention_heatmap(probs, enc.tokens, allowed=allowed, title=f"Layer {layer}, head {head}: attention weights")
-st.plotly_chart(fig, key="start_heatmap", config=png_config(f"attention_L{layer}_H{head}"))
+chart.show(fig, key="start_heatmap", name=f"attention_L{layer}_H{head}")
 err = (probs.sum(-1) - 1).abs().max().item()
 st.success(f"✓ Every row sums to 1 (max error {err:.1e}); grey cells are blocked by the causal mask.")

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu_r"
 CYCLIC = "Twilight"
-MASKED_COLOR = "rgba(150,150,150,0.55)"  # a blocked cell is grey hatching, never "a learned zero"
+MASKED_COLOR = "#e4e4e4"  # a blocked cell is light grey with a ×, never "a learned zero"
 FONT = dict(family="Inter, 'Source Sans Pro', sans-serif", size=13)
 
 

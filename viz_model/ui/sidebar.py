@@ -6,6 +6,7 @@ import streamlit as st
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.device import available_devices, describe, resolve_device
+from viz_model.ui import presenter, share
 from viz_model.ui.models import DEFAULT_MODEL, available_models, load_model
 
 MODEL_KEY, DEVICE_KEY = "model_key", "device_key"
@@ -15,6 +16,8 @@ def render() -> None:
     entries = available_models()
     keys = [e.key for e in entries]
     by_key = {e.key: e for e in entries}
+    share.bind("model", MODEL_KEY, choices=keys)
+    share.bind("presenter", presenter.PRESENTER_KEY, bool)
     if st.session_state.get(MODEL_KEY) not in keys:
         st.session_state[MODEL_KEY] = DEFAULT_MODEL if DEFAULT_MODEL in keys else keys[0]
     with st.sidebar:
@@ -26,6 +29,8 @@ def render() -> None:
             st.session_state[DEVICE_KEY] = "auto"
         st.selectbox("Device", devices, key=DEVICE_KEY,
                      format_func=lambda d: f"auto → {describe(resolve_device('auto'))}" if d == "auto" else d)
+        presenter.render_toggle()
+    presenter.apply()
 
 
 def current_model() -> Checkpoint:

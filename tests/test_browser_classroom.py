@@ -1,0 +1,56 @@
+"""Classroom features in a real browser: shareable links, invalid links, presenter mode, exports."""
+
+import pytest
+from conftest import open_page, plot_data, screenshot, wait_idle
+
+pytestmark = pytest.mark.browser
+
+
+def heatmap_title(page) -> str:
+    return page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first.evaluate("el => el.layout.title.text")
+
+
+def test_a_shared_link_opens_exactly_that_view_and_the_url_follows_widgets(page):
+    open_page(page, "?text=I+like+cats&layer=1&head=1")
+    assert "Layer 1, head 1" in heatmap_title(page)
+    assert len(plot_data(page, 0, "attention")["z"]) == 3
+    page.get_by_label("Type a sentence").fill("The bank by the river")
+    page.get_by_label("Type a sentence").press("Enter")
+    wait_idle(page)
+    page.wait_for_function("() => location.search.includes('bank')")
+    assert "layer=1" in page.url and "head=1" in page.url
+    assert page.console.errors() == []
+
+
+def test_an_invalid_link_falls_back_to_defaults_with_a_notice(page):
+    open_page(page, "?layer=99&head=banana&model=nonexistent")
+    assert "Layer 0, head 0" in heatmap_title(page)
+    toasts = page.locator('[data-testid="stToast"]')
+    toasts.first.wait_for()
+    assert "not valid here" in toasts.first.inner_text()
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.console.errors() == []
+
+
+def test_presenter_mode_enlarges_type_and_survives_reload_via_the_link(page):
+    open_page(page, "?presenter=1")
+    font = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first.evaluate(
+        "el => el.layout.font.size")
+    assert font == 18
+    assert page.locator('[data-testid="stHeader"]').is_hidden()
+    screenshot(page, "presenter_start")
+    assert page.console.errors() == []
+
+
+def test_every_figure_offers_csv_and_offline_html_exports(page):
+    open_page(page, "?text=I+like+cats")
+    page.get_by_role("button", name="Export").first.click()
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Data (CSV)").click()
+    csv = open(dl.value.path()).read()
+    assert "# attention" in csv and "0 I" in csv
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Interactive figure (HTML, works offline)").click()
+    html = open(dl.value.path()).read()
+    assert "<script" in html and len(html) > 1_000_000  # plotly.js inlined
+    assert "src=\"http" not in html  # nothing fetched from a CDN

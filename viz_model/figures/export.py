@@ -1,0 +1,92 @@
+"""Exports of any figure: the numbers behind it as CSV, the figure as a standalone offline HTML file."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+
+
+def _decode(values):
+    """Plotly 6+ stores numpy arrays as {'dtype', 'bdata', 'shape'}; go objects give arrays back."""
+    return None if values is None else np.asarray(values, dtype=object)
+
+
+def _axis_labels(fig: go.Figure, trace, axis: str, n: int) -> list[str]:
+    ref = getattr(trace, f"{axis}axis", None) or axis
+    layout_axis = fig.layout[f"{axis}axis{ref[1:]}" if len(ref) > 1 else f"{axis}axis"]
+    ticks = getattr(layout_axis, "ticktext", None)
+    coords = getattr(trace, axis, None)
+    if ticks is not None and len(ticks) == n:
+        return [str(t) for t in ticks]
+    if coords is not None and len(coords) == n:
+        return [str(c) for c in coords]
+    return [str(i) for i in range(n)]
+
+
+def figure_tables(fig: go.Figure) -> dict[str, pd.DataFrame]:
+    """One table per trace: heatmaps as labelled matrices, lines/bars as x, y columns."""
+    tables: dict[str, pd.DataFrame] = {}
+    for i, trace in enumerate(fig.data):
+        name = trace.name or f"trace{i}"
+        z = getattr(trace, "z", None)
+        if z is not None:
+            z = np.asarray(z, dtype=float)
+            if z.ndim == 2:
+                rows = _axis_labels(fig, trace, "y", z.shape[0])
+                cols = _axis_labels(fig, trace, "x", z.shape[1])
+                tables[name] = pd.DataFrame(z, index=rows, columns=cols)
+            continue
+        x, y = _decode(getattr(trace, "x", None)), _decode(getattr(trace, "y", None))
+        if x is not None or y is not None:
+            n = len(y if y is not None else x)
+            tables[name] = pd.DataFrame({"x": x if x is not None else range(n),
+                                         "y": y if y is not None else [None] * n})
+    return tables
+
+
+def figure_csv(fig: go.Figure) -> str:
+    """All traces' numbers in one CSV, each block headed by '# trace name'."""
+    out = io.StringIO()
+    for name, table in figure_tables(fig).items():
+        out.write(f"# {name}\n")
+        table.to_csv(out)
+        out.write("\n")
+    return out.getvalue() or "# this figure has no tabular data\n"
+
+
+def figure_html(fig: go.Figure, title: str = "Attention Lab figure") -> str:
+    """A standalone HTML file that works offline (plotly.js inlined, no CDN)."""
+    return pio.to_html(fig, include_plotlyjs=True, full_html=True, config={"displaylogo": False},
+                       default_width="100%", div_id="figure").replace("<head>", f"<head><title>{title}</title>", 1)
+
+
+def presenter_style(fig: go.Figure) -> go.Figure:
+    """Larger fonts and lines, high-contrast colour-blind-safe scales: for the projector."""
+    fig.update_layout(font=dict(size=18), title_font=dict(size=22), hoverlabel=dict(font_size=18))
+    fig.update_annotations(font_size=18)
+    for trace in fig.data:
+        if trace.type == "scatter":
+            trace.update(line=dict(width=4), marker=dict(size=10))
+        scale = getattr(trace, "colorscale", None)
+        if trace.type == "heatmap" and scale is not None:
+            # colourscales arrive resolved to colour lists: recognise them by their first colour
+            first = str(scale[0][1]).lower() if len(scale) else ""
+            if first in _SEQ_STARTS:
+                trace.colorscale = "Cividis"
+            elif first in _DIV_STARTS:
+                trace.colorscale = "PuOr_r"
+    return fig
+
+
+def _start(name: str) -> str:
+    import plotly.colors as pc
+
+    return str(pc.get_colorscale(name)[0][1]).lower()
+
+
+_SEQ_STARTS = {_start("Viridis")}
+_DIV_STARTS = {_start("RdBu_r"), _start("RdBu")}

@@ -1,0 +1,32 @@
+"""One way to put a figure on a page: presenter styling, slide-ready PNG, HTML and CSV exports."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from viz_model.figures.common import png_config
+from viz_model.figures.export import figure_csv, figure_html, presenter_style
+from viz_model.ui.presenter import presenter_on
+
+
+def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = True, **kwargs):
+    """st.plotly_chart with the app's conventions. `name` names the exported files (defaults to key)."""
+    name = name or key
+    if presenter_on():
+        fig = presenter_style(go.Figure(fig))
+    event = st.plotly_chart(fig, key=key, config=png_config(name, scale=4 if presenter_on() else 3), **kwargs)
+    if exports:
+        _export_buttons(fig, key, name)
+    return event
+
+
+def _export_buttons(fig: go.Figure, key: str, name: str) -> None:
+    """Files are built only when clicked (deferred callables), so an unclicked button costs nothing."""
+    safe = png_config(name)["toImageButtonOptions"]["filename"]
+    with st.popover("Export", icon=":material/download:", key=f"{key}__export"):
+        st.caption("PNG: use the camera icon on the chart (sized for slides).")
+        st.download_button("Data (CSV)", data=lambda: figure_csv(fig), file_name=f"{safe}.csv", mime="text/csv",
+                           key=f"{key}__csv", on_click="ignore")
+        st.download_button("Interactive figure (HTML, works offline)", data=lambda: figure_html(fig, name),
+                           file_name=f"{safe}.html", mime="text/html", key=f"{key}__html", on_click="ignore")
