@@ -1,0 +1,100 @@
+"""Explorer: every head at a glance, one head large, and every step of attention for it, live."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from viz_model.figures.attention import attention_grid, attention_heatmap
+from viz_model.figures.common import png_config
+from viz_model.figures.pipeline import entropy_bars
+from viz_model.masks import bidirectional_mask, causal_mask
+from viz_model.ui import explorer as ui
+from viz_model.ui.sidebar import current_model
+
+st.title("Attention explorer")
+st.markdown("Every head of the model in the sidebar, on your sentence, computed live. Pick a head to open it, "
+            "then follow it step by step from **X** to **W_O**.")
+
+ckpt = current_model()
+model, cfg = ckpt.model, ckpt.model.config
+enc = ui.sentence_input("explorer", ckpt)
+tokens, T = enc.tokens, len(enc.ids)
+
+tok_choice = st.radio("Tokenizer", ["word", "bpe"], horizontal=True, key="explorer_tokenizer",
+                      help="The model always reads its own tokenizer's ids.")
+ui.token_chips(enc)
+if tok_choice == "bpe":
+    table = ui.tokenizer_comparison(st.session_state.get("explorer_text", ""), ckpt.tokenizer)
+    if table is None:
+        st.info("The BPE tokenizer is not installed, so there is nothing to compare.")
+    else:
+        st.dataframe(table.T, width="stretch")
+    st.caption("BPE splits rare words into pieces, so the same text gets other tokens and other ids. A model only "
+               "understands the ids of the tokenizer it was trained with: the shipped models use the word "
+               "tokenizer, so the attention below is always computed on the word tokens.")
+
+with st.expander("Knobs that re-run the model", expanded=False):
+    k1, k2, k3, k4 = st.columns(4)
+    scale_on = k1.toggle("Scale scores by 1/√d_k", value=True, key="explorer_scale")
+    temperature = k2.slider("Attention temperature", 0.1, 5.0, 1.0, 0.1, key="explorer_temp",
+                            help="Scores are divided by this before the softmax.")
+    default_mask = "causal" if cfg.causal else "bidirectional"
+    mask_kind = k3.radio("Mask", ["causal", "bidirectional"], index=0 if cfg.causal else 1, key="explorer_mask")
+    average = k4.toggle("Average of all heads", value=False, key="explorer_avg")
+    if mask_kind != default_mask:
+        st.warning(f"This model was trained {default_mask}. Running it {mask_kind} is off-distribution: the pattern "
+                   "shows what the weights do with inputs they never saw, not what they learned.")
+    if not scale_on:
+        st.caption(f"Without 1/√d_k (= 1/{np.sqrt(cfg.d_k):.3g}) the scores are larger, so softmax rows saturate: "
+                   "watch the row entropies drop below.")
+
+mask = causal_mask(T) if mask_kind == "causal" else bidirectional_mask(T)
+data = ui.cached_trace(model, ui.model_id(ckpt), tuple(enc.ids), ui.mask_tuple(mask), scale_on, float(temperature))
+probs = data["probs"]  # (L, H, T, T)
+roles = ui.head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
+
+st.subheader("All heads at a glance")
+st.plotly_chart(attention_grid(probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads"),
+                key="explorer_grid", config=png_config("attention_grid"))
+if roles is None:
+    st.caption("Head roles appear here once the model's metadata has them (measured by viz_model/heads.py).")
+
+c1, c2 = st.columns(2)
+layer = c1.selectbox("Layer", range(cfg.n_layers), key="explorer_layer")
+head = c2.selectbox("Head", range(cfg.n_heads), key="explorer_head",
+                    format_func=lambda h: f"{h} — {roles[layer][h]}" if roles and roles[layer][h] else str(h))
+if roles and roles[layer][head]:
+    st.info(f"Head {layer}.{head}: measured role **{roles[layer][head]}**.")
+
+big = probs[layer].mean(0) if average else probs[layer, head]
+title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
+st.plotly_chart(attention_heatmap(big, tokens, allowed=data["allowed"], title=title), key="explorer_head_map",
+                config=png_config(f"attention_L{layer}_H{'avg' if average else head}"))
+err = float(np.abs(big.sum(-1) - 1).max())
+ui.check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells are blocked by the mask "
+                          "(weight exactly 0), not learned zeros.")
+
+st.subheader(f"The pipeline of head {layer}.{head}")
+steps = ui.pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
+chk = data["checks"][layer]
+errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None, chk["attn_out"]]
+st.dataframe(pd.DataFrame({"step": [s.title for s in steps], "formula": [s.formula for s in steps],
+                           "shape": [s.shape for s in steps],
+                           "recomputed, max error": ["—" if e is None else f"{e:.1e}" for e in errors]}),
+             hide_index=True, width="stretch")
+step = st.segmented_control("Show step", range(len(steps)), default=4, key="explorer_step",
+                            format_func=lambda i: steps[i].title.split(". ")[1])
+if step is not None:
+    st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")
+    ui.render_step(step, data, layer, head, tokens, "explorer")
+
+st.subheader("Query focus")
+ui.render_query_focus(data, layer, head, tokens, probs[layer, head], "explorer")
+
+st.subheader("How sharp is each row?")
+ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
+uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
+st.plotly_chart(entropy_bars(ent, tokens, max_entropy=uniform), key="explorer_entropy",
+                config=png_config("row_entropy"))
+st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "
+           "Turn off the 1/√d_k scaling or lower the temperature: rows saturate towards one key.")

@@ -1,0 +1,56 @@
+"""Masks: what a mask really does, applied to the live model, with every claim measured."""
+
+import streamlit as st
+
+from viz_model.tokenizer import PAD
+from viz_model.ui import masks as ui
+from viz_model.ui.explorer import sentence_input
+from viz_model.ui.sidebar import current_model
+
+st.title("Masks")
+st.markdown("A mask decides **which keys each query may read**. It is added to the scores as 0 or −∞ before the "
+            "softmax, so a blocked key gets exactly zero weight. Everything below runs the model in the sidebar.")
+
+ckpt = current_model()
+cfg = ckpt.model.config
+enc = sentence_input("masks", ckpt, max_tokens=ui.MAX_GALLERY_T, default="The cat sat on the mat")
+ids, tokens, T = enc.ids, enc.tokens, len(enc.ids)
+
+st.header("Mask gallery")
+c1, c2, c3 = st.columns([3, 1, 1])
+kind = c1.segmented_control("Mask", list(ui.GALLERY), default="causal", format_func=ui.GALLERY.get,
+                            key="masks_kind") or "causal"
+layer = c2.selectbox("Layer", range(cfg.n_layers), key="masks_layer")
+head = c3.selectbox("Head", range(cfg.n_heads), key="masks_head")
+allowed = ui.gallery_mask(kind, T, "masks", ids, ckpt.tokenizer.token_to_id(PAD))
+model_mask = "causal" if cfg.causal else "bidirectional"
+if kind not in (model_mask, "padding"):
+    st.caption(f"This model was trained with a {model_mask} mask; under another mask it runs off-distribution. "
+               "The mask mechanics (exact zeros, rows summing to 1) hold for any mask.")
+ui.render_gallery(ckpt, ids, tokens, kind, allowed, layer, head)
+
+st.header("Padding: a batch of unequal sentences")
+st.markdown(f"The lecture's batch: *{ui.PAD_BATCH[0]}* and *{ui.PAD_BATCH[1]}*. The short sentence is filled with "
+            "`<pad>`; the **key mask** hides pads from every query and the **loss mask** drops pad targets.")
+ui.render_padding(ckpt)
+
+st.header("Causal ≠ sequential")
+st.markdown("Training runs the whole sentence **once**. The causal mask makes position *t* blind to later tokens, "
+            "so its output equals running the prefix 0..*t* alone. Measured: the sentence once, then each prefix "
+            "separately.")
+ui.render_prefix(ckpt, ids, tokens)
+
+st.header("Dependency map (autograd)")
+st.markdown("How much does the output at position *t* change when the input embedding at *s* changes? "
+            "Each cell is the Jacobian norm ‖∂h_t/∂e_s‖ computed by autograd through the whole model.")
+if T > ui.MAX_DEP_T:
+    st.info(f"The dependency map uses the first {ui.MAX_DEP_T} tokens (one backward pass per output number).")
+ui.render_dependency(ckpt, ids, tokens)
+
+st.header("A mask restricts access; a position signal encodes location")
+st.markdown(f"*{ui.PERMUTATION[0]}* vs *{ui.PERMUTATION[1]}*: the same tokens in another order. Distance between "
+            "the final vectors of **report** in the two sentences, for models with each kind of position signal.")
+ui.render_permutation()
+
+st.header("Check yourself")
+ui.render_quiz()

@@ -1,0 +1,94 @@
+"""Mask figures: boolean mask → additive 0/−∞ → scores + mask → softmax, side by side; dependency map."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz_model.figures.common import DIVERGING, MASKED_COLOR, SEQUENTIAL, base_layout, to_numpy, token_labels
+
+PANELS = ("1. boolean mask (may attend?)", "2. additive mask M (0 / −∞)", "3. scores S + M (before softmax)",
+          "4. softmax(S + M) (after)")
+
+
+def _fmt(x: float) -> str:
+    return "−∞" if x == -np.inf else f"{x:.2f}"
+
+
+def mask_panels(allowed, scores, probs, tokens: Sequence[str], *, title: str | None = None) -> go.Figure:
+    """Four heatmaps of one head under one mask. allowed (T, T) bool, scores (T, T) raw S, probs (T, T)."""
+    ok = to_numpy(allowed).astype(bool)
+    s, p = to_numpy(scores).astype(float), to_numpy(probs).astype(float)
+    T = ok.shape[0]
+    if s.shape != (T, T) or p.shape != (T, T) or len(tokens) != T:
+        raise ValueError(f"mask, scores, probs and tokens must all be for the same {T} tokens.")
+    labels = token_labels(tokens)
+    additive = np.where(ok, 0.0, -np.inf)
+    masked = s + additive
+    show = T <= 12
+    fig = make_subplots(rows=1, cols=4, subplot_titles=PANELS, horizontal_spacing=0.035)
+    idx = list(range(T))
+
+    def hover(fmt) -> list[list[str]]:
+        return [[f"query {labels[i]} → key {labels[j]}: {fmt(i, j)}" for j in idx] for i in idx]
+
+    bound = float(np.abs(s).max()) or 1.0
+    panels = [
+        ("mask", ok.astype(float), [[0, "#f3f3f3"], [1, "#2f6db5"]], 0, 1,
+         np.where(ok, "✓", "✗"), hover(lambda i, j: "allowed" if ok[i, j] else "blocked")),
+        ("additive", np.where(ok, 0.0, 1.0), [[0, "#ffffff"], [1, MASKED_COLOR]], 0, 1,
+         np.where(ok, "0", "−∞"), hover(lambda i, j: _fmt(additive[i, j]))),
+        ("scores", np.where(ok, s, np.nan), DIVERGING, -bound, bound,
+         np.vectorize(_fmt)(masked), hover(lambda i, j: _fmt(masked[i, j]))),
+        ("probs", np.where(ok, p, np.nan), SEQUENTIAL, 0, 1,
+         np.where(ok, np.vectorize(lambda x: f"{x:.2f}")(p), "0"), hover(lambda i, j: f"{p[i, j]:.3f}")),
+    ]
+    for c, (name, z, scale, lo, hi, text, hv) in enumerate(panels, start=1):
+        if name in ("scores", "probs") and not ok.all():  # blocked cells: grey underlay, never a colour
+            fig.add_trace(go.Heatmap(z=np.where(ok, np.nan, 1.0), x=idx, y=idx, showscale=False, name=f"{name} masked",
+                                     colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertext=hv, hoverinfo="text"),
+                          row=1, col=c)
+        fig.add_trace(go.Heatmap(z=z, x=idx, y=idx, colorscale=scale, zmin=lo, zmax=hi, showscale=False, name=name,
+                                 text=text if show else None, texttemplate="%{text}" if show else None,
+                                 hovertext=hv, hoverinfo="text", hoverongaps=False, xgap=1, ygap=1),
+                      row=1, col=c)
+    fig.update_xaxes(tickmode="array", tickvals=idx, ticktext=labels, tickangle=-60, side="bottom",
+                     tickfont=dict(size=10))
+    fig.update_yaxes(tickmode="array", tickvals=idx, ticktext=labels, autorange="reversed", tickfont=dict(size=10))
+    for c in range(2, 5):
+        fig.update_yaxes(showticklabels=False, row=1, col=c)
+    fig.update_yaxes(title="query", row=1, col=1)
+    fig.update_annotations(font_size=12)
+    return base_layout(fig, title, height=max(320, 190 + 22 * T))
+
+
+def dependency_figure(norms, tokens: Sequence[str], *, title: str | None = None) -> go.Figure:
+    """(T, T) Jacobian norms ||∂h_t/∂e_s||: rows = output position t, columns = input position s.
+
+    Colour is each row's share (norm / row total) so every row reads on one scale; an exact zero is grey.
+    """
+    j = to_numpy(norms).astype(float)
+    T = j.shape[0]
+    labels = token_labels(tokens)
+    share = j / np.maximum(j.sum(1, keepdims=True), 1e-30)
+    zero = j == 0
+    hover = [[f"output {labels[t]} ← input {labels[s]}: " + ("exactly 0 (no dependence)" if zero[t, s]
+              else f"‖∂h/∂e‖ = {j[t, s]:.3g} ({share[t, s]:.0%} of the row)") for s in range(T)] for t in range(T)]
+    idx = list(range(T))
+    fig = go.Figure()
+    if zero.any():
+        fig.add_trace(go.Heatmap(z=np.where(zero, 1.0, np.nan), x=idx, y=idx, showscale=False, name="exactly zero",
+                                 colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertext=hover, hoverinfo="text"))
+    fig.add_trace(go.Heatmap(z=np.where(zero, np.nan, share), x=idx, y=idx, colorscale=SEQUENTIAL, zmin=0,
+                             name="dependence", hovertext=hover, hoverinfo="text", hoverongaps=False,
+                             colorbar=dict(thickness=12, title=dict(text="share of row"))))
+    fig.update_xaxes(tickmode="array", tickvals=idx, ticktext=labels, title="input position s (embedding)",
+                     side="top", tickangle=-45)
+    fig.update_yaxes(tickmode="array", tickvals=idx, ticktext=labels, title="output position t",
+                     autorange="reversed")
+    fig = base_layout(fig, title, height=max(320, 130 + 28 * T))
+    fig.update_layout(margin=dict(t=110 if title else 80), title=dict(y=0.99, yanchor="top"))
+    return fig

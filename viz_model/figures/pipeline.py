@@ -1,0 +1,146 @@
+"""Figures for the attention pipeline of one head: matrices, query focus, value mixing, row entropy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz_model.figures.common import (
+    DIVERGING,
+    MASKED_COLOR,
+    SEQUENTIAL,
+    base_layout,
+    escape,
+    to_numpy,
+    token_labels,
+    visible,
+)
+
+
+def matrix_heatmap(
+    values,                               # (R, C) any real matrix; -inf / masked cells allowed
+    row_tokens: Sequence[str],
+    col_labels: Sequence[str] | None = None,  # None: feature columns "0..C-1"
+    *,
+    col_tokens: bool = False,             # True: col_labels are tokens (escaped, numbered)
+    allowed=None,                         # (R, C) bool: False cells are drawn grey with "−∞"
+    title: str | None = None,
+    value_name: str = "value",
+    row_title: str = "query token",
+    col_title: str = "feature",
+    diverging: bool = True,
+    show_values: bool | None = None,      # default: print values when R, C <= 16
+) -> go.Figure:
+    """A labelled heatmap for Q, K, V (T x d_k), scores (T x T) and the like; hover names row, column, value."""
+    m = to_numpy(values).astype(float)
+    R, C = m.shape
+    if len(row_tokens) != R:
+        raise ValueError(f"matrix has {R} rows but {len(row_tokens)} row labels were given.")
+    finite = np.isfinite(m)
+    ok = finite if allowed is None else (to_numpy(allowed).astype(bool) & finite)
+    rows = token_labels(row_tokens)
+    if col_labels is None:
+        cols = [str(j) for j in range(C)]
+    else:
+        cols = token_labels(col_labels) if col_tokens else [escape(c) for c in col_labels]
+    if len(cols) != C:
+        raise ValueError(f"matrix has {C} columns but {len(cols)} column labels were given.")
+    cell = np.where(ok, np.vectorize(lambda x: f"{x:.3g}")(np.where(ok, m, 0.0)), "−∞")
+    hover = [[f"{row_title} {rows[i]} · {col_title} {cols[j]}: {cell[i, j]}" for j in range(C)] for i in range(R)]
+    z = np.where(ok, m, np.nan)
+    bound = float(np.nanmax(np.abs(z))) if ok.any() else 1.0
+    show_values = max(R, C) <= 16 if show_values is None else show_values
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(C)), y=list(range(R)), name=value_name,
+        colorscale=DIVERGING if diverging else SEQUENTIAL,
+        zmin=-bound if diverging else None, zmax=bound if diverging else None,
+        text=np.where(ok, np.vectorize(lambda x: f"{x:.2f}")(np.where(ok, m, 0.0)), "−∞") if show_values else None,
+        texttemplate="%{text}" if show_values else None,
+        hovertext=hover, hoverinfo="text", hoverongaps=True,
+        colorbar=dict(title=dict(text=escape(value_name), side="right"), thickness=12),
+    ))
+    if not ok.all():
+        fig.add_trace(go.Heatmap(
+            z=np.where(ok, np.nan, 1.0), x=list(range(C)), y=list(range(R)), name="masked",
+            colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], showscale=False, hovertext=hover, hoverinfo="text",
+            text=np.where(ok, "", "−∞") if show_values else None, texttemplate="%{text}" if show_values else None,
+        ))
+        fig.data = fig.data[::-1]
+    fig.update_xaxes(tickmode="array", tickvals=list(range(C)), ticktext=cols, title=col_title, side="top",
+                     tickangle=-45 if col_tokens else 0)
+    fig.update_yaxes(tickmode="array", tickvals=list(range(R)), ticktext=rows, title=row_title,
+                     autorange="reversed")
+    fig = base_layout(fig, title, height=max(300, 120 + 26 * R))
+    fig.update_layout(margin=dict(t=110 if title else 80), title=dict(y=0.99, yanchor="top"))
+    return fig
+
+
+def query_bars(weights, k_tokens: Sequence[str], query_token: str, *, allowed=None) -> go.Figure:
+    """One query's attention over the keys as bars; masked keys are listed but drawn as 'masked'."""
+    w = to_numpy(weights).astype(float)
+    ok = np.ones_like(w, dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
+    labels = token_labels(k_tokens)
+    q = escape(visible(query_token))
+    hover = [f"query '{q}' → key {labels[j]}: " + (f"{w[j]:.3f}" if ok[j] else "masked (−∞)") for j in range(len(w))]
+    fig = go.Figure(go.Bar(
+        x=list(range(len(w))), y=np.where(ok, w, 0.0), name="attention",
+        marker_color=np.where(ok, "#3b6fb6", MASKED_COLOR).tolist(),
+        text=[f"{x:.2f}" if o else "masked" for x, o in zip(w, ok)], textposition="outside",
+        hovertext=hover, hoverinfo="text",
+    ))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=labels, title="key", tickangle=-45)
+    fig.update_yaxes(title="attention weight", range=[0, 1.1])
+    return base_layout(fig, f"Where '{q}' looks", height=340)
+
+
+def value_mix(weights, v, k_tokens: Sequence[str], query_token: str) -> go.Figure:
+    """Rows: a_j · v_j for each key j, then their sum (= this query's head output). Columns: d_k features."""
+    w, vv = to_numpy(weights).astype(float), to_numpy(v).astype(float)  # (Tk,), (Tk, d_k)
+    contrib = w[:, None] * vv                                             # (Tk, d_k)
+    mix = np.vstack([contrib, contrib.sum(0, keepdims=True)])              # (Tk + 1, d_k)
+    rows = [f"{w[j]:.2f} × v[{lab}]" for j, lab in enumerate(token_labels(k_tokens))] + ["= output"]
+    hover = [[f"{rows[i]} · feature {c}: {mix[i, c]:.3f}" for c in range(mix.shape[1])] for i in range(len(rows))]
+    bound = float(np.abs(mix).max()) or 1.0
+    fig = go.Figure(go.Heatmap(z=mix, x=list(range(mix.shape[1])), y=list(range(len(rows))), colorscale=DIVERGING,
+                               zmin=-bound, zmax=bound, hovertext=hover, hoverinfo="text", name="weighted values",
+                               colorbar=dict(thickness=12, title=dict(text="a·v"))))
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed",
+                     title="weighted value vectors")
+    fig.update_xaxes(title="feature of the value vector (d_k)")
+    return base_layout(fig, f"Which value vectors '{escape(visible(query_token))}' mixes",
+                       height=max(300, 110 + 24 * len(rows)))
+
+
+def entropy_bars(entropy, tokens: Sequence[str], *, max_entropy=None, title: str | None = None) -> go.Figure:
+    """Row entropy per query (nats): 0 = all weight on one key (saturated); ln(#keys) = uniform."""
+    e = to_numpy(entropy).astype(float)
+    labels = token_labels(tokens)
+    fig = go.Figure(go.Bar(x=list(range(len(e))), y=e, name="entropy", marker_color="#3b6fb6",
+                           hovertext=[f"query {labels[i]}: entropy {e[i]:.3f} nats" for i in range(len(e))],
+                           hoverinfo="text"))
+    if max_entropy is not None:
+        m = to_numpy(max_entropy).astype(float)
+        fig.add_trace(go.Scatter(x=list(range(len(m))), y=m, mode="lines+markers", name="uniform (ln #keys)",
+                                 line=dict(dash="dot", color="grey"), hoverinfo="skip"))
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(e))), ticktext=labels, title="query", tickangle=-45)
+    fig.update_yaxes(title="row entropy (nats)", rangemode="tozero")
+    return base_layout(fig, title or "How spread out each row is", height=320)
+
+
+def row_sum_bars(sums_additive, sums_multiplied, tokens: Sequence[str]) -> go.Figure:
+    """Measured row sums: additive −∞ mask (always 1) vs multiplying a 0/1 mask after softmax (< 1)."""
+    a, m = to_numpy(sums_additive).astype(float), to_numpy(sums_multiplied).astype(float)
+    labels = token_labels(tokens)
+    fig = go.Figure([
+        go.Bar(x=list(range(len(a))), y=a, name="softmax(S + M), M = 0 / −∞",
+               hovertext=[f"row {labels[i]}: sum {a[i]:.6f}" for i in range(len(a))], hoverinfo="text"),
+        go.Bar(x=list(range(len(m))), y=m, name="softmax(S) × mask (0/1)",
+               hovertext=[f"row {labels[i]}: sum {m[i]:.6f}" for i in range(len(m))], hoverinfo="text"),
+    ])
+    fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(a))), ticktext=labels, title="query row", tickangle=-45)
+    fig.update_yaxes(title="row sum", range=[0, 1.15])
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.35))
+    return base_layout(fig, "Row sums, measured", height=360)

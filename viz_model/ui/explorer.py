@@ -1,0 +1,228 @@
+"""Streamlit glue for the Attention pages: sentence input, token chips, cached traces, head roles, pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from viz_model import demos
+from viz_model.checkpoint import Checkpoint
+from viz_model.data import LECTURE_SENTENCES
+from viz_model.figures.attention import attention_heatmap
+from viz_model.figures.common import png_config
+from viz_model.figures.pipeline import matrix_heatmap, query_bars, value_mix
+from viz_model.tokenizer import Encoded, encode, load_tokenizer
+
+EXAMPLES = (*dict.fromkeys(LECTURE_SENTENCES), "send report <PAD> <PAD>")
+CUSTOM = "(type your own)"
+MAX_CHARS = 5000
+
+
+def model_id(ckpt: Checkpoint) -> str:
+    """Cache identity of a loaded (cached, read-only) model."""
+    return f"{ckpt.path}:{id(ckpt.model)}"
+
+
+def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
+                   default: str = EXAMPLES[1]) -> Encoded:
+    """Example picker + text box; stops the page with a clear message when there is nothing to show."""
+    cfg = ckpt.model.config
+    limit = min(cfg.max_len, max_tokens or cfg.max_len)
+    c1, c2 = st.columns([1, 2])
+    example = c1.selectbox("Example from the lecture", [CUSTOM, *EXAMPLES], index=1 + EXAMPLES.index(default),
+                           key=f"{prefix}_example")
+    if st.session_state.get(f"{prefix}_last_example") != example and example != CUSTOM:
+        st.session_state[f"{prefix}_text"] = example  # picking an example fills the box
+    st.session_state[f"{prefix}_last_example"] = example
+    text = c2.text_input("Sentence", key=f"{prefix}_text", max_chars=MAX_CHARS,
+                         help="Any text; it is cut to the model's context length.")
+    enc = encode(ckpt.tokenizer, text, max_len=limit)
+    if enc.truncated:
+        st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
+                f"so only the first {limit} are used.")
+    if not enc.ids:
+        st.warning("Type at least one word (the box is empty or holds only spaces) to see attention.")
+        st.stop()
+    if enc.unknown:
+        st.caption("Words this model has never seen become `<unk>`: "
+                   + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
+    return enc
+
+
+def token_chips(enc: Encoded) -> None:
+    """Tokens as a row of labelled cells with their ids (st.dataframe: no HTML, shown exactly as typed)."""
+    df = pd.DataFrame({"token": enc.tokens, "vocabulary entry": enc.pieces, "id": [str(i) for i in enc.ids]})
+    st.dataframe(df.T.rename(columns=lambda i: f"{i}"), width="stretch")
+
+
+def tokenizer_comparison(text: str, model_tok) -> pd.DataFrame | None:
+    """The same text under the shipped BPE tokenizer vs the model's own (word) tokenizer."""
+    try:
+        bpe = load_tokenizer("bpe")
+    except ValueError:
+        return None
+    a, b = encode(model_tok, text, max_len=64), encode(bpe, text, max_len=64)
+    n = max(len(a.ids), len(b.ids))
+    pad = lambda xs: [*xs, *[""] * (n - len(xs))]  # noqa: E731
+    return pd.DataFrame({"word (the model's)": pad(a.pieces), "word id": pad([str(i) for i in a.ids]),
+                         "bpe piece": pad(b.pieces), "bpe id": pad([str(i) for i in b.ids])})
+
+
+# -- cached traces ----------------------------------------------------------------------------------
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: tuple | None = None,
+                 scale_scores: bool = True, temperature: float = 1.0) -> dict:
+    """One traced forward pass as numpy arrays (B dropped), plus the recomputation checks per layer."""
+    model = _model
+    mask = None if attn_mask is None else torch.tensor(attn_mask, dtype=torch.bool)
+    with torch.no_grad():
+        out = model(torch.tensor([ids], device=model.device), trace=True, attn_mask=mask,
+                    scale_scores=scale_scores, temperature=temperature)
+        tr = out.trace
+        scale = demos.score_scale(model, scale_scores, temperature)
+        stack = lambda name: torch.stack([getattr(lt, name)[0] for lt in tr.layers]).float().cpu().numpy()  # noqa: E731
+        data = {n: stack(n) for n in ("q", "k", "v", "scores", "probs", "head_out")}  # (L, H, T, .)
+        data["attn_out"] = stack("attn_out")                                            # (L, T, d_model)
+        data["x_in"] = torch.stack([demos.attention_input(model, tr, i)[0] for i in range(len(tr.layers))]).numpy()
+        data["allowed"] = torch.isfinite(tr.layers[0].mask).expand(tr.layers[0].probs.shape)[0, 0].cpu().numpy()
+        data["entropy"] = demos.row_entropy(torch.from_numpy(data["probs"])).numpy()  # (L, H, T)
+        data["checks"] = [demos.pipeline_check(model, tr, i, scale) for i in range(len(tr.layers))]
+        data["scale"] = scale
+    return data
+
+
+def mask_tuple(mask: torch.Tensor | np.ndarray | None) -> tuple | None:
+    return None if mask is None else tuple(map(tuple, np.asarray(mask, dtype=bool).tolist()))
+
+
+# -- head roles -------------------------------------------------------------------------------------
+def _role_text(entry) -> str:
+    if isinstance(entry, str):
+        return entry
+    if isinstance(entry, dict):
+        role, score = entry.get("role") or entry.get("name") or "", entry.get("score")
+        return f"{role} {score:.2f}" if isinstance(score, (int, float)) else str(role)
+    return ""
+
+
+def head_roles(metadata: dict, n_layers: int, n_heads: int) -> list[list[str]] | None:
+    """Measured role + score per head from checkpoint metadata "head_roles" (viz_model/heads.py), if present.
+
+    Accepts a layers x heads nested list, a {"l.h": ...} mapping, or a list of {"layer", "head", "role", "score"}.
+    """
+    raw = (metadata or {}).get("head_roles")
+    if not raw:
+        return None
+    grid = [["" for _ in range(n_heads)] for _ in range(n_layers)]
+    try:
+        if isinstance(raw, dict):
+            for key, entry in raw.items():
+                parts = [int(p) for p in str(key).replace("L", "").replace("H", ".").replace(",", ".").split(".") if p]
+                grid[parts[0]][parts[1]] = _role_text(entry)
+        elif raw and all(isinstance(r, dict) and "layer" in r for r in raw):
+            for r in raw:
+                grid[int(r["layer"])][int(r["head"])] = _role_text(r)
+        else:
+            for lyr, row in enumerate(raw[:n_layers]):
+                for h, entry in enumerate(row[:n_heads]):
+                    grid[lyr][h] = _role_text(entry)
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+        return None
+    return grid if any(any(row) for row in grid) else None
+
+
+# -- pipeline ---------------------------------------------------------------------------------------
+@dataclass
+class Step:
+    title: str
+    formula: str
+    shape: str
+
+
+def pipeline_steps(T: int, d_model: int, H: int, d_k: int) -> list[Step]:
+    return [
+        Step("1. X → Q, K, V", "Q = X·W_Q, K = X·W_K, V = X·W_V (RoPE rotates Q and K if used)",
+             f"X ({T}×{d_model}) → Q, K, V ({T}×{d_k}) per head"),
+        Step("2. Scores", "S = Q·Kᵀ / √d_k", f"({T}×{d_k})·({d_k}×{T}) → {T}×{T}"),
+        Step("3. Mask", "M = 0 where allowed, −∞ where blocked", f"{T}×{T}"),
+        Step("4. S + M", "blocked scores become −∞", f"{T}×{T}"),
+        Step("5. Softmax", "A = softmax_row(S + M)", f"{T}×{T}, rows sum to 1"),
+        Step("6. A·V", "head_out = A·V", f"({T}×{T})·({T}×{d_k}) → {T}×{d_k}"),
+        Step("7. Concat", "[head_0 | … | head_H−1]", f"{H} × ({T}×{d_k}) → {T}×{d_model}"),
+        Step("8. W_O", "attn_out = concat·W_O + b", f"({T}×{d_model})·({d_model}×{d_model}) → {T}×{d_model}"),
+    ]
+
+
+def check_line(ok: bool, text: str) -> None:
+    (st.success if ok else st.error)(("✓ " if ok else "✗ ") + text)
+
+
+def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], prefix: str) -> None:
+    """Draw pipeline step i (0-based) for one head, with its live check."""
+    c = data["checks"][layer]
+    allowed = data["allowed"]
+    cfg_png = png_config(f"pipeline_step{i + 1}_L{layer}_H{head}")
+    s = data["scores"][layer, head]
+    if i == 0:
+        cols = st.columns(3)
+        for col, name in zip(cols, ("q", "k", "v")):
+            fig = matrix_heatmap(data[name][layer, head], tokens, title=name.upper(), value_name=name.upper(),
+                                 row_title="token", col_title="d_k", show_values=False)
+            col.plotly_chart(fig, key=f"{prefix}_step_{name}", config=cfg_png)
+        check_line(c["qkv"] < 1e-4, f"Q, K, V recomputed from X and the weights match the trace "
+                                    f"(max error {c['qkv']:.1e}).")
+        return
+    if i in (1, 2, 3):
+        val = {1: s, 2: np.where(allowed, 0.0, -np.inf), 3: np.where(allowed, s, -np.inf)}[i]
+        name = {1: "S", 2: "M", 3: "S + M"}[i]
+        fig = matrix_heatmap(val, tokens, tokens, col_tokens=True, allowed=allowed if i != 1 else None,
+                             value_name=name, col_title="key", title=f"{name}, layer {layer} head {head}")
+        st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
+        if i == 1:
+            check_line(c["scores"] < 1e-4, f"S recomputed as Q·Kᵀ·{data['scale']:.4g} matches the trace "
+                                           f"(max error {c['scores']:.1e}).")
+        return
+    if i == 4:
+        fig = attention_heatmap(data["probs"][layer, head], tokens, allowed=allowed,
+                                title=f"A, layer {layer} head {head}")
+        st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
+        check_line(c["row_sums"] < 1e-5, f"Rows sum to 1, max error {c['row_sums']:.0e}; blocked cells carry "
+                                         f"weight {c['masked_weight']:.0e}.")
+        return
+    if i == 5:
+        fig = matrix_heatmap(data["head_out"][layer, head], tokens, value_name="A·V", row_title="query",
+                             col_title="d_k", title="head_out = A·V", show_values=False)
+        st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
+        check_line(c["head_out"] < 1e-4, f"A·V recomputed from the trace equals head_out "
+                                         f"(max error {c['head_out']:.1e}).")
+        return
+    if i == 6:
+        concat = np.concatenate(list(data["head_out"][layer]), axis=-1)  # (T, H*d_k)
+        d_k = data["head_out"].shape[-1]
+        labels = [f"h{j // d_k}:{j % d_k}" for j in range(concat.shape[1])]
+        st.plotly_chart(matrix_heatmap(concat, tokens, labels, value_name="concat", row_title="query",
+                                       col_title="head:feature", title="All heads side by side", show_values=False),
+                        key=f"{prefix}_step_mat", config=cfg_png)
+        st.caption(f"Columns {head * d_k}–{(head + 1) * d_k - 1} are this head's output.")
+        return
+    st.plotly_chart(matrix_heatmap(data["attn_out"][layer], tokens, value_name="attn_out", row_title="query",
+                                   col_title="d_model", title="attn_out = concat·W_O + b", show_values=False),
+                    key=f"{prefix}_step_mat", config=cfg_png)
+    check_line(c["attn_out"] < 1e-4, f"concat·W_O + b recomputed equals the layer's attention output "
+                                     f"(max error {c['attn_out']:.1e}).")
+
+
+def render_query_focus(data: dict, layer: int, head: int, tokens: list[str], probs: np.ndarray, prefix: str) -> None:
+    """Pick a query token: its attention row as bars and the value vectors it mixes."""
+    labels = [f"{i} {t}" for i, t in enumerate(tokens)]
+    qi = st.selectbox("Query token", range(len(tokens)), format_func=lambda i: labels[i],
+                      index=len(tokens) - 1, key=f"{prefix}_query")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(query_bars(probs[qi], tokens, tokens[qi], allowed=data["allowed"][qi]), key=f"{prefix}_bars",
+                    config=png_config(f"query_{qi}"))
+    c2.plotly_chart(value_mix(probs[qi], data["v"][layer, head], tokens, tokens[qi]), key=f"{prefix}_mix",
+                    config=png_config(f"value_mix_{qi}"))

@@ -1,0 +1,216 @@
+"""Streamlit glue for the Masks page: gallery, padding, prefix proof, dependency map, permutation, quiz."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from viz_model import demos, masks
+from viz_model.checkpoint import Checkpoint
+from viz_model.figures.common import png_config
+from viz_model.figures.masks import dependency_figure, mask_panels
+from viz_model.figures.pipeline import row_sum_bars
+from viz_model.tokenizer import PAD, encode
+from viz_model.ui.explorer import cached_trace, check_line, mask_tuple, model_id
+from viz_model.ui.models import available_models, load_model
+
+GALLERY = {"causal": "Causal (decoder)", "bidirectional": "Bidirectional (encoder)", "padding": "Padding",
+           "sliding_window": "Sliding window", "prefix_lm": "Prefix-LM", "custom": "Custom (edit cells)"}
+MAX_GALLERY_T = 16   # the custom editor and four panels stay readable up to here
+MAX_DEP_T = 12       # one backward pass per output coordinate: bounded for a 2-core server
+PERMUTATION = ("Send the report before the slides", "Send the slides before the report")
+PAD_BATCH = ("please send the report", "send report <pad> <pad>")
+POSITION_MODELS = ("enc-none", "enc-sinusoidal", "enc-learned", "enc-rope")
+
+
+def gallery_mask(kind: str, T: int, prefix: str, ids: list[int], pad_id: int) -> np.ndarray:
+    """The (T, T) bool mask of the chosen kind; its own controls (slider, editor) are drawn here."""
+    if kind == "sliding_window":
+        w = st.slider("Window width", 1, T, min(3, T), key=f"{prefix}_window",
+                      help="Each query sees itself and the w − 1 tokens before it.")
+        return masks.sliding_window_mask(T, w).numpy()
+    if kind == "prefix_lm":
+        p = st.slider("Prefix length", 0, T, min(3, T), key=f"{prefix}_prefix",
+                      help="The prefix sees itself in both directions; the rest is causal.")
+        return masks.prefix_lm_mask(T, p).numpy()
+    if kind == "padding":
+        real = np.array(ids) != pad_id
+        if real.all():
+            st.caption("No `<pad>` in this sentence: type one (e.g. the example *send report <PAD> <PAD>*) "
+                       "to see its column blocked.")
+        return masks.causal_mask(T).numpy() & real[None, :]
+    if kind == "custom":
+        return custom_editor(T, prefix)
+    return masks.build_mask(kind, T).numpy()
+
+
+def custom_editor(T: int, prefix: str) -> np.ndarray:
+    """A T x T grid of checkboxes (rows = query, columns = key), starting from the causal mask."""
+    cols = [f"k{j}" for j in range(T)]
+    start = pd.DataFrame(masks.causal_mask(T).numpy(), columns=cols, index=[f"q{i}" for i in range(T)])
+    edited = st.data_editor(start, key=f"{prefix}_custom_{T}", width="stretch",
+                            column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in cols})
+    st.caption("Tick a cell to let query *i* (row) read key *j* (column). A row with no tick would have no key "
+               "to read; the model then lets that query see itself so its softmax is defined.")
+    return edited.to_numpy(dtype=bool)
+
+
+def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: str, allowed: np.ndarray,
+                   layer: int, head: int) -> None:
+    """Run the live model under the mask; the four panels; ✓ on blocked weight and row sums."""
+    data = cached_trace(ckpt.model, model_id(ckpt), tuple(ids), mask_tuple(allowed))
+    eff_allowed = data["allowed"]  # what the model really used (empty rows get their own key)
+    s, p = data["scores"][layer, head], data["probs"][layer, head]
+    st.plotly_chart(mask_panels(eff_allowed, s, p, tokens, title=f"{GALLERY[kind]} mask, layer {layer} head {head}"),
+                    key="masks_panels", config=png_config(f"mask_{kind}_L{layer}_H{head}"))
+    if (eff_allowed != allowed).any():
+        st.info("Some rows had no allowed key, so the model let those queries attend to themselves.")
+    blocked = float(np.abs(np.where(eff_allowed, 0.0, p)).max())
+    rows = float(np.abs(p.sum(-1) - 1).max())
+    check_line(blocked == 0.0 and rows < 1e-5, f"Blocked cells get weight exactly {blocked:g}; every row still "
+                                               f"sums to 1 (max error {rows:.0e}).")
+    render_additive_vs_multiply(s, eff_allowed, tokens)
+
+
+def render_additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[str]) -> None:
+    st.subheader("Why add −∞ instead of multiplying by 0?")
+    eff = demos.mask_effects(torch.from_numpy(scores), torch.from_numpy(allowed))
+    st.plotly_chart(row_sum_bars(eff.row_sums, eff.row_sums_multiplied, tokens), key="masks_rowsums",
+                    config=png_config("row_sums_additive_vs_multiply"))
+    add_err = float((eff.row_sums - 1).abs().max())
+    mul_min = float(eff.row_sums_multiplied.min())
+    check_line(add_err < 1e-5, f"Additive −∞ before softmax: rows sum to 1 (max error {add_err:.0e}), blocked "
+                               "weight is exactly 0.")
+    if allowed.all():
+        st.info("This mask blocks nothing, so multiplying changes nothing. Pick the causal mask to see the "
+                "difference.")
+    else:
+        check_line(False, f"Multiplying softmax(S) by the 0/1 mask also zeroes blocked cells, but the rows no "
+                          f"longer sum to 1 (smallest row sum {mul_min:.3f}): the weight that leaked to the future "
+                          "is simply lost.")
+
+
+def render_padding(ckpt: Checkpoint) -> None:
+    tok, model = ckpt.tokenizer, ckpt.model
+    encs = [encode(tok, s) for s in PAD_BATCH]
+    T = max(len(e.ids) for e in encs)
+    pad_id = tok.token_to_id(PAD)
+    ids = torch.tensor([[*e.ids, *[pad_id] * (T - len(e.ids))] for e in encs])  # (2, T)
+    replacement = next(i for i in range(5, tok.get_vocab_size()) if i != pad_id) if tok.get_vocab_size() > 5 else 1
+    chk = demos.padding_check(model, ids, pad_id, replacement)
+    labels = [[t for t in e.tokens] + [PAD] * (T - len(e.ids)) for e in encs]
+    key = pd.DataFrame([[("✓ " if m else "✗ ") + t for m, t in zip(row, lab)] for row, lab in
+                        zip(chk.key_mask.tolist(), labels)], columns=[f"{j}" for j in range(T)],
+                       index=["sentence 1", "sentence 2"])
+    loss = pd.DataFrame([[f"{lab[t]} → {lab[t + 1]}: " + ("counts" if m else "ignored") for t, m in enumerate(row)]
+                         for row, lab in zip(chk.loss_mask.tolist(), labels)],
+                        columns=[f"{t}→{t + 1}" for t in range(T - 1)], index=["sentence 1", "sentence 2"])
+    c1, c2 = st.columns(2)
+    c1.markdown("**Key mask** — which keys may be read (✗ = `<pad>`, blocked in every row)")
+    c1.dataframe(key, width="stretch")
+    c2.markdown("**Loss mask** — which next-token targets count in the loss")
+    c2.dataframe(loss, width="stretch")
+    check_line(chk.max_diff < 1e-5, f"Replacing every `<pad>` by another token id ({replacement}) changes the "
+                                    f"logits at the {chk.n_real} real positions by at most {chk.max_diff:.1e}: "
+                                    "pads are invisible to real tokens.")
+
+
+@st.cache_data(max_entries=32, show_spinner="Running every prefix…")
+def cached_prefix(_model, model_key: str, ids: tuple[int, ...], masked: bool) -> np.ndarray:
+    T = len(ids)
+    mask = None if masked else torch.ones(T, T, dtype=torch.bool)
+    return demos.prefix_check(_model, list(ids), mask).numpy()
+
+
+def render_prefix(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
+    causal = cached_prefix(ckpt.model, model_id(ckpt), tuple(ids), True)
+    free = cached_prefix(ckpt.model, model_id(ckpt), tuple(ids), False)
+    st.dataframe(pd.DataFrame({"position": range(len(ids)), "token": tokens,
+                               "causal: max |full − prefix|": [f"{x:.1e}" for x in causal],
+                               "no mask: max |full − prefix|": [f"{x:.1e}" for x in free]}).set_index("position").T,
+                 width="stretch")
+    check_line(float(causal.max()) < 1e-4, f"Causal: one pass gives the same logits as running each prefix alone "
+                                           f"(max |difference| {causal.max():.1e} over {len(ids)} positions).")
+    bad = free[:-1].max() if len(free) > 1 else 0.0
+    if bad < 1e-4:
+        st.info("Without the mask this sentence happens to give the same outputs (are all its tokens alike?).")
+    else:
+        check_line(False, f"Without the mask, one pass no longer equals the prefix runs: max |difference| {bad:.2f}. "
+                          "Early positions read the future; only the last position, which sees everything anyway, "
+                          "agrees.")
+
+
+@st.cache_data(max_entries=32, show_spinner="Differentiating every output by every input…")
+def cached_dependency(_model, model_key: str, ids: tuple[int, ...], masked: bool) -> np.ndarray:
+    T = len(ids)
+    mask = torch.ones(T, T, dtype=torch.bool)
+    return demos.dependency_map(_model, list(ids), mask.tril() if masked else mask).numpy()
+
+
+def render_dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
+    ids, tokens = ids[:MAX_DEP_T], tokens[:MAX_DEP_T]
+    c1, c2 = st.columns(2)
+    for col, masked, name in ((c1, True, "causal mask"), (c2, False, "no mask")):
+        j = cached_dependency(ckpt.model, model_id(ckpt), tuple(ids), masked)
+        col.plotly_chart(dependency_figure(j, tokens, title=f"‖∂h_t/∂e_s‖, {name}"), key=f"masks_dep_{masked}",
+                         config=png_config(f"dependency_{name.replace(' ', '_')}"))
+        upper = float(np.triu(j, 1).max()) if len(ids) > 1 else 0.0
+        if masked:
+            check_line(upper == 0.0, f"Causal: every output depends only on inputs at or before it (largest "
+                                     f"future dependence {upper:g}).")
+        else:
+            col.caption(f"No mask: outputs depend on later inputs too (largest future dependence {upper:.3g}).")
+
+
+def render_permutation() -> None:
+    available = {e.key for e in available_models()}
+    rows = []
+    for key in POSITION_MODELS:
+        if key not in available:
+            rows.append({"model": key, "mask": "—", "distance of 'report'": "model not installed"})
+            continue
+        ck = load_model(key, st.session_state.get("device_key", "auto"))
+        a, b = (encode(ck.tokenizer, s).ids for s in PERMUTATION)
+        rep = ck.tokenizer.token_to_id("report")
+        i = a.index(rep) if rep in a else 2
+        for masked in (False, True):
+            d = demos.permutation_distances(ck.model, a, b, attn_mask=masked)[i].item()
+            rows.append({"model": key, "mask": "causal" if masked else "none", "distance of 'report'": f"{d:.2e}"})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    none_free = next((r for r in rows if r["model"] == "enc-none" and r["mask"] == "none"), None)
+    if none_free is None:
+        st.warning("The position-free model `enc-none` is not installed, so the permutation proof cannot run here.")
+    else:
+        d = float(none_free["distance of 'report'"])
+        check_line(d < 1e-4, f"No positions, no mask: 'report' gets the same output vector in both orders "
+                             f"(distance {d:.1e}). Self-attention alone is a bag of tokens.")
+    st.caption("A causal mask changes *what each token may read*, so distances appear, but it does not tell a token "
+               "where it is. A position signal (sinusoidal, learned, RoPE) encodes location itself.")
+
+
+QUIZ = [
+    ("Which change makes position explicit?",
+     ["Adding a causal mask", "Adding positional encodings (sinusoidal, learned or RoPE)", "Scaling by 1/√d_k"], 1,
+     "A mask only restricts which tokens may be read; a position signal tells each token where it is."),
+    ("Can one forward pass score all shifted targets?",
+     ["Yes — with a causal mask, position t's prediction equals running the prefix alone",
+      "No — we must run the model once per position"], 0,
+     "Teacher forcing: the causal mask makes all T predictions in one pass; the prefix table above proves it."),
+    ("Which change would let an early prediction read its future target?",
+     ["Removing the causal mask", "Adding padding", "Lowering the attention temperature"], 0,
+     "Without the mask, position t can attend to t+1 — its own answer. The no-mask column above shows it."),
+]
+
+
+def render_quiz() -> None:
+    for n, (question, options, right, why) in enumerate(QUIZ):
+        with st.container(border=True):
+            choice = st.radio(question, options, index=None, key=f"masks_quiz_{n}")
+            if choice is None:
+                continue
+            if options.index(choice) == right:
+                st.success(f"✓ Right. {why}")
+            else:
+                st.error(f"✗ Not quite. {why} Try another answer.")
