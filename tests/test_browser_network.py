@@ -1,0 +1,42 @@
+"""Offline and safe by construction: touring every page contacts only the local server."""
+
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, wait_idle
+
+pytestmark = pytest.mark.browser
+
+
+def _page_urls() -> list[str]:
+    import ast
+
+    tree = ast.parse((ROOT / "app.py").read_text())
+    pages = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "PAGES")
+    rows = ast.literal_eval(pages)
+    return [url for _, file, _, _, url in rows if Path(ROOT / file).exists()]
+
+
+def test_touring_all_pages_contacts_only_the_local_server(page):
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(page.base_url)
+    wait_idle(page)
+    urls = _page_urls()
+    assert len(urls) >= 1
+    for url in urls[1:]:
+        page.locator(f'[data-testid="stSidebarNav"] a[href$="/{url}"]').click()
+        page.wait_for_url(f"**/{url}**")
+        wait_idle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0, url
+    foreign = [u for u in requests if not u.startswith((page.base_url, "data:", "blob:", "ws://127.0.0.1"))]
+    assert foreign == []
+    assert any("/_stcore/" in u or "/static/" in u for u in requests)  # the tour really loaded things
+    assert page.console.errors() == []
+
+
+def test_usage_statistics_are_off_in_the_shipped_config():
+    import tomllib
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["browser"]["gatherUsageStats"] is False
