@@ -1,0 +1,154 @@
+"""Step-wise generation: sampling rules, determinism, EOS, KV cache parity, context limit, teacher forcing."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from viz_model.config import ModelConfig
+from viz_model.generate import (
+    Sampling,
+    distinct_n,
+    filter_distribution,
+    generate,
+    score,
+    score_stepwise,
+    sequence_logprob,
+    sequence_prob,
+    top_p_mask,
+)
+from viz_model.model import TinyTransformer
+
+PROMPT = [2, 7, 11, 5]
+
+
+def make_model(**overrides) -> TinyTransformer:
+    torch.manual_seed(0)
+    cfg = ModelConfig.preset("tiny", vocab_size=40, tie_weights=False, **overrides)
+    model = TinyTransformer(cfg).eval()
+    with torch.no_grad():  # std 0.02 init gives near-uniform next-token distributions; make them peaked
+        model.tok_emb.weight.normal_(0, 1)
+        model.head.weight.normal_(0, 3 / cfg.d_model**0.5)
+    return model
+
+
+@pytest.fixture(scope="module")
+def model():
+    return make_model()
+
+
+def run(model, **kw):
+    kw = {"strategy": "greedy", "max_new_tokens": 12, "seed": 0, "use_cache": True, "stop_at_eos": False, **kw}
+    return list(generate(model, PROMPT, **kw))
+
+
+def ids(steps):
+    return [s.token_id for s in steps]
+
+
+def test_same_seed_gives_same_text_and_other_seeds_differ(model):
+    warm = Sampling(temperature=1.5)
+    assert ids(run(model, strategy=warm, seed=7)) == ids(run(model, strategy=warm, seed=7))
+    assert any(ids(run(model, strategy=warm, seed=s)) != ids(run(model, strategy=warm, seed=7)) for s in (1, 2, 3))
+
+
+def test_top_k_one_equals_greedy(model):
+    assert ids(run(model, strategy=Sampling(temperature=1.3, top_k=1), seed=3)) == ids(run(model, strategy="greedy"))
+
+
+def test_temperature_to_zero_approaches_greedy(model):
+    logits = run(model, max_new_tokens=1)[0].logits
+    one_hot = torch.nn.functional.one_hot(logits.argmax(), logits.numel()).double()
+    gaps = [(filter_distribution(logits, Sampling(temperature=t))[1] - one_hot).abs().max().item()
+            for t in (1.0, 0.3, 0.1, 0.01)]
+    assert all(a > b for a, b in zip(gaps, gaps[1:])), gaps
+    assert gaps[-1] < 1e-6
+    assert ids(run(model, strategy=Sampling(temperature=1e-4), seed=5)) == ids(run(model, strategy="greedy"))
+
+
+def test_top_p_keeps_the_smallest_set_whose_mass_reaches_p():
+    probs = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64)
+    for p, kept in [(0.45, 1), (0.79, 2), (0.81, 3), (0.97, 4), (1.0, 4)]:
+        assert int(top_p_mask(probs, p).sum()) == kept, p
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(50):  # property: kept mass >= p, and dropping the least likely kept token falls below p
+        q = torch.softmax(torch.randn(30, generator=gen, dtype=torch.float64) * 2, -1)
+        p = float(torch.rand(1, generator=gen)) * 0.98 + 0.01
+        keep = top_p_mask(q, p)
+        assert q[keep].sum() >= p
+        assert q[keep].sum() - q[keep].min() < p
+        assert q[keep].min() >= q[~keep].max() if (~keep).any() else True
+
+
+def test_filtered_probabilities_are_renormalised_over_the_kept_tokens():
+    logits = torch.randn(50, generator=torch.Generator().manual_seed(1)) * 3
+    probs, filtered = filter_distribution(logits, Sampling(temperature=0.7, top_k=10, top_p=0.8))
+    kept = filtered > 0
+    assert abs(probs.sum().item() - 1) < 1e-12 and abs(filtered.sum().item() - 1) < 1e-12
+    assert 1 <= int(kept.sum()) <= 10
+    tempered = torch.softmax(logits.double() / 0.7, -1)
+    assert torch.allclose(filtered[kept], tempered[kept] / tempered[kept].sum(), atol=1e-12)
+
+
+def test_eos_stops_generation(model):
+    free = run(model, max_new_tokens=12)
+    eos = free[4].token_id  # pretend the 5th greedy token is the end token
+    first = ids(free).index(eos)
+    stopped = run(model, max_new_tokens=12, stop_at_eos=True, eos_id=eos)
+    assert len(stopped) == first + 1 and stopped[-1].token_id == eos
+    assert stopped[-1].stop_reason == "eos" and all(s.stop_reason is None for s in stopped[:-1])
+    assert run(model, max_new_tokens=6)[-1].stop_reason == "length"
+
+
+@pytest.mark.parametrize("pos", ["rope", "learned", "sinusoidal"])
+def test_cache_on_and_off_give_the_same_tokens_logits_and_attention(pos):
+    m = make_model(pos_encoding=pos)
+    kw = {"strategy": Sampling(temperature=1.2, top_p=0.9), "seed": 4, "max_new_tokens": 20}
+    on, off = run(m, use_cache=True, **kw), run(m, use_cache=False, **kw)
+    assert ids(on) == ids(off)
+    assert max((a.logits - b.logits).abs().max().item() for a, b in zip(on, off)) <= 1e-5
+    for a, b in zip(on, off):
+        assert a.attention.shape == (2, 2, a.position)  # (layers, heads, prefix length)
+        assert torch.allclose(a.attention, b.attention, atol=1e-5)
+        assert torch.allclose(a.attention.sum(-1), torch.ones(2, 2), atol=1e-5)
+
+
+def test_context_limit_stops_with_a_reason_and_a_full_prompt_is_refused(model):
+    max_len = model.config.max_len
+    prompt = list(range(5, 5 + max_len - 3))
+    steps = list(generate(model, prompt, max_new_tokens=10, stop_at_eos=False))
+    assert len(steps) == 3 and steps[-1].position == max_len - 1
+    assert steps[-1].stop_reason == "context"
+    with pytest.raises(ValueError, match="reads at most"):
+        next(generate(model, list(range(5, 5 + max_len)), max_new_tokens=1))
+
+
+def test_teacher_forced_scores_equal_step_by_step_scores(model):
+    sentence = [9, 14, 3, 22, 8, 3]
+    one_pass, separate = score(model, PROMPT, sentence), score_stepwise(model, PROMPT, sentence)
+    assert one_pass.shape == (len(sentence),)
+    assert (one_pass - separate).abs().max().item() < 1e-5
+    steps = run(model, max_new_tokens=8)  # and equal the log p recorded while generating
+    forced = score(model, PROMPT, ids(steps))
+    assert max(abs(f - s.logprob) for f, s in zip(forced.tolist(), steps)) < 1e-5
+
+
+def test_sequence_probability_is_the_product_of_conditionals(model):
+    steps = run(model, strategy=Sampling(temperature=1.0), seed=2, max_new_tokens=6)
+    product = math.prod(s.probs[s.token_id].item() for s in steps)
+    assert abs(sequence_prob([s.logprob for s in steps]) - product) < 1e-12
+    assert sequence_logprob([s.logprob for s in steps]) < 0
+
+
+def test_distinct_n_counts_repeated_ngrams():
+    assert distinct_n([[1, 2, 3, 4]], 2) == 1.0
+    assert distinct_n([[1, 1, 1, 1]], 1) == 0.25
+    assert distinct_n([[1, 2, 1, 2], [1, 2]], 2) == 2 / 4
+
+
+def test_bad_strategies_are_clear_errors():
+    for bad in ({"temperature": -1}, {"top_k": 0}, {"top_p": 0.0}, {"top_p": 1.5}):
+        with pytest.raises(ValueError):
+            Sampling(**bad)
+    assert dataclasses.replace(Sampling(), temperature=0).is_greedy

@@ -1,0 +1,273 @@
+"""Step-wise generation: greedy, temperature, top-k, top-p, with or without a KV cache.
+
+    generate(model, ids, *, strategy, max_new_tokens, seed, use_cache) -> Iterator[GenStep]
+
+Each step runs the model on the prefix (or, with the cache, on the one newest token), turns the last
+position's logits into the model's distribution p, filters it (temperature, then top-k, then top-p,
+then renormalise), picks a token and yields everything a figure needs.
+
+Token text: `GenStep.token` is filled from the optional `tokenizer=` argument (its display form, so
+byte-level 'Ġthe' reads ' the'); without a tokenizer it is '#<id>'. Keeping the text on the step lets a
+page or a test read a generation without carrying the tokenizer around.
+
+Context limit: the model reads at most `model.config.max_len` tokens. Generation STOPS (no sliding
+window) once the sequence fills that context; the last step says so in `stop_reason == "context"`.
+Sliding would silently forget the prompt and, with a cache, shift every cached RoPE key.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from viz_model.model import TinyTransformer
+
+EOS_ID = 3  # <eos> in every tokenizer of this project (tokenizer.SPECIAL_TOKENS)
+
+STOP_MESSAGES = {
+    "eos": "the model chose the end token <eos>.",
+    "length": "the requested number of new tokens was reached.",
+    "context": "the sequence filled the model's context of {max_len} tokens; this model cannot read further, "
+               "so generation stops here (no sliding window: the prompt is never silently dropped).",
+}
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How the next token is picked. temperature == 0 means greedy."""
+
+    temperature: float = 1.0
+    top_k: int | None = None      # keep only the k most probable tokens
+    top_p: float | None = None    # keep the smallest set of tokens whose mass reaches p (nucleus)
+    greedy: bool = False          # always the most probable token (ignores the rest)
+
+    def __post_init__(self) -> None:
+        t = float(self.temperature)
+        if not (math.isfinite(t) and t >= 0):
+            raise ValueError(f"temperature must be a number >= 0, got {self.temperature}.")
+        if self.top_k is not None and (isinstance(self.top_k, bool) or int(self.top_k) != self.top_k
+                                       or self.top_k < 1):
+            raise ValueError(f"top-k must be a whole number >= 1, got {self.top_k}.")
+        if self.top_p is not None and not 0.0 < float(self.top_p) <= 1.0:
+            raise ValueError(f"top-p must be in (0, 1], got {self.top_p}.")
+
+    @property
+    def is_greedy(self) -> bool:
+        return self.greedy or self.temperature == 0
+
+    def describe(self) -> str:
+        if self.is_greedy:
+            return "greedy"
+        parts = [f"T={self.temperature:g}"]
+        if self.top_k is not None:
+            parts.append(f"top-k={self.top_k}")
+        if self.top_p is not None:
+            parts.append(f"top-p={self.top_p:g}")
+        return ", ".join(parts)
+
+
+GREEDY = Sampling(greedy=True)
+
+
+def as_sampling(strategy: Sampling | str) -> Sampling:
+    if isinstance(strategy, Sampling):
+        return strategy
+    if strategy == "greedy":
+        return GREEDY
+    raise ValueError(f"strategy must be 'greedy' or a Sampling(...), got {strategy!r}.")
+
+
+def top_k_mask(probs: torch.Tensor, k: int) -> torch.Tensor:
+    """(V,) bool: the k most probable tokens (ties broken by index)."""
+    keep = torch.zeros_like(probs, dtype=torch.bool)
+    keep[torch.topk(probs, min(int(k), probs.numel())).indices] = True
+    return keep
+
+
+def top_p_mask(probs: torch.Tensor, p: float) -> torch.Tensor:
+    """(V,) bool: the smallest set of most probable tokens whose total mass reaches p."""
+    sorted_p, order = torch.sort(probs, descending=True, stable=True)
+    mass_before = torch.cumsum(sorted_p, 0) - sorted_p  # mass of the strictly more probable tokens
+    keep_sorted = mass_before < p                         # still short of p before this token: keep it
+    keep_sorted[0] = True
+    keep = torch.zeros_like(probs, dtype=torch.bool)
+    keep[order[keep_sorted]] = True
+    return keep
+
+
+def filter_distribution(logits: torch.Tensor, strategy: Sampling | str) -> tuple[torch.Tensor, torch.Tensor]:
+    """logits (V,) -> (p, filtered): the model's softmax, and the renormalised distribution actually sampled.
+
+    Order (as in Hugging Face): temperature, then top-k, then top-p on the tempered, top-k-renormalised p.
+    Greedy gives a one-hot filtered distribution on the argmax.
+    """
+    s = as_sampling(strategy)
+    logits = logits.double()
+    probs = torch.softmax(logits, -1)  # (V,)
+    if s.is_greedy:
+        filtered = torch.zeros_like(probs)
+        filtered[int(torch.argmax(probs))] = 1.0
+        return probs, filtered
+    q = torch.softmax(logits / s.temperature, -1)
+    if s.top_k is not None:
+        q = torch.where(top_k_mask(q, s.top_k), q, 0.0)
+        q = q / q.sum()
+    if s.top_p is not None:
+        q = torch.where(top_p_mask(q, s.top_p), q, 0.0)
+        q = q / q.sum()
+    return probs, q
+
+
+@dataclass
+class GenStep:
+    index: int                   # 0 for the first new token
+    position: int                # where the new token sits in the sequence
+    token_id: int
+    token: str                   # display text (from the tokenizer), or '#<id>' without one
+    logits: torch.Tensor         # (V,) raw logits at the last position, float32 CPU
+    probs: torch.Tensor          # (V,) the model's distribution p(. | prefix), float64
+    filtered_probs: torch.Tensor  # (V,) after temperature/top-k/top-p, renormalised (what was sampled)
+    logprob: float               # log p(token | prefix) under the MODEL's distribution (the lecture's term)
+    filtered_logprob: float      # log of the sampling probability of the chosen token
+    attention: torch.Tensor | None  # (L, H, T) last prefix position's attention over the T-token prefix
+    seconds: float               # wall time of this step's forward pass
+    use_cache: bool
+    stop_reason: str | None = None  # set on the last step: "eos" | "length" | "context"
+
+
+def _context_error(n: int, max_len: int) -> ValueError:
+    return ValueError(f"the prompt has {n} tokens but this model reads at most {max_len}; "
+                      f"shorten the prompt to at most {max_len - 1} tokens to leave room for a new one.")
+
+
+def generate(
+    model: TinyTransformer,
+    ids: Sequence[int] | torch.Tensor,
+    *,
+    strategy: Sampling | str = "greedy",
+    max_new_tokens: int = 20,
+    seed: int = 0,
+    use_cache: bool = True,
+    tokenizer=None,
+    stop_at_eos: bool = True,
+    eos_id: int | None = None,
+    attention: bool = True,   # False: skip tracing (faster; GenStep.attention is None)
+) -> Iterator[GenStep]:
+    """Yield one GenStep per new token; the last step carries its stop_reason."""
+    s = as_sampling(strategy)
+    prompt = [int(i) for i in (ids.flatten().tolist() if torch.is_tensor(ids) else ids)]
+    max_len = model.config.max_len
+    if not prompt:
+        raise ValueError("the prompt has no tokens; type at least one word.")
+    if len(prompt) >= max_len:
+        raise _context_error(len(prompt), max_len)
+    if not model.config.causal:
+        raise ValueError("this model attends in both directions (an encoder); it cannot generate left to right.")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}.")
+    if eos_id is None:
+        eos_id = tokenizer.token_to_id("<eos>") if tokenizer is not None else EOS_ID
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    seq, cache, feed = list(prompt), None, list(prompt)
+    for index in range(max_new_tokens):
+        x = torch.tensor([feed if use_cache else seq], device=model.device)  # (1, T)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            out = model(x, trace=attention, past=cache, use_cache=use_cache)
+        logits = out.logits[0, -1].float().cpu()  # (V,)
+        seconds = time.perf_counter() - t0
+        probs, filtered = filter_distribution(logits, s)
+        if s.is_greedy:
+            token_id = int(torch.argmax(filtered))
+        else:
+            token_id = int(torch.multinomial(filtered, 1, generator=gen))
+        att = None
+        if attention:
+            att = torch.stack([lt.probs[0, :, -1, :] for lt in out.trace.layers]).float().cpu()  # (L, H, T)
+        seq.append(token_id)
+        stop = None
+        if stop_at_eos and token_id == eos_id:
+            stop = "eos"
+        elif len(seq) >= max_len:
+            stop = "context"
+        elif index == max_new_tokens - 1:
+            stop = "length"
+        yield GenStep(
+            index=index, position=len(seq) - 1, token_id=token_id, token=_text(tokenizer, token_id),
+            logits=logits, probs=probs, filtered_probs=filtered,
+            logprob=float(torch.log(probs[token_id])), filtered_logprob=float(torch.log(filtered[token_id])),
+            attention=att, seconds=seconds, use_cache=use_cache, stop_reason=stop,
+        )
+        if stop:
+            return
+        cache, feed = out.cache, [token_id]
+
+
+def _text(tokenizer, token_id: int) -> str:
+    if tokenizer is None:
+        return f"#{token_id}"
+    from viz_model.tokenizer import display_token  # local: keeps this module importable without tokenizers
+    return display_token(tokenizer, token_id)
+
+
+def stop_message(reason: str | None, max_len: int) -> str:
+    return STOP_MESSAGES.get(reason or "", "generation was interrupted.").format(max_len=max_len)
+
+
+# -- sequence probability -------------------------------------------------------------------------
+def sequence_logprob(logprobs: Sequence[float]) -> float:
+    """log p(w1..wL | c) = sum_l log p(w_l | c, w_<l)."""
+    return float(sum(logprobs))
+
+
+def sequence_prob(logprobs: Sequence[float]) -> float:
+    """p(w1..wL | c) = prod_l p(w_l | c, w_<l), computed as exp of the log-sum (no underflow on the way)."""
+    return math.exp(sequence_logprob(logprobs))
+
+
+def average_logprob(logprobs: Sequence[float]) -> float:
+    return sequence_logprob(logprobs) / max(len(logprobs), 1)
+
+
+def score(model: TinyTransformer, context: Sequence[int], continuation: Sequence[int]) -> torch.Tensor:
+    """Teacher forcing: log p(w_l | c, true w_<l) for every continuation token, in ONE forward pass.
+
+    Returns (L,) float64. Append the end token to `continuation` to include p(<eos> | ...).
+    """
+    full = [int(i) for i in (*context, *continuation)]
+    if not context or not continuation:
+        raise ValueError("scoring needs at least one context token and one token to score.")
+    if len(full) - 1 > model.config.max_len:
+        raise ValueError(f"the sentence is longer than this model's context of {model.config.max_len} tokens.")
+    x = torch.tensor([full[:-1]], device=model.device)  # (1, T): predict full[1:]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(x).logits[0].double(), -1)  # (T, V)
+    targets = torch.tensor(full[1:], device=logp.device)
+    return logp[torch.arange(len(targets)), targets][len(context) - 1:].cpu()
+
+
+def score_stepwise(model: TinyTransformer, context: Sequence[int], continuation: Sequence[int]) -> torch.Tensor:
+    """The same numbers as score(), but one separate run per prefix (what 'sequential' would mean)."""
+    full, out = [int(i) for i in (*context, *continuation)], []
+    for end in range(len(context), len(full)):
+        with torch.no_grad():
+            logits = model(torch.tensor([full[:end]], device=model.device)).logits[0, -1].double()
+        out.append(torch.log_softmax(logits, -1)[full[end]].cpu())
+    return torch.stack(out)
+
+
+def distinct_n(samples: Sequence[Sequence[int]], n: int) -> float:
+    """Distinct n-grams / all n-grams over the samples (1.0 = never repeats, near 0 = the same text)."""
+    grams = [tuple(s[i:i + n]) for s in samples for i in range(len(s) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else 0.0
+
+
+__all__ = [
+    "EOS_ID", "GREEDY", "GenStep", "STOP_MESSAGES", "Sampling", "as_sampling", "average_logprob", "distinct_n",
+    "filter_distribution", "generate", "score", "score_stepwise", "sequence_logprob", "sequence_prob",
+    "stop_message", "top_k_mask", "top_p_mask",
+]
