@@ -190,7 +190,8 @@ class Run:
         while self.step < spec.steps:
             step = self.step + 1
             b = self.data.batch(step)
-            ids, tg = b.ids[:, : self.config.max_len].to(self.device), b.targets[:, : self.config.max_len].to(self.device)
+            T = self.config.max_len
+            ids, tg = b.ids[:, :T].to(self.device), b.targets[:, :T].to(self.device)  # (B, T)
             lr = lr_at(step, spec.steps, spec.lr)
             for g in self.opt.param_groups:
                 g["lr"] = lr
@@ -320,3 +321,284 @@ def import_upload(files: list[tuple[str, bytes]], dest_dir: Path) -> checkpoint.
         tmp.rmdir()
     ckpt.path = path
     return ckpt
+
+
+# -- reading a job's events (pure) ------------------------------------------------------------------
+@dataclass
+class History:
+    steps: list[int]
+    loss: list[float]
+    lr: list[float]
+    tokens_per_s: list[float]
+    eval_steps: list[int]
+    heldout: list[float]
+    snap_steps: list[int]
+    snaps: list[np.ndarray]                 # each (L, H, T, T)
+    roles: dict[str, np.ndarray]            # role -> (S, L, H)
+    samples: list[dict]
+    diverged: str | None = None
+
+    def curve(self) -> dict:
+        return {"steps": self.steps, "loss": self.loss, "eval_steps": self.eval_steps, "heldout": self.heldout}
+
+
+def history(events: list[dict]) -> History:
+    h = History([], [], [], [], [], [], [], [], {}, [])
+    role_rows: dict[str, list] = {}
+    for e in events:
+        k = e.get("kind")
+        if k == "step":
+            h.steps.append(e["step"])
+            h.loss.append(e["loss"])
+            h.lr.append(e["lr"])
+            h.tokens_per_s.append(e["tokens_per_s"])
+        elif k == "eval":
+            h.eval_steps.append(e["step"])
+            h.heldout.append(e["heldout_loss"])
+        elif k == "snapshot":
+            h.snap_steps.append(e["step"])
+            h.snaps.append(e["probs"])
+            for role, v in e["roles"].items():
+                role_rows.setdefault(role, []).append(v)
+        elif k == "sample":
+            h.samples.append({"step": e["step"], "prompt": e["prompt"], "greedy continuation": e["text"]})
+        elif k == "diverged":
+            h.diverged = e["message"]
+    h.roles = {r: np.stack(v) for r, v in role_rows.items()}
+    return h
+
+
+def prefix_check(model: TinyTransformer, tok, text: str) -> float:
+    """Max |logit difference| between the one-pass prediction at t and running the prefix 0..t alone."""
+    ids = encode(tok, text, max_len=model.config.max_len, bos=True).ids
+    with torch.no_grad():
+        full = model(torch.tensor([ids], device=model.device)).logits[0].float()  # (T, V)
+        err = 0.0
+        for t in range(len(ids)):
+            alone = model(torch.tensor([ids[: t + 1]], device=model.device)).logits[0, -1].float()
+            err = max(err, float((alone - full[t]).abs().max()))
+    return err
+
+
+@torch.no_grad()
+def mask_demo(run_masked: Run, run_free: Run) -> dict:
+    """Held-out loss of the no-mask model with the future visible vs hidden, next to the causal model."""
+    T = run_free.config.max_len
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    return {"causal": heldout_loss(run_masked.model, run_masked.data),
+            "free_peeking": heldout_loss(run_free.model, run_free.data),
+            "free_no_future": heldout_loss(run_free.model, run_free.data, attn_mask=causal),
+            "sample_causal": greedy(run_masked.model, run_masked.tok, sample_prompt(run_masked.spec.task)),
+            "sample_free": greedy(run_free.model, run_free.tok, sample_prompt(run_free.spec.task))}
+
+
+# -- page sections (Streamlit) ----------------------------------------------------------------------
+JOB_KEY, ABLATION_KEY, WAS_ACTIVE_KEY = "train_job_id", "train_ablation_ids", "train_was_active"
+
+
+def config_form() -> TrainSpec:
+    """Widgets -> TrainSpec (validated later, before anything starts)."""
+    import streamlit as st
+
+    from viz_model.config import POS_ENCODINGS
+    from viz_model.device import available_devices
+
+    c1, c2, c3 = st.columns(3)
+    preset = c1.selectbox("Model", ["tiny", "classroom", "custom"], key="train_preset",
+                          help="tiny trains in seconds; classroom is the lecture model; custom lets you pick.")
+    task = c2.selectbox("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task")
+    device = c3.selectbox("Device", ["auto", *available_devices()], key="train_device")
+    arch = {}
+    if preset == "custom":
+        a1, a2, a3 = st.columns(3)
+        arch = dict(n_layers=a1.slider("Layers", 1, 6, 2, key="train_layers"),
+                    n_heads=a2.slider("Heads", 1, 8, 2, key="train_heads"),
+                    d_model=a3.select_slider("d_model", [16, 24, 32, 48, 64, 96, 128, 192, 256], 64,
+                                             key="train_dmodel"))
+    p1, p2, p3, p4 = st.columns(4)
+    pos = p1.selectbox("Positional encoding", POS_ENCODINGS, index=3, key="train_pos")
+    base = p2.number_input("RoPE base", 2.0, 1e6, 10000.0, key="train_base", disabled=pos != "rope")
+    norm = p3.radio("LayerNorm", ["pre", "post"], horizontal=True, key="train_norm")
+    causal = p4.toggle("Causal mask", True, key="train_causal")
+    tie = p4.toggle("Tie input/output weights", True, key="train_tie")
+    h1, h2, h3, h4, h5, h6 = st.columns(6)
+    lr = h1.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1], 3e-3, key="train_lr")
+    batch = h2.select_slider("Batch", [1, 4, 8, 16, 32, 64], 16 if preset == "tiny" else 32, key="train_batch")
+    seq = h3.select_slider("Context length", [32, 48, 64, 96, 128], 32 if preset == "tiny" else 64, key="train_seq")
+    steps = h4.number_input("Steps", 10, 5000, 200 if preset == "tiny" else 600, 10, key="train_steps")
+    seed = h5.number_input("Seed", 0, 10_000, 0, key="train_seed")
+    every = h6.number_input("Snapshot every", 5, 500, 20, 5, key="train_every",
+                            help="Held-out loss, attention snapshot and a greedy sample every N steps.")
+    return TrainSpec(preset=preset, task=task, pos_encoding=pos, rope_base=float(base), norm_position=norm,
+                     causal=causal, tie_weights=tie, lr=float(lr), batch_size=int(batch), seq_len=int(seq),
+                     steps=int(steps), seed=int(seed), device=device, every=int(every), **arch)
+
+
+def start_run(reg, owner: str, spec: TrainSpec, vocab_size: int) -> str:
+    _, n_params = validate(spec, vocab_size)  # a clear message before any thread starts
+    job = reg.submit(owner, spec.label(), spec.steps, make_events(spec), meta={"spec": spec, "params": n_params})
+    return job.id
+
+
+def status_line(job, reg) -> None:
+    """Progress bar with step/total, ETA, tokens/s, queue position, and the job's message."""
+    import streamlit as st
+
+    from viz_model.ui import jobs as J
+
+    events = job.events_since(max(0, len(job.events) - 50))
+    tps = next((e["tokens_per_s"] for e in reversed(events) if e.get("kind") == "step"), 0.0)
+    eta = job.eta_seconds()
+    text = f"{job.title} — step {job.step:,}/{job.total:,} · {job.status}"
+    if job.status == J.RUNNING:
+        text += f" · {job.steps_per_second():.1f} steps/s · {tps:,.0f} tokens/s"
+        text += f" · about {eta:.0f} s left" if eta is not None else ""
+    st.progress(min(job.step / max(job.total, 1), 1.0), text=text)
+    if job.status == J.QUEUED:
+        pos = reg.queue_position(job.id)
+        st.info(f"Waiting in the queue: position {pos}. The server trains {reg.slots} runs at a time; "
+                "yours starts automatically.", icon=":material/hourglass_top:")
+    elif job.status == J.DIVERGED:
+        st.error(job.message)
+    elif job.status in (J.FAILED, J.RECLAIMED):
+        st.warning(job.message)
+    elif job.status == J.DONE:
+        st.success(f"Finished {job.step:,} steps in {job.runtime():.0f} s of training.")
+
+
+def live_charts(job) -> None:
+    """Loss + LR, the latest probe attention and head roles, and the greedy samples so far."""
+    import pandas as pd
+    import streamlit as st
+
+    from viz_model.figures.attention import attention_grid
+    from viz_model.figures.common import png_config
+    from viz_model.figures.train import loss_curves, lr_curve, role_timeline
+
+    h = history(job.events_since())
+    if not h.steps:
+        st.caption("The charts appear with the first training step.")
+        return
+    c1, c2 = st.columns([3, 2])
+    c1.plotly_chart(loss_curves({job.title: h.curve()}, title="Loss: train (solid) and held-out (dashed)",
+                                total=job.total), key="train_loss_chart", config=png_config("train_loss"))
+    c2.plotly_chart(lr_curve(h.steps, h.lr, total=job.total), key="train_lr_chart", config=png_config("train_lr"))
+    if h.snaps:
+        spec = job.meta["spec"]
+        run = job.result
+        tokens = encode(run.tok, probe_text(spec.task), bos=True).tokens[: run.config.max_len]
+        d1, d2 = st.columns(2)
+        d1.plotly_chart(attention_grid(h.snaps[-1], tokens, title=f"Probe attention now (step {h.snap_steps[-1]})"),
+                        key="train_attn_now", config=png_config("train_attention"))
+        role = d2.selectbox("Head role", list(h.roles), key="train_role",
+                            index=list(h.roles).index("induction") if "induction" in h.roles else 0)
+        d2.plotly_chart(role_timeline(h.snap_steps, h.roles[role], role, h.steps, h.loss), key="train_roles",
+                        config=png_config("train_roles"))
+    if h.samples:
+        st.dataframe(pd.DataFrame(h.samples[::-1][:12]), hide_index=True, key="train_samples")
+
+
+def teacher_forcing_section(job) -> None:
+    import pandas as pd
+    import streamlit as st
+
+    st.markdown("One forward pass over a sentence gives a prediction at **every** position at once: the causal "
+                "mask only restricts what each position may read.")
+    run = job.result if job is not None else None
+    default = "the cat sat on the mat" if run is None or run.spec.task == "lm" else probe_text(run.spec.task)
+    text = st.text_input("Training sentence", default, max_chars=300, key="train_tf_text")
+    if not text.strip():
+        st.warning("Type at least one word.")
+        return
+    if run is None:
+        st.info("Start a run first: the table uses the model being trained.")
+        return
+    with job.model_lock:  # the worker mutates the model between steps; read a consistent copy
+        rows = teacher_forcing(run.model, run.tok, text)
+        err = prefix_check(run.model, run.tok, text) if run.config.causal else None
+    st.dataframe(pd.DataFrame(rows).round({"p(target)": 3, "loss": 3}), hide_index=True, key="train_tf_table")
+    mean = sum(r["loss"] for r in rows) / len(rows)
+    st.caption(f"{len(rows)} predictions from one pass; mean loss {mean:.3f} nats.")
+    if err is None:
+        st.warning("This model has no causal mask: position t reads the word it must predict, so this table "
+                   "flatters it (see the ablation tab).")
+    elif err < 1e-4:
+        st.success(f"✓ Each row equals running its prefix alone (max logit difference {err:.1e}).")
+    else:
+        st.error(f"✗ One-pass predictions differ from prefix runs by {err:.1e}.")
+
+
+def ablation_section(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
+    import streamlit as st
+
+    from viz_model.figures.common import png_config
+    from viz_model.figures.train import loss_curves
+    from viz_model.ui import jobs as J
+
+    kind = st.radio("Vary", ["positional encoding", "causal mask"], horizontal=True, key="train_ablation_kind")
+    specs = ablation_specs(spec, kind)
+    st.caption(f"Runs {len(specs)} copies of the setup above (same data, seed and steps), "
+               f"{reg.slots} at a time; the rest wait in the queue.")
+    if st.button(f"Run {len(specs)} side by side", key="train_ablation_start", icon=":material/compare:"):
+        for old in st.session_state.get(ABLATION_KEY, []):
+            reg.remove(old)
+        st.session_state[ABLATION_KEY] = [start_run(reg, owner, s, vocab_size) for s in specs]
+        st.rerun()
+    jobs = [j for j in (reg.get(i) for i in st.session_state.get(ABLATION_KEY, [])) if j is not None]
+    if not jobs:
+        return
+    for j in jobs:
+        pos = reg.queue_position(j.id)
+        st.progress(min(j.step / max(j.total, 1), 1.0), text=f"{j.title}: {j.status}"
+                    + (f" (queue position {pos})" if pos else f", step {j.step}/{j.total}"))
+    curves = {j.title: history(j.events_since()).curve() for j in jobs}
+    st.plotly_chart(loss_curves(curves, title="Same setup, one thing changed", total=max(j.total for j in jobs)),
+                    key="train_ablation_chart", config=png_config("train_ablation"))
+    done = [j for j in jobs if j.status == J.DONE]
+    if kind == "causal mask" and len(done) == 2:
+        masked, free = sorted(done, key=lambda j: not j.meta["spec"].causal)
+        with masked.model_lock, free.model_lock:
+            d = mask_demo(masked.result, free.result)
+        st.markdown("**Why the no-mask curve falls so fast.** Without the mask, position *t* can read token "
+                    "*t + 1* — the very word it must predict — so training turns into copying. At generation "
+                    "time the future does not exist yet, and the trick fails.")
+        ok = d["free_no_future"] > d["free_peeking"] + 0.5
+        msg = (f"No-mask model: held-out loss {d['free_peeking']:.2f} when it may read the future, "
+               f"{d['free_no_future']:.2f} when it may not (causal model: {d['causal']:.2f}).")
+        (st.success if ok else st.error)(("✓ " if ok else "✗ ") + msg)
+        st.table({"model": ["causal mask", "no mask"], "greedy continuation": [d["sample_causal"], d["sample_free"]]})
+
+
+def checkpoint_section(job, owner: str) -> None:
+    import streamlit as st
+
+    from viz_model.ui import jobs as J
+    from viz_model.ui.models import register_user_model
+
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**Save the trained model**")
+        if job is None or job.result is None or job.step == 0:
+            st.caption("Train a model first.")
+        else:
+            name = st.text_input("Name", f"my-{job.meta['spec'].task}-model", max_chars=40, key="train_ckpt_name")
+            if st.button("Save checkpoint", key="train_save", disabled=job.status == J.RUNNING,
+                         help="Pause or finish the run first." if job.status == J.RUNNING else None):
+                with job.model_lock:
+                    path = save_run(job.result, name, owner)
+                register_user_model(path.stem, path)
+                st.session_state["train_saved"] = str(path)
+            saved = st.session_state.get("train_saved")
+            if saved and Path(saved).exists():
+                st.success(f"Saved as **{Path(saved).stem}**: pick it in the sidebar's Model menu on any page.")
+                st.download_button("Download (.zip: safetensors + json)", checkpoint_zip(Path(saved)),
+                                   f"{Path(saved).stem}.zip", "application/zip", key="train_download")
+    with c2:
+        st.markdown("**Upload a checkpoint**")
+        files = st.file_uploader("A .zip, or the .safetensors and .json pair", ["zip", "safetensors", "json"],
+                                 accept_multiple_files=True, key="train_upload")
+        if files and st.button("Check and add", key="train_upload_go"):
+            ckpt = import_upload([(f.name, f.getvalue()) for f in files], RUNS_DIR / "uploads" / safe_name(owner[:12]))
+            register_user_model(ckpt.path.stem, ckpt.path)
+            st.success(f"✓ {ckpt.path.stem}: valid safetensors, config and shapes check out "
+                       f"({ckpt.model.num_params():,} parameters). Pick it in the sidebar.")

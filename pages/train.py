@@ -1,0 +1,100 @@
+"""Train: start a run, watch the loss fall and attention patterns appear, compare setups, keep the model."""
+
+import streamlit as st
+
+from viz_model.figures.common import png_config
+from viz_model.figures.train import attention_player
+from viz_model.tokenizer import encode, load_tokenizer
+from viz_model.ui import jobs as J
+from viz_model.ui import train as T
+
+st.title("Train a transformer, live")
+st.caption("Training runs on the server in the background: switch pages and come back, it keeps going. "
+           "Everyone shares the server, so a few runs train at a time and the rest wait in a queue.")
+
+owner = J.hold_lease()  # while this tab is open, its runs are not orphaned
+reg = J.registry()
+vocab = load_tokenizer("word").get_vocab_size()
+job = reg.get(st.session_state.get(T.JOB_KEY))
+
+with st.expander("Configure", expanded=job is None, icon=":material/tune:"):
+    spec = T.config_form()
+    try:
+        cfg, n_params = T.validate(spec, vocab)
+        st.caption(f"{n_params:,} parameters · {cfg.n_layers} layers × {cfg.n_heads} heads · d_model {cfg.d_model}"
+                   f" · {spec.steps * spec.batch_size:,} sequences seen.")
+    except ValueError as e:
+        st.warning(str(e))
+
+b = st.columns(5)
+if b[0].button("Start", type="primary", key="train_start", icon=":material/play_arrow:",
+               disabled=job is not None and job.active):
+    if job is not None:
+        reg.remove(job.id)
+    st.session_state[T.JOB_KEY] = T.start_run(reg, owner, spec, vocab)
+    st.rerun()
+if b[1].button("Pause", key="train_pause", icon=":material/pause:", disabled=job is None or job.status != J.RUNNING):
+    reg.pause(job.id)
+    reg.wait(job.id, 10, until=(J.PAUSED, *J.FINISHED))
+    st.rerun()
+if b[2].button("Resume", key="train_resume", icon=":material/resume:", disabled=job is None or job.status != J.PAUSED):
+    reg.resume(job.id)
+    st.rerun()
+if b[3].button("Stop", key="train_stop", icon=":material/stop:", disabled=job is None or not job.active):
+    reg.stop(job.id)
+    reg.wait(job.id, 10)
+    st.rerun()
+if b[4].button("Reset", key="train_reset", icon=":material/restart_alt:", disabled=job is None):
+    reg.remove(job.id)
+    st.session_state.pop(T.JOB_KEY, None)
+    st.rerun()
+
+active = job is not None and job.active
+st.session_state[T.WAS_ACTIVE_KEY] = active
+
+
+@st.fragment(run_every=0.5 if active else None)
+def progress() -> None:
+    j = reg.get(st.session_state.get(T.JOB_KEY))
+    if j is None:
+        st.info("Pick a setup above and press **Start**. Tip: the *tiny* model on *induction* shows a head "
+                "suddenly learning to look back, with a matching drop in the loss.")
+        return
+    T.status_line(j, reg)
+    if st.session_state.get(T.WAS_ACTIVE_KEY) and not j.active:
+        st.session_state[T.WAS_ACTIVE_KEY] = False
+        st.rerun()  # full rerun: stops the timers and enables the controls
+
+
+@st.fragment(run_every=2.0 if active else None)
+def charts() -> None:
+    j = reg.get(st.session_state.get(T.JOB_KEY))
+    if j is not None:
+        T.live_charts(j)
+
+
+progress()
+charts()
+
+evolution, forcing, compare, keep = st.tabs(["Attention evolution", "Teacher forcing", "Compare setups",
+                                              "Save / load"])
+with evolution:
+    if job is None or job.result is None:
+        st.caption("Snapshots of the probe's attention appear here once a run has started.")
+    else:
+        h = T.history(job.events_since())
+        run = job.result
+        tokens = encode(run.tok, T.probe_text(run.spec.task), bos=True).tokens[: run.config.max_len]
+        if h.snaps:
+            st.caption(f"{len(h.snaps)} snapshots of the probe “{T.probe_text(run.spec.task)}”: drag the slider "
+                       "or press play. Reload the tab (or any control) to include newer snapshots.")
+            st.plotly_chart(attention_player(h.snaps, h.snap_steps, tokens), key="train_player",
+                            config=png_config("train_attention_evolution"))
+        else:
+            st.caption(f"The first snapshot comes at step {run.spec.every}.")
+with forcing:
+    T.teacher_forcing_section(job)
+with compare:
+    T.ablation_section(reg, owner, spec, vocab)
+with keep:
+    T.checkpoint_section(job, owner)
