@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import io
 import math
+import os
 import re
 import time
 import zipfile
@@ -29,7 +30,12 @@ from viz_model.device import resolve_device
 from viz_model.model import TinyTransformer
 from viz_model.tokenizer import encode, load_tokenizer
 
-RUNS_DIR = Path("runs")
+
+def runs_dir() -> Path:
+    """Per-server directory of trained and uploaded checkpoints (gitignored); env ATTENTION_LAB_RUNS."""
+    return Path(os.environ.get("ATTENTION_LAB_RUNS", Path(__file__).resolve().parents[2] / "runs"))
+
+
 TASK_LABELS = {"lm": "classroom corpus (language modelling)", "copy": "copy", "reverse": "reverse",
                "induction": "repeated random sequence (induction)"}
 BUDGET = 4e12          # params x steps x batch x T: about 3x a 600-step classroom run
@@ -272,11 +278,28 @@ def safe_name(name: str) -> str:
     return name
 
 
-def save_run(run: Run, name: str, owner: str, runs_dir: Path = RUNS_DIR) -> Path:
-    path = runs_dir / re.sub(r"[^a-z0-9-]", "", owner.lower())[:12] / f"{safe_name(name)}.safetensors"
-    meta = {"title": safe_name(name), "description": f"trained in the app: {run.spec.label()}, "
-            f"{run.step} steps", "train_spec": asdict(run.spec)}
-    return checkpoint.save(run.model, run.tok, path, metadata=meta)
+def save_run(run: Run, name: str, owner: str, root: Path | None = None) -> Path:
+    """Save under a fresh versioned stem, then drop older versions: an interrupted save leaves them intact."""
+    folder = (root or runs_dir()) / safe_name(owner[:12])
+    stem = safe_name(name)
+    old = sorted(folder.glob(f"{stem}--*.safetensors"))
+    path = folder / f"{stem}--{time.time_ns()}.safetensors"
+    meta = {"title": stem, "description": f"trained in the app: {run.spec.label()}, {run.step} steps",
+            "train_spec": asdict(run.spec), "steps": run.step}
+    try:
+        checkpoint.save(run.model, run.tok, path, metadata=meta)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        checkpoint.json_path(path).unlink(missing_ok=True)
+        raise
+    for p in old:
+        checkpoint.json_path(p).unlink(missing_ok=True)
+        p.unlink(missing_ok=True)
+    return path
+
+
+def model_key(path: Path) -> str:
+    return path.stem.split("--")[0]
 
 
 def checkpoint_zip(path: Path) -> bytes:
@@ -586,19 +609,21 @@ def checkpoint_section(job, owner: str) -> None:
                          help="Pause or finish the run first." if job.status == J.RUNNING else None):
                 with job.model_lock:
                     path = save_run(job.result, name, owner)
-                register_user_model(path.stem, path)
+                register_user_model(model_key(path), path)
                 st.session_state["train_saved"] = str(path)
             saved = st.session_state.get("train_saved")
             if saved and Path(saved).exists():
-                st.success(f"Saved as **{Path(saved).stem}**: pick it in the sidebar's Model menu on any page.")
+                key = model_key(Path(saved))
+                st.success(f"Saved as **{key}**: pick it in the sidebar's Model menu on any page.")
                 st.download_button("Download (.zip: safetensors + json)", checkpoint_zip(Path(saved)),
-                                   f"{Path(saved).stem}.zip", "application/zip", key="train_download")
+                                   f"{key}.zip", "application/zip", key="train_download")
     with c2:
         st.markdown("**Upload a checkpoint**")
         files = st.file_uploader("A .zip, or the .safetensors and .json pair", ["zip", "safetensors", "json"],
                                  accept_multiple_files=True, key="train_upload")
         if files and st.button("Check and add", key="train_upload_go"):
-            ckpt = import_upload([(f.name, f.getvalue()) for f in files], RUNS_DIR / "uploads" / safe_name(owner[:12]))
+            dest = runs_dir() / safe_name(owner[:12]) / "uploads"
+            ckpt = import_upload([(f.name, f.getvalue()) for f in files], dest)
             register_user_model(ckpt.path.stem, ckpt.path)
             st.success(f"✓ {ckpt.path.stem}: valid safetensors, config and shapes check out "
                        f"({ckpt.model.num_params():,} parameters). Pick it in the sidebar.")
