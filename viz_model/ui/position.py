@@ -148,9 +148,14 @@ def rope_score(q: torch.Tensor, k: torch.Tensor, t: float, s: float, inv_freq: t
     return float(rotate_at(q, t, inv_freq, attention_factor) @ rotate_at(k, s, inv_freq, attention_factor))
 
 
-def random_qk(d_k: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def random_qk(d_k: int, seed: int = 0, unit_pairs: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded random q, k (d_k,); with unit_pairs every pair has length 1, so each arrow is easy to see."""
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(d_k, generator=g, dtype=torch.float64), torch.randn(d_k, generator=g, dtype=torch.float64)
+    q, k = (torch.randn(d_k, generator=g, dtype=torch.float64) for _ in range(2))
+    if unit_pairs:
+        q, k = (x.view(-1, 2) / x.view(-1, 2).norm(dim=-1, keepdim=True) for x in (q, k))
+        q, k = q.flatten(), k.flatten()
+    return q, k
 
 
 def scores_by_distance(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor, max_dist: int) -> np.ndarray:

@@ -7,9 +7,9 @@ import streamlit as st
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.figures import position as figs
-from viz_model.figures.common import png_config
 from viz_model.tokenizer import encode
 from viz_model.ui import position as pos
+from viz_model.ui.chart import show
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, current_model
 
@@ -57,8 +57,8 @@ def same_token_two_positions() -> None:
     dims = np.arange(min(d, 64))
     st.markdown(f"What the first layer of {where} reads for **“the”** at positions 0 and 2: "
                 f"its token embedding (×√d_model) plus the position's sinusoid. Same word, different input.")
-    st.plotly_chart(figs.vector_rows(vecs, dims, f"“the” at positions 0 and 2 (first {len(dims)} of {d} dims)"),
-                    key="sinusoidal_same_token", config=png_config("same_token_two_positions"))
+    show(figs.vector_rows(vecs, dims, f"“the” at positions 0 and 2 (first {len(dims)} of {d} dims)"),
+                    key="sinusoidal_same_token", name="same_token_two_positions")
     a, b = vecs["input at position 0"], vecs["input at position 2"]
     cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
     st.metric("cosine similarity of the two inputs", f"{cos:.4f}", help="1 would mean identical directions.")
@@ -80,9 +80,11 @@ def learned_vs_sinusoidal() -> None:
                 f"position {n}, so it cannot read longer texts. Cosine similarity of its rows, beside the "
                 "sinusoidal table of the same size:")
     left, right = st.columns(2)
-    left.plotly_chart(figs.similarity_heatmap(pos.cosine_similarity(learned), None, "learned positions",
-                                              "cosine"), key="sinusoidal_learned_sim")
-    right.plotly_chart(figs.similarity_heatmap(pos.cosine_similarity(pos.pe_numpy(n, d, 10000.0)), None,
-                                               "sinusoidal positions", "cosine"), key="sinusoidal_sin_sim")
-    st.plotly_chart(figs.pe_heatmap(learned, title=f"The learned position table ({n} × {d})", name="learned"),
-                    key="sinusoidal_learned_table", config=png_config("learned_position_table"))
+    with left:
+        show(figs.similarity_heatmap(pos.cosine_similarity(learned), None, "learned positions",
+                                                  "cosine"), key="sinusoidal_learned_sim")
+    with right:
+        show(figs.similarity_heatmap(pos.cosine_similarity(pos.pe_numpy(n, d, 10000.0)), None,
+                                                   "sinusoidal positions", "cosine"), key="sinusoidal_sin_sim")
+    show(figs.pe_heatmap(learned, title=f"The learned position table ({n} × {d})", name="learned"),
+                    key="sinusoidal_learned_table", name="learned_position_table")

@@ -14,9 +14,9 @@ from viz_model import rope
 from viz_model.data import corpus_split
 from viz_model.figures import rope as rfigs
 from viz_model.figures.attention import attention_heatmap
-from viz_model.figures.common import png_config
 from viz_model.tokenizer import encode, special_ids
 from viz_model.ui import position as pos
+from viz_model.ui.chart import show
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.position_sections import model_with, verdict
 from viz_model.ui.sidebar import DEVICE_KEY
@@ -69,13 +69,14 @@ def pair_rotation(d_k: int, base: float) -> None:
     t = c[1].slider("query position t", 0, 64, 3, key="rope_t")
     s = c[2].slider("key position s", 0, 64, 5, key="rope_s")
     shift = c[3].slider("shift both by", 0, 1000, 0, key="rope_shift")
-    q, k = pos.random_qk(d_k, seed=7)
+    q, k = pos.random_qk(d_k, seed=7, unit_pairs=True)
     ref, now = pos.pair_view(q, k, t, s, pair, theta), pos.pair_view(q, k, t + shift, s + shift, pair, theta)
     left, right = st.columns([3, 2])
-    left.plotly_chart(rfigs.pair_arrows({
-        "q before": now["q"], "k before": now["k"], f"q at t = {t + shift}": now["q_rot"],
-        f"k at s = {s + shift}": now["k_rot"]}, f"Pair {pair}: θ_{pair} = {theta[pair]:.4g} rad per position"),
-        key="rope_pair_fig", config=png_config("rope_pair_rotation"))
+    with left:
+        show(rfigs.pair_arrows({
+            "q before rotation": now["q"], "k before rotation": now["k"], f"q at t = {t + shift}": now["q_rot"],
+            f"k at s = {s + shift}": now["k_rot"]}, f"Pair {pair}: θ_{pair} = {theta[pair]:.4g} rad per position"),
+            key="rope_pair_fig", name="rope_pair_rotation")
     right.metric("angle from q to k in this pair", f"{math.degrees(now['angle']):.4f}°",
                  help="(s − t)·θ_i, wrapped to (−180°, 180°]")
     right.metric("score ⟨R_t q, R_s k⟩ (all pairs)", f"{now['score']:.6f}")
@@ -92,10 +93,11 @@ def angles_and_wavelengths(d_k: int, base: float) -> None:
     idx = pos.decimate(ctx, 256)
     wl = rope.wavelengths(theta).numpy()
     left, right = st.columns(2)
-    left.plotly_chart(rfigs.angle_heatmap(pos.angle_table(ctx, theta), idx, f"t·θ_i mod 2π, t < {ctx:,}"),
-                      key="rope_angle_table", config=png_config("rope_angle_table"))
-    right.plotly_chart(rfigs.wavelength_bars(wl, ctx, "Wavelength of each pair"), key="rope_wavelengths",
-                       config=png_config("rope_wavelengths"))
+    with left:
+        show(rfigs.angle_heatmap(pos.angle_table(ctx, theta), idx, f"t·θ_i mod 2π, t < {ctx:,}"),
+                          key="rope_angle_table", name="rope_angle_table")
+    with right:
+        show(rfigs.wavelength_bars(wl, ctx, "Wavelength of each pair"), key="rope_wavelengths", name="rope_wavelengths")
     n_wrap = int((wl <= ctx).sum())
     st.caption(f"{n_wrap} of {d_k // 2} pairs turn at least once inside {ctx:,} positions (red): their angle repeats, "
                f"so alone they cannot tell t from t + λ. The slowest pair needs {wl[-1]:,.0f} positions for one turn.")
@@ -116,8 +118,8 @@ def relative_scores(d_k: int, base: float) -> None:
     curves = {"one random q, k": pos.scores_by_distance(q, k, theta, max_dist),
               "q = k, averaged over 32 random vectors": np.mean(
                   [pos.scores_by_distance(v, v, theta, max_dist) for v in same], axis=0)}
-    st.plotly_chart(rfigs.scores_vs_distance(curves, "Score against relative distance (random vectors)"),
-                    key="rope_dist_random", config=png_config("rope_scores_random"))
+    show(rfigs.scores_vs_distance(curves, "Score against relative distance (random vectors)"),
+                    key="rope_dist_random", name="rope_scores_random")
     ckpt, where = rope_model()
     if ckpt is None:
         return
@@ -128,9 +130,9 @@ def relative_scores(d_k: int, base: float) -> None:
     q0, k0 = off.layers[0].q[0], off.layers[0].k[0]  # (H, T, d_k) before rotation: layer 0 has no position yet
     heads = {f"head {h}": pos.scores_by_distance(q0[h], k0[h], th, model.config.max_len - 1)
              for h in range(model.config.n_heads)}
-    st.plotly_chart(rfigs.scores_vs_distance(heads, f"Layer 0 of {where}: mean q·k of “{LECTURE_SENTENCE}” "
+    show(rfigs.scores_vs_distance(heads, f"Layer 0 of {where}: mean q·k of “{LECTURE_SENTENCE}” "
                                              "moved to distance Δ", "mean score"),
-                    key="rope_dist_model", config=png_config("rope_scores_model"))
+                    key="rope_dist_model", name="rope_scores_model")
 
 
 # -- base and context extension -------------------------------------------------------------------------
@@ -161,12 +163,14 @@ def context_extension(default_len: int) -> None:
     theta = rope.default_inv_freq(d_k, base).numpy()
     ratio, att = table[method]
     left, right = st.columns(2)
-    left.plotly_chart(rfigs.frequency_ratios({m: r for m, (r, _) in table.items()}, labels, method,
-                                             f"θ′/θ per pair, s = L′/L = {Lp / L:g}"),
-                      key="rope_ratios", config=png_config("rope_scaling_ratios"))
+    with left:
+        show(rfigs.frequency_ratios({m: r for m, (r, _) in table.items()}, labels, method,
+                                                 f"θ′/θ per pair, s = L′/L = {Lp / L:g}"),
+                          key="rope_ratios", name="rope_scaling_ratios")
     seen, needed = pos.angle_coverage(theta, theta * ratio, L, Lp)
-    right.plotly_chart(rfigs.angle_coverage(seen, needed, f"{labels[method]}: angles at L′ vs training"),
-                       key="rope_coverage", config=png_config("rope_angle_coverage"))
+    with right:
+        show(rfigs.angle_coverage(seen, needed, f"{labels[method]}: angles at L′ vs training"),
+                           key="rope_coverage", name="rope_angle_coverage")
     n_out = int((needed > seen + 1e-9).sum())
     st.caption(f"With {labels[method]}, {n_out} of {d_k // 2} pairs reach angles at L′ = {Lp:,} that training "
                f"never produced (red). Attention factor {att:.4f}: cos and sin are multiplied by it, so every "
@@ -221,8 +225,8 @@ def length_experiment() -> None:
         frames.append(_cell(key, path, mtime, m).assign(model=key))
     bar.progress(1.0, text="done")
     table = pd.concat(frames, ignore_index=True)
-    st.plotly_chart(rfigs.length_losses(table, rope.ROPE_SCALING_LABELS, "Held-out loss against context length"),
-                    key="rope_len_fig", config=png_config("rope_length_experiment"))
+    show(rfigs.length_losses(table, rope.ROPE_SCALING_LABELS, "Held-out loss against context length"),
+                    key="rope_len_fig", name="rope_length_experiment")
     for note in sorted({f"{r.model}: {r.note}" for r in table.itertuples() if r.note}):
         st.caption(note)
     st.dataframe(table.pivot_table(index=["model", "method"], columns="length", values="loss", sort=False),
@@ -258,10 +262,12 @@ def where_rope_acts() -> None:
     p_on, p_off = on.layers[layer].probs[0, head], off.layers[layer].probs[0, head]
     allowed = torch.isfinite(on.layers[layer].mask).expand(on.layers[layer].probs.shape)[0, head]
     left, right = st.columns(2)
-    left.plotly_chart(attention_heatmap(p_on, ids.tokens, allowed=allowed, title="RoPE on (as trained)"),
-                      key="rope_where_on")
-    right.plotly_chart(attention_heatmap(p_off, ids.tokens, allowed=allowed, title="RoPE switched off, same weights"),
-                       key="rope_where_off")
+    with left:
+        show(attention_heatmap(p_on, ids.tokens, allowed=allowed, title="RoPE on (as trained)"),
+                          key="rope_where_on")
+    with right:
+        show(attention_heatmap(p_off, ids.tokens, allowed=allowed, title="RoPE switched off, same weights"),
+                           key="rope_where_off")
     st.metric("largest change in an attention weight", f"{float((p_on - p_off).abs().max()):.3f}")
 
 

@@ -1,0 +1,139 @@
+"""AppTest of the Sinusoidal and RoPE pages: they run, their live checks pass, the widgets change what is shown."""
+
+import json
+
+import pytest
+
+
+def chart(at, key):
+    return json.loads(at.get_by_key(key).proto.spec)
+
+
+def frame(at, text):
+    """The st.dataframe whose index or columns mention `text` (AppTest keeps no key on plain dataframes)."""
+    def words(df):
+        return " ".join(map(str, [*df.index, *df.columns, *df.index.names, df.columns.name]))
+
+    return next(d.value for d in at.dataframe if text in words(d.value))
+
+
+def metric(at, label):
+    return next(m.value for m in at.metric if m.label.startswith(label))
+
+
+@pytest.fixture(scope="module")
+def sinus(request):
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/sinusoidal.py").run()
+    return at
+
+
+@pytest.fixture(scope="module")
+def rope_page():
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/rope.py").run()
+    return at
+
+
+def test_sinusoidal_page_runs_and_every_check_passes(sinus):
+    assert not sinus.exception and not sinus.error
+    assert len(sinus.success) >= 2 and all(s.value.startswith("✓") for s in sinus.success)
+    curves = chart(sinus, "sinusoidal_curves")["data"]
+    assert len(curves[0]["y"]["bdata"] if isinstance(curves[0]["y"], dict) else curves[0]["y"]) > 0
+    assert curves[0]["name"].startswith("dim 0 (sin")
+
+
+def test_sinusoidal_largest_settings_stay_bounded(sinus):
+    sinus.slider(key="sinusoidal_d").set_value(1024)
+    sinus.slider(key="sinusoidal_npos").set_value(8192).run()
+    assert not sinus.exception and not sinus.error
+    heat = chart(sinus, "sinusoidal_heatmap")["data"][0]
+    assert len(heat["x"]) <= 256 and len(heat["y"]) <= 256  # decimated: the browser never gets 8M cells
+    assert "every" in chart(sinus, "sinusoidal_heatmap")["layout"]["title"]["text"]
+    sim = chart(sinus, "sinusoidal_sim")["data"][0]
+    assert len(sim["x"]) <= 256
+    assert all(s.value.startswith("✓") for s in sinus.success)
+
+
+def test_sinusoidal_shift_slider_changes_the_matrix(sinus):
+    sinus.slider(key="sinusoidal_d").set_value(8)
+    sinus.slider(key="sinusoidal_k").set_value(5).run()
+    mk = chart(sinus, "sinusoidal_mk")
+    assert "M_5" in mk["layout"]["title"]["text"]
+    assert any("M_5·P_t = P_(t+5)" in s.value for s in sinus.success)
+
+
+def test_rope_page_runs_and_every_check_passes(rope_page):
+    at = rope_page
+    assert not at.exception and not at.error
+    assert len(at.success) >= 5 and all(s.value.startswith("✓") for s in at.success)
+    # the lecture note shows the corrected NTK base
+    assert any("82,684.6" in i.value and "500,000" in i.value for i in at.info)
+
+
+def test_rope_shift_keeps_the_score(rope_page):
+    at = rope_page
+    before = metric(at, "score ⟨R_t q")
+    at.slider(key="rope_shift").set_value(777).run()
+    assert metric(at, "score ⟨R_t q") == before
+    assert any("shifting both positions by 777" in s.value for s in at.success)
+
+
+def test_rope_extension_readouts_follow_the_method_and_lengths(rope_page):
+    at = rope_page
+    at.number_input(key="rope_ext_L").set_value(4096)
+    at.number_input(key="rope_ext_Lp").set_value(8 * 4096)
+    at.radio(key="rope_ext_method").set_value("yarn").run()
+    readouts = frame(at, "NTK-aware")
+    text = readouts.to_string()
+    assert "82,684.6" in text and "1.2079" in text and "607,779" in text
+    ratios = chart(at, "rope_ratios")["data"]
+    assert len(ratios) == 6  # one line per registry entry
+    assert any("1.2079" in c.value and "1.4591" in c.value for c in at.caption)
+
+
+def test_rope_target_shorter_than_training_gives_a_message(rope_page):
+    at = rope_page
+    at.number_input(key="rope_ext_L").set_value(4096)
+    at.number_input(key="rope_ext_Lp").set_value(1024).run()
+    assert any("shorter than the training length" in w.value for w in at.warning)
+    assert not at.exception
+
+
+def test_rope_bad_llama3_parameters_give_a_message(rope_page):
+    at = rope_page
+    at.number_input(key="rope_ext_Lp").set_value(8 * 4096)
+    at.number_input(key="rope_ext_lo").set_value(4.0)
+    at.number_input(key="rope_ext_hi").set_value(1.0).run()
+    assert any("high_freq_factor > low_freq_factor" in w.value for w in at.warning)
+    at.number_input(key="rope_ext_lo").set_value(1.0)
+    at.number_input(key="rope_ext_hi").set_value(4.0).run()
+
+
+def test_editing_q_changes_the_rotated_values(rope_page):
+    at = rope_page
+    at.session_state["rope_q_editor"] = {"edited_rows": {2: {"q0": 0.0, "q1": 1.0}}, "added_rows": [],
+                                         "deleted_rows": []}
+    at.run()
+    rotated = frame(at, "a′₀")
+    # (0, 1) at t = 2 turns by 2 rad: (-sin 2, cos 2)
+    assert rotated.iloc[2, 0] == pytest.approx(-0.909297, abs=1e-6)
+    assert rotated.iloc[2, 1] == pytest.approx(-0.416147, abs=1e-6)
+
+
+def test_length_experiment_runs_and_plots(rope_page):
+    at = rope_page
+    at.button(key="rope_len_run").click().run()
+    assert not at.exception
+    fig = chart(at, "rope_len_fig")
+    assert fig["data"] and fig["layout"]["xaxis"]["title"]["text"].startswith("context length")
+    table = frame(at, "method")
+    assert table.shape[1] == 3  # 1x, 2x, 4x
