@@ -10,9 +10,7 @@ Events (dicts) the page consumes, in order per step:
 
 from __future__ import annotations
 
-import copy
 import io
-import math
 import os
 import re
 import time
@@ -29,6 +27,7 @@ from viz_model.data import TASKS, TaskData, probe_text, sample_prompt
 from viz_model.device import resolve_device
 from viz_model.model import TinyTransformer
 from viz_model.tokenizer import encode, load_tokenizer
+from viz_model.train import AttentionSnapshot, DivergedEvent, EvalEvent, SampleEvent, StepEvent, TrainConfig, Trainer
 
 
 def runs_dir() -> Path:
@@ -40,7 +39,6 @@ TASK_LABELS = {"lm": "classroom corpus (language modelling)", "copy": "copy", "r
                "induction": "repeated random sequence (induction)"}
 BUDGET = 4e12          # params x steps x batch x T: about 3x a 600-step classroom run
 MAX_UPLOAD_BYTES = 32 * 2**20
-GUARD_GRAD_NORM = 1e4  # a gradient norm above this (before clipping) counts as exploding
 
 
 @dataclass(frozen=True)
@@ -102,45 +100,21 @@ def validate(spec: TrainSpec, vocab_size: int) -> tuple[ModelConfig, int]:
     return cfg, n_params
 
 
-def lr_at(step: int, total: int, peak: float) -> float:
-    """Linear warm-up over the first 10% of steps, then cosine decay to 10% of the peak."""
-    warm = max(1, total // 10)
-    if step <= warm:
-        return peak * step / warm
-    t = (step - warm) / max(1, total - warm)
-    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+# -- head roles on the probe (thin: heads.py scores plus two cheap probe-based ones) ------------------
+def role_scores(model: TinyTransformer, tok, probs: np.ndarray, task: str) -> dict[str, np.ndarray]:
+    """{role: (L, H) in 0..1}: previous-token and first-token on the probe (<bos> at 0), heads.py's others."""
+    from viz_model import heads
 
-
-# -- head roles on the probe (thin: per-head scores a teacher can name) ------------------------------
-def role_scores(probs: np.ndarray, task: str) -> dict[str, np.ndarray]:
-    """probs (L, H, T, T) with <bos> at 0 -> {"previous token", "first token", "induction"}: (L, H) in 0..1."""
-    L, H, T, _ = probs.shape
-    prev = probs[:, :, np.arange(1, T), np.arange(T - 1)].mean(-1)         # attention to t-1
-    first = probs[:, :, 1:, 0].mean(-1)                                       # attention to <bos>
-    out = {"previous token": prev, "first token": first}
-    if task in ("induction", "copy"):
-        n = (T - 1) // 2                                                      # <bos> x1..xn [:] x1..xn
-        off = n + (1 if task == "copy" else 0)                                # query t looks at t - off + 1
-        qs = np.arange(off + 1, T)
-        out["induction"] = probs[:, :, qs, qs - off + 1].mean(-1) if len(qs) else np.zeros((L, H))
+    T = probs.shape[-1]
+    out = {"previous-token": probs[:, :, np.arange(1, T), np.arange(T - 1)].mean(-1),   # attention to t-1
+           "first-token": probs[:, :, 1:, 0].mean(-1),                                    # attention to <bos>
+           "induction": heads.induction_scores(model, tok, n=16).numpy()}
+    if task == "lm":
+        out["coreference"] = heads.coreference_scores(model, tok, n=32).numpy()
     return out
 
 
 # -- the event source -------------------------------------------------------------------------------
-def _probe_ids(tok, task: str) -> list[int]:
-    return encode(tok, probe_text(task), bos=True).ids
-
-
-@torch.no_grad()
-def _snapshot(model: TinyTransformer, ids: list[int], task: str) -> tuple[np.ndarray, dict]:
-    was = model.training
-    model.eval()
-    out = model(torch.tensor([ids], device=model.device), trace=True)
-    model.train(was)
-    probs = torch.stack([lt.probs[0] for lt in out.trace.layers]).float().cpu().numpy()  # (L, H, T, T)
-    return probs, role_scores(probs, task)
-
-
 @torch.no_grad()
 def greedy(model: TinyTransformer, tok, prompt: str, n: int = 12) -> str:
     ids = encode(tok, prompt, bos=True).ids
@@ -174,62 +148,41 @@ def heldout_loss(model: TinyTransformer, data: TaskData, attn_mask: torch.Tensor
 
 
 class Run:
-    """What a job's worker owns: model, optimiser, data. The page reads it only under job.model_lock."""
+    """What a job's worker owns: the Trainer (model, optimiser, data). Pages read it under job.model_lock."""
 
     def __init__(self, spec: TrainSpec):
         self.spec = spec
         self.tok = load_tokenizer("word")
         self.config, self.n_params = validate(spec, self.tok.get_vocab_size())
-        self.device = resolve_device(spec.device)
         torch.manual_seed(spec.seed)
-        self.model = TinyTransformer(self.config).to(self.device).train()
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=spec.lr, weight_decay=0.01)
-        self.data = TaskData(spec.task, self.tok, seed=spec.seed, batch_size=spec.batch_size)
-        self.step = 0
+        model = TinyTransformer(self.config)
+        cfg = TrainConfig(task=spec.task, steps=spec.steps, batch_size=spec.batch_size, lr=spec.lr, seed=spec.seed,
+                          warmup_steps=max(1, min(50, spec.steps // 10)), eval_every=spec.every,
+                          snapshot_every=spec.every, sample_every=spec.every, good_every=min(10, spec.every),
+                          device=spec.device, sample_tokens=10)
+        self.trainer = Trainer(model, self.tok, cfg)
+        self.model, self.data = self.trainer.model, self.trainer.data
+
+    @property
+    def step(self) -> int:
+        return self.trainer.step_count
 
     def events(self):
-        spec, model = self.spec, self.model
-        probe = _probe_ids(self.tok, spec.task)[: self.config.max_len]
-        good = copy.deepcopy(model.state_dict()), copy.deepcopy(self.opt.state_dict())
-        amp = self.device.type == "cuda"
-        t_last = time.perf_counter()
-        while self.step < spec.steps:
-            step = self.step + 1
-            b = self.data.batch(step)
-            T = self.config.max_len
-            ids, tg = b.ids[:, :T].to(self.device), b.targets[:, :T].to(self.device)  # (B, T)
-            lr = lr_at(step, spec.steps, spec.lr)
-            for g in self.opt.param_groups:
-                g["lr"] = lr
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=amp):
-                loss = model(ids, targets=tg).loss
-            self.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            gn = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
-            lv = loss.item()
-            if not math.isfinite(lv) or not math.isfinite(gn) or gn > GUARD_GRAD_NORM:
-                model.load_state_dict(good[0])
-                self.opt.load_state_dict(good[1])
-                why = "the loss became NaN/infinite" if not math.isfinite(lv) else \
-                    f"the gradient exploded (norm {gn:.3g})"
-                yield {"kind": "diverged", "step": self.step,
-                       "message": f"Training stopped at step {step}: {why}. The last good weights (step "
-                                  f"{self.step}) were restored; try a smaller learning rate."}
-                return
-            self.opt.step()
-            self.step = step
-            now = time.perf_counter()
-            yield {"kind": "step", "step": step, "loss": lv, "lr": lr, "grad_norm": gn,
-                   "tokens_per_s": int((tg != self.config.pad_id).sum()) / max(now - t_last, 1e-9)}
-            t_last = time.perf_counter()
-            if step % spec.every == 0 or step == spec.steps:
-                good = copy.deepcopy(model.state_dict()), copy.deepcopy(self.opt.state_dict())
-                yield {"kind": "eval", "step": step, "heldout_loss": heldout_loss(model, self.data)}
-                probs, roles = _snapshot(model, probe, spec.task)
-                yield {"kind": "snapshot", "step": step, "probs": probs, "roles": roles}
-                prompt = sample_prompt(spec.task)
-                yield {"kind": "sample", "step": step, "prompt": prompt, "text": greedy(model, self.tok, prompt)}
-                t_last = time.perf_counter()
+        """The Trainer's events as plain dicts (what the page and the tests read)."""
+        for ev in self.trainer.run():
+            if isinstance(ev, StepEvent):
+                yield {"kind": "step", "step": ev.step, "loss": ev.loss, "lr": ev.lr, "grad_norm": ev.grad_norm,
+                       "tokens_per_s": ev.tokens_per_s}
+            elif isinstance(ev, EvalEvent):
+                yield {"kind": "eval", "step": ev.step, "heldout_loss": ev.heldout_loss, "accuracy": ev.accuracy}
+            elif isinstance(ev, AttentionSnapshot):
+                probs = torch.stack(ev.probs).numpy()  # (L, H, T, T)
+                yield {"kind": "snapshot", "step": ev.step, "tokens": ev.tokens, "probs": probs,
+                       "roles": role_scores(self.model, self.tok, probs, self.spec.task)}
+            elif isinstance(ev, SampleEvent):
+                yield {"kind": "sample", "step": ev.step, "prompt": ev.prompt, "text": f"{ev.prompt} | {ev.text}"}
+            elif isinstance(ev, DivergedEvent):
+                yield {"kind": "diverged", "step": ev.restored_step, "message": ev.message}
 
 
 def make_events(spec: TrainSpec):
@@ -360,6 +313,7 @@ class History:
     roles: dict[str, np.ndarray]            # role -> (S, L, H)
     samples: list[dict]
     diverged: str | None = None
+    tokens: list[str] | None = None         # the probe's token labels
 
     def curve(self) -> dict:
         return {"steps": self.steps, "loss": self.loss, "eval_steps": self.eval_steps, "heldout": self.heldout}
@@ -381,6 +335,7 @@ def history(events: list[dict]) -> History:
         elif k == "snapshot":
             h.snap_steps.append(e["step"])
             h.snaps.append(e["probs"])
+            h.tokens = e.get("tokens")
             for role, v in e["roles"].items():
                 role_rows.setdefault(role, []).append(v)
         elif k == "sample":
@@ -507,11 +462,8 @@ def live_charts(job) -> None:
                                 total=job.total), key="train_loss_chart", config=png_config("train_loss"))
     c2.plotly_chart(lr_curve(h.steps, h.lr, total=job.total), key="train_lr_chart", config=png_config("train_lr"))
     if h.snaps:
-        spec = job.meta["spec"]
-        run = job.result
-        tokens = encode(run.tok, probe_text(spec.task), bos=True).tokens[: run.config.max_len]
         d1, d2 = st.columns(2)
-        d1.plotly_chart(attention_grid(h.snaps[-1], tokens, title=f"Probe attention now (step {h.snap_steps[-1]})"),
+        d1.plotly_chart(attention_grid(h.snaps[-1], h.tokens, title=f"Probe attention now (step {h.snap_steps[-1]})"),
                         key="train_attn_now", config=png_config("train_attention"))
         role = d2.selectbox("Head role", list(h.roles), key="train_role",
                             index=list(h.roles).index("induction") if "induction" in h.roles else 0)
