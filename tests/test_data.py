@@ -1,0 +1,77 @@
+"""The seeded corpus, its held-out split, the toy tasks and batching."""
+
+import random
+
+import torch
+
+from viz_model import data
+from viz_model.tokenizer import load_tokenizer
+
+
+def test_corpus_is_deterministic_for_a_seed():
+    assert data.generate_corpus(200, seed=3) == data.generate_corpus(200, seed=3)
+    assert data.generate_corpus(200, seed=3) != data.generate_corpus(200, seed=4)
+
+
+def test_heldout_split_is_disjoint_from_train():
+    split = data.corpus_split()
+    assert len(split.heldout) >= 100
+    assert not set(split.train) & set(split.heldout)
+    assert all(data.is_heldout(s) for s in split.heldout)
+
+
+def test_pronoun_examples_point_at_the_antecedent_that_matches_the_pronoun():
+    exs = data.pronoun_examples(50)
+    assert len(exs) == 50 and all(data.is_heldout(ex.text) for ex in exs)
+    for ex in exs:
+        pron, ante, other = ex.words[ex.pronoun_index], ex.words[ex.antecedent_index], ex.words[ex.distractor_index]
+        assert data.NOUNS[ante][0] == pron != data.NOUNS[other][0]
+        assert ex.words[ex.pronoun_index + 1] == data.NOUNS[ante][1]  # the verb names the antecedent
+        assert ex.antecedent_index < ex.pronoun_index
+
+
+def test_word_tokenizer_maps_corpus_words_one_to_one():
+    tok = load_tokenizer("word")
+    for ex in data.pronoun_examples(20):
+        assert tok.encode(ex.text).tokens == list(ex.words)
+
+
+def test_toy_tasks_are_correct():
+    rng = random.Random(0)
+    for _ in range(20):
+        c, r, i = (data.toy_example(t, rng) for t in ("copy", "reverse", "induction"))
+        n = c.words.index(":")
+        assert c.words[n + 1:] == c.words[:n] and c.score_from == n + 1
+        m = r.words.index(":")
+        assert r.words[m + 1:] == tuple(reversed(r.words[:m]))
+        half = len(i.words) // 2
+        assert i.words[:half] == i.words[half:] and len(set(i.words[:half])) == half
+
+
+def test_pad_batch_shifts_targets_and_pads_with_pad_id():
+    ids, targets = data.pad_batch([[2, 5, 6, 3], [2, 7, 3]], pad_id=0, score_from=[1, 2])
+    assert ids.tolist() == [[2, 5, 6], [2, 7, 0]]
+    assert targets.tolist() == [[5, 6, 3], [0, 3, 0]]  # second: prediction of index 1 not scored
+
+
+def test_task_batches_depend_only_on_seed_and_step():
+    tok = load_tokenizer("word")
+    a, b = data.TaskData("lm", tok, seed=1), data.TaskData("lm", tok, seed=1)
+    assert torch.equal(a.batch(5).ids, b.batch(5).ids)
+    assert not torch.equal(a.batch(5).ids[:, :3], a.batch(6).ids[:, :3])
+    ind = data.TaskData("induction", tok, seed=0).batch(0)
+    scored = ind.targets != 0
+    assert 0 < scored.float().mean() < 0.6  # only the second copy is scored
+
+
+def test_lm_stream_yields_shifted_blocks():
+    stream = data.lm_stream([[2, 10, 11, 3]] * 20, block_size=8, batch_size=4, seed=0)
+    x, y = next(stream)
+    assert x.shape == y.shape == (4, 8)
+    assert torch.equal(x[:, 1:], y[:, :-1])
+
+
+def test_probe_and_prompt_exist_for_every_task():
+    for task in data.TASKS:
+        assert len(data.probe_text(task).split()) >= 8
+        assert data.sample_prompt(task)

@@ -1,0 +1,416 @@
+"""A small Trainer that yields events (minGPT's trainer, turned into a generator for a live UI).
+
+    trainer = Trainer(model, tokenizer, TrainConfig(task="lm", steps=500, seed=0))
+    for event in trainer:              # or trainer.run(stop_event), or trainer.step() one at a time
+        if isinstance(event, StepEvent): ...
+
+Determinism: the batch for step s depends only on (seed, s) and dropout is seeded per step, so the weights
+after n steps are the same whether the run was paused (and even rebuilt from `state_dict()`) or not.
+
+    python -m viz_model.train --preset classroom --out runs/classroom.safetensors
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from viz_model.config import ModelConfig
+from viz_model.data import TASKS, TaskData, probe_text, sample_prompt
+from viz_model.device import resolve_device
+from viz_model.model import TinyTransformer
+
+
+@dataclass
+class TrainConfig:
+    task: str = "lm"                # "lm" | "copy" | "reverse" | "induction"
+    steps: int = 1000
+    batch_size: int = 32
+    lr: float = 3e-3                # peak learning rate (after warmup)
+    min_lr_ratio: float = 0.1       # cosine decays to lr * min_lr_ratio
+    warmup_steps: int = 50
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0          # clip the global grad norm to this
+    seed: int = 0
+    eval_every: int = 100           # held-out loss every N steps (0 = only at the end)
+    snapshot_every: int = 50        # attention of the probe every N steps (0 = never)
+    sample_every: int = 200         # greedy sample every N steps (0 = never)
+    sample_tokens: int = 8
+    max_grad_norm: float = 1e4      # divergence guard: a grad norm above this stops training
+    good_every: int = 10            # keep a copy of the last good weights every N steps
+    device: str = "cpu"
+    amp: bool = True                # bf16/fp16 autocast, used only on CUDA
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}.")
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError("steps and batch size must be at least 1.")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ValueError(f"the learning rate must be a positive number, got {self.lr}.")
+
+
+# -- events ------------------------------------------------------------------------------------------
+@dataclass
+class StepEvent:
+    step: int             # 1-based: the number of optimizer steps done
+    loss: float           # train loss of this step's batch
+    lr: float
+    grad_norm: float      # before clipping
+    tokens_per_s: float
+    elapsed_s: float      # training time so far (excluding evaluation)
+
+
+@dataclass
+class EvalEvent:
+    step: int
+    heldout_loss: float
+    accuracy: float       # next-token accuracy on held-out scored tokens
+
+
+@dataclass
+class AttentionSnapshot:
+    step: int
+    tokens: list[str]     # labels of the probe's tokens (with <bos>)
+    probs: list[torch.Tensor] = field(default_factory=list)  # per layer: (H, T, T) CPU float tensors
+
+
+@dataclass
+class SampleEvent:
+    step: int
+    prompt: str
+    text: str             # the greedy continuation only
+
+
+@dataclass
+class DivergedEvent:
+    step: int
+    message: str          # a sentence for the student
+    restored_step: int    # weights (and optimizer) are back to this step
+
+
+@dataclass
+class DoneEvent:
+    step: int
+    reason: str           # "finished" | "stopped" | "diverged"
+    train_seconds: float
+
+
+Event = StepEvent | EvalEvent | AttentionSnapshot | SampleEvent | DivergedEvent | DoneEvent
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warmup to cfg.lr, then cosine down to cfg.lr * min_lr_ratio at cfg.steps (step is 0-based)."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+class Trainer:
+    """Trains `model` on `config.task`; iterate it for events. Call `stop()` (or set a threading.Event)."""
+
+    def __init__(self, model: TinyTransformer, tokenizer, config: TrainConfig | None = None,
+                 data: TaskData | None = None):
+        self.config = cfg = config or TrainConfig()
+        self.device = resolve_device(cfg.device)
+        self.model = model.to(self.device)
+        self.tokenizer = tokenizer
+        self.data = data or TaskData(cfg.task, tokenizer, seed=cfg.seed, batch_size=cfg.batch_size)
+        decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "emb" not in n]
+        no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "emb" not in n)]
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=cfg.lr, betas=(0.9, 0.98))
+        self.step_count = 0           # optimizer steps done
+        self.train_seconds = 0.0
+        self.last_loss = float("nan")
+        self.stopped = False
+        self.finished_reason: str | None = None
+        self._good = self._copy_state()
+        self._amp_dtype = self._pick_amp()
+        self._scaler = torch.amp.GradScaler("cuda") if self._amp_dtype == torch.float16 else None
+
+    # -- state ------------------------------------------------------------------------------------
+    def _pick_amp(self) -> torch.dtype | None:
+        if not (self.config.amp and self.device.type == "cuda"):
+            return None
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+    def _copy_state(self) -> dict[str, Any]:
+        return {"step": self.step_count, "model": copy.deepcopy(self.model.state_dict()),
+                "optimizer": copy.deepcopy(self.optimizer.state_dict())}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume exactly: weights, optimizer, step, config (data is a function of step)."""
+        return {**self._copy_state(), "config": asdict(self.config), "train_seconds": self.train_seconds}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step_count = int(state["step"])
+        self.train_seconds = float(state.get("train_seconds", 0.0))
+        self._good = self._copy_state()
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    # -- one step ---------------------------------------------------------------------------------
+    def _train_step(self) -> StepEvent | DivergedEvent:
+        cfg, s = self.config, self.step_count
+        batch = self.data.batch(s)
+        ids, targets = batch.ids.to(self.device), batch.targets.to(self.device)
+        lr = lr_at(s, cfg)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        t0 = time.perf_counter()
+        self.model.train()
+        with torch.random.fork_rng(devices=[] if self.device.type != "cuda" else [self.device]):
+            torch.manual_seed(cfg.seed * 1_000_003 + s)  # dropout masks depend only on (seed, step)
+            with torch.autocast(self.device.type, dtype=self._amp_dtype, enabled=self._amp_dtype is not None):
+                loss = self.model(ids, targets=targets).loss
+            self.optimizer.zero_grad(set_to_none=True)
+            if self._scaler is not None:
+                self._scaler.scale(loss).backward()
+                self._scaler.unscale_(self.optimizer)
+            else:
+                loss.backward()
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip))
+        loss_value = loss.item()
+        problem = self._check(loss_value, grad_norm)
+        if problem:
+            return self._restore(problem)
+        if self._scaler is not None:
+            self._scaler.step(self.optimizer)
+            self._scaler.update()
+        else:
+            self.optimizer.step()
+        if not all(torch.isfinite(p).all() for p in self.model.parameters()):
+            return self._restore("the weights became NaN or infinite")
+        dt = time.perf_counter() - t0
+        self.train_seconds += dt
+        self.step_count += 1
+        self.last_loss = loss_value
+        if self.step_count % cfg.good_every == 0:
+            self._good = self._copy_state()
+        n_tokens = int((batch.targets != self.model.config.pad_id).sum())
+        return StepEvent(self.step_count, loss_value, lr, grad_norm, n_tokens / max(dt, 1e-9), self.train_seconds)
+
+    def _check(self, loss: float, grad_norm: float) -> str | None:
+        if not math.isfinite(loss):
+            return f"the loss became {loss}"
+        if not math.isfinite(grad_norm) or grad_norm > self.config.max_grad_norm:
+            return f"the gradient norm exploded ({grad_norm:.3g})"
+        return None
+
+    def _restore(self, problem: str) -> DivergedEvent:
+        good = self._good
+        self.model.load_state_dict(good["model"])
+        self.optimizer.load_state_dict(good["optimizer"])
+        failed_at = self.step_count + 1
+        self.step_count = good["step"]
+        self.finished_reason = "diverged"
+        msg = (f"Training diverged at step {failed_at}: {problem}. The weights from step {good['step']} were "
+               f"restored. Try a smaller learning rate (now {self.config.lr:g}).")
+        return DivergedEvent(failed_at, msg, good["step"])
+
+    # -- iteration --------------------------------------------------------------------------------
+    def step(self) -> list[Event]:
+        """One optimizer step and the periodic events due after it (empty once finished)."""
+        if self.finished_reason:
+            return []
+        if self.stopped:
+            self.finished_reason = "stopped"
+            return [DoneEvent(self.step_count, "stopped", self.train_seconds)]
+        event = self._train_step()
+        if isinstance(event, DivergedEvent):
+            return [event, DoneEvent(self.step_count, "diverged", self.train_seconds)]
+        events: list[Event] = [event]
+        cfg, s = self.config, self.step_count
+        last = s >= cfg.steps
+        if (cfg.eval_every and s % cfg.eval_every == 0) or last:
+            events.append(EvalEvent(s, *evaluate(self.model, self.data)))
+        if cfg.snapshot_every and (s % cfg.snapshot_every == 0 or last):
+            events.append(self.snapshot())
+        if cfg.sample_every and (s % cfg.sample_every == 0 or last):
+            prompt = sample_prompt(cfg.task)
+            events.append(SampleEvent(s, prompt, greedy_text(self.model, self.tokenizer, prompt, cfg.sample_tokens)))
+        if last:
+            self.finished_reason = "finished"
+            events.append(DoneEvent(s, "finished", self.train_seconds))
+        return events
+
+    def run(self, stop_event: threading.Event | None = None) -> Iterator[Event]:
+        """Yield events until cfg.steps, a divergence, stop(), or stop_event.set()."""
+        while not self.finished_reason:
+            if stop_event is not None and stop_event.is_set():
+                self.stop()
+            yield from self.step()
+
+    def __iter__(self) -> Iterator[Event]:
+        return self.run()
+
+    def snapshot(self) -> AttentionSnapshot:
+        ids, labels = encode_words(self.tokenizer, probe_text(self.config.task))
+        trace = run_traced(self.model, ids)
+        return AttentionSnapshot(self.step_count, labels, [lt.probs[0].detach().float().cpu() for lt in trace.layers])
+
+
+# -- helpers shared with heads.py and the build script ----------------------------------------------
+def encode_words(tokenizer, text: str, bos: bool = True) -> tuple[torch.Tensor, list[str]]:
+    """(1, T) ids with <bos> first, and their labels."""
+    enc = tokenizer.encode(text, add_special_tokens=False)
+    ids = ([tokenizer.token_to_id("<bos>")] if bos else []) + list(enc.ids)
+    return torch.tensor([ids]), [tokenizer.id_to_token(i) for i in ids]
+
+
+@torch.no_grad()
+def run_traced(model: TinyTransformer, ids: torch.Tensor):
+    was_training = model.training
+    model.eval()
+    out = model(ids.to(model.device), trace=True)
+    model.train(was_training)
+    return out.trace
+
+
+@torch.no_grad()
+def evaluate(model: TinyTransformer, data: TaskData) -> tuple[float, float]:
+    """(mean held-out loss per scored token, next-token accuracy) — deterministic for a model."""
+    was_training = model.training
+    model.eval()
+    total, correct, count = 0.0, 0, 0
+    pad = model.config.pad_id
+    for batch in data.heldout_batches():
+        ids, targets = batch.ids.to(model.device), batch.targets.to(model.device)
+        logits = model(ids).logits.float()
+        keep = targets != pad
+        lp = torch.log_softmax(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
+        total += float(-lp[keep].sum())
+        correct += int((logits.argmax(-1) == targets)[keep].sum())
+        count += int(keep.sum())
+    model.train(was_training)
+    return total / max(count, 1), correct / max(count, 1)
+
+
+@torch.no_grad()
+def greedy_text(model: TinyTransformer, tokenizer, prompt: str, max_new_tokens: int = 8) -> str:
+    """Greedy continuation (stops at <eos>), without the prompt."""
+    was_training = model.training
+    model.eval()
+    ids, _ = encode_words(tokenizer, prompt)
+    ids = ids.to(model.device)
+    eos, new = tokenizer.token_to_id("<eos>"), []
+    for _ in range(max_new_tokens):
+        nxt = int(model(ids[:, -model.config.max_len:]).logits[0, -1].argmax())
+        if nxt == eos:
+            break
+        new.append(nxt)
+        ids = torch.cat([ids, torch.tensor([[nxt]], device=ids.device)], dim=1)
+    model.train(was_training)
+    return " ".join(tokenizer.id_to_token(i) for i in new)
+
+
+# -- recipes: how each shipped model is trained --------------------------------------------------------
+SMALL = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=64)
+RECIPES: dict[str, dict[str, Any]] = {
+    "classroom": dict(preset="classroom", model=dict(pos_encoding="rope"), task="lm", steps=2500, lr=2e-3,
+                      batch_size=48, title="Classroom model (RoPE)",
+                      description="The default: 2 layers x 4 heads, RoPE, trained on the classroom corpus."),
+    "induction": dict(preset="tiny", model=dict(SMALL, pos_encoding="rope"), task="induction", steps=1500,
+                      lr=3e-3, batch_size=32, title="Induction heads",
+                      description="Trained to continue repeated random letters: layer 1 holds an induction head."),
+}
+for _enc in ("none", "sinusoidal", "learned", "rope"):
+    RECIPES[f"enc-{_enc}"] = dict(
+        preset="tiny", model=dict(SMALL, pos_encoding=_enc), task="lm", steps=1000, lr=3e-3, batch_size=32,
+        title=f"Small model, {_enc} positions",
+        description=f"2 layers x 4 heads, d_model 64, positional encoding '{_enc}' (for comparing encodings).")
+
+
+def build_model(preset: str, tokenizer, **overrides: Any) -> TinyTransformer:
+    cfg = ModelConfig.preset(preset, vocab_size=tokenizer.get_vocab_size(), **overrides)
+    return TinyTransformer(cfg)
+
+
+def train_and_save(out: str | Path, *, preset: str = "classroom", model_overrides: dict | None = None,
+                   train: TrainConfig, title: str = "", description: str = "", log=print) -> dict[str, Any]:
+    """Train a fresh model, score its heads, and save it with full metadata. Returns the metadata."""
+    from viz_model import checkpoint, heads
+    from viz_model.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer("word")
+    torch.manual_seed(train.seed)
+    model = build_model(preset, tokenizer, **(model_overrides or {}))
+    trainer = Trainer(model, tokenizer, train)
+    log(f"training {model.num_params():,} parameters on task {train.task!r} for {train.steps} steps")
+    for ev in trainer:
+        if isinstance(ev, StepEvent) and (ev.step % 50 == 0 or ev.step == 1):
+            log(f"step {ev.step:5d}  loss {ev.loss:.4f}  lr {ev.lr:.2e}  grad {ev.grad_norm:.2f}  "
+                f"{ev.tokens_per_s:,.0f} tok/s")
+        elif isinstance(ev, EvalEvent):
+            log(f"step {ev.step:5d}  held-out loss {ev.heldout_loss:.4f}  accuracy {ev.accuracy:.3f}")
+        elif isinstance(ev, SampleEvent):
+            log(f"step {ev.step:5d}  sample: {ev.prompt} | {ev.text}")
+        elif isinstance(ev, DivergedEvent):
+            log(ev.message)
+    model = trainer.model.to("cpu").eval()
+    heldout_loss, accuracy = evaluate(model, TaskData(train.task, tokenizer, seed=train.seed))
+    meta = {
+        "title": title or f"{preset} ({model.config.pos_encoding})",
+        "description": description or f"{preset} model trained on {train.task}",
+        "task": train.task, "pos_encoding": model.config.pos_encoding, "steps": trainer.step_count,
+        "seed": train.seed, "train_loss": round(trainer.last_loss, 5), "heldout_loss": heldout_loss,
+        "next_token_accuracy": accuracy, "train_seconds": round(trainer.train_seconds, 1),
+        "params": model.num_params(), "tokenizer": "word", "bos": True,
+        "train_config": asdict(replace(train, device="cpu")),
+        "head_roles": heads.head_roles(model, tokenizer, train.task),
+    }
+    checkpoint.save(model, tokenizer, out, meta)
+    log(f"saved {out}: held-out loss {heldout_loss:.4f}, accuracy {accuracy:.3f}, "
+        f"{trainer.train_seconds:.0f}s training")
+    return meta
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description="Train an Attention Lab model and save it as safetensors + JSON.")
+    p.add_argument("--recipe", choices=sorted(RECIPES), help="a shipped model's full recipe (overrides defaults)")
+    p.add_argument("--preset", default="classroom", help="model size preset: tiny | classroom")
+    p.add_argument("--pos-encoding", choices=("none", "sinusoidal", "learned", "rope"), default=None)
+    p.add_argument("--task", choices=TASKS, default=None)
+    p.add_argument("--steps", type=int, default=None)
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | mps")
+    p.add_argument("--threads", type=int, default=1,
+                   help="CPU threads (1 is fastest for these small matrices, especially on a busy machine)")
+    p.add_argument("--out", default=None, help="output .safetensors path (default runs/NAME.safetensors)")
+    args = p.parse_args(argv)
+    torch.set_num_threads(max(1, args.threads))
+    name = args.recipe or (args.preset if args.preset in RECIPES else None)
+    recipe = dict(RECIPES.get(name, {"preset": args.preset, "model": {}, "task": "lm", "steps": 1000, "lr": 3e-3,
+                                     "batch_size": 32}))
+    if args.pos_encoding:
+        recipe["model"] = {**recipe["model"], "pos_encoding": args.pos_encoding}
+    for key in ("task", "steps", "lr", "batch_size"):
+        if getattr(args, key) is not None:
+            recipe[key] = getattr(args, key)
+    train_cfg = TrainConfig(task=recipe["task"], steps=recipe["steps"], lr=recipe["lr"], seed=args.seed,
+                            batch_size=recipe["batch_size"], device=args.device, sample_every=500, snapshot_every=0,
+                            eval_every=250)
+    out = args.out or f"runs/{name or args.preset}.safetensors"
+    train_and_save(out, preset=recipe["preset"], model_overrides=recipe["model"], train=train_cfg,
+                   title=recipe.get("title", ""), description=recipe.get("description", ""))
+
+
+if __name__ == "__main__":
+    main()
