@@ -54,7 +54,8 @@ probs = data["probs"]  # (L, H, T, T)
 roles = ui.head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
 
 st.subheader("All heads at a glance")
-st.plotly_chart(attention_grid(probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads"),
+st.plotly_chart(attention_grid(probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads",
+                               allowed=data["allowed"]),
                 key="explorer_grid", config=png_config("attention_grid"))
 if roles is None:
     st.caption("Head roles appear here once the model's metadata has them (measured by viz_model/heads.py).")
@@ -82,7 +83,7 @@ st.dataframe(pd.DataFrame({"step": [s.title for s in steps], "formula": [s.formu
                            "shape": [s.shape for s in steps],
                            "recomputed, max error": ["—" if e is None else f"{e:.1e}" for e in errors]}),
              hide_index=True, width="stretch")
-step = st.segmented_control("Show step", range(len(steps)), default=4, key="explorer_step",
+step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step",
                             format_func=lambda i: steps[i].title.split(". ")[1])
 if step is not None:
     st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")

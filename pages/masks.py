@@ -17,11 +17,11 @@ enc = sentence_input("masks", ckpt, max_tokens=ui.MAX_GALLERY_T, default="The ca
 ids, tokens, T = enc.ids, enc.tokens, len(enc.ids)
 
 st.header("Mask gallery")
-c1, c2, c3 = st.columns([3, 1, 1])
-kind = c1.segmented_control("Mask", list(ui.GALLERY), default="causal", format_func=ui.GALLERY.get,
+kind = st.segmented_control("Mask", list(ui.GALLERY), default="causal", format_func=ui.GALLERY.get,
                             key="masks_kind") or "causal"
-layer = c2.selectbox("Layer", range(cfg.n_layers), key="masks_layer")
-head = c3.selectbox("Head", range(cfg.n_heads), key="masks_head")
+c1, c2, _ = st.columns([1, 1, 2])
+layer = c1.selectbox("Layer", range(cfg.n_layers), key="masks_layer")
+head = c2.selectbox("Head", range(cfg.n_heads), key="masks_head")
 allowed = ui.gallery_mask(kind, T, "masks", ids, ckpt.tokenizer.token_to_id(PAD))
 model_mask = "causal" if cfg.causal else "bidirectional"
 if kind not in (model_mask, "padding"):

@@ -67,10 +67,12 @@ def attention_grid(
     *,
     roles: list[list[str]] | None = None,  # optional subtitle per head, e.g. "prev-token 0.93"
     title: str | None = None,
+    allowed=None,               # (T, T) bool: False cells were masked (grey, "masked" in hover), not a learned 0
 ) -> go.Figure:
     """All heads at a glance on one shared 0..1 colour scale; row = layer, column = head."""
     a = to_numpy(probs)
     L, H, T, _ = a.shape
+    ok = np.ones((T, T), dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
     names = [f"L{l}·H{h}" + (f"<br><sub>{escape(roles[l][h])}</sub>" if roles else "")
              for l in range(L) for h in range(H)]
     fig = make_subplots(rows=L, cols=H, subplot_titles=names, horizontal_spacing=0.02,
@@ -78,11 +80,15 @@ def attention_grid(
     labels = token_labels(tokens)
     for l in range(L):
         for h in range(H):
-            hover = [[f"L{l} H{h}: '{labels[i]}' → '{labels[j]}': {a[l, h, i, j]:.3f}" for j in range(T)]
-                     for i in range(T)]
-            fig.add_trace(go.Heatmap(z=a[l, h], zmin=0, zmax=1, colorscale=SEQUENTIAL, showscale=(l == h == 0),
-                                     hovertext=hover, hoverinfo="text", name=f"L{l}H{h}",
-                                     colorbar=dict(thickness=10, title=dict(text="attention"))),
+            hover = [[f"L{l} H{h}: query '{labels[i]}' → key '{labels[j]}': "
+                      + (f"{a[l, h, i, j]:.3f}" if ok[i, j] else "masked (−∞)") for j in range(T)] for i in range(T)]
+            if not ok.all():  # grey underlay: a blocked cell never reads as "learned 0"
+                fig.add_trace(go.Heatmap(z=np.where(ok, np.nan, 1.0), colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
+                                         showscale=False, hovertext=hover, hoverinfo="text", name=f"L{l}H{h} masked"),
+                              row=l + 1, col=h + 1)
+            fig.add_trace(go.Heatmap(z=np.where(ok, a[l, h], np.nan), zmin=0, zmax=1, colorscale=SEQUENTIAL,
+                                     showscale=(l == h == 0), hovertext=hover, hoverinfo="text", name=f"L{l}H{h}",
+                                     hoverongaps=False, colorbar=dict(thickness=10, title=dict(text="attention"))),
                           row=l + 1, col=h + 1)
     fig.update_xaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=False, autorange="reversed")

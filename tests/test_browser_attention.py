@@ -1,0 +1,69 @@
+"""Real headless Chromium: Explorer and Masks render with no console errors; hover and mask switching work."""
+
+import math
+
+import pytest
+from conftest import open_page, plot_data, screenshot, wait_idle
+
+pytestmark = pytest.mark.browser
+
+CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot'
+
+
+def _go(page, title: str, marker: str) -> None:
+    """Open the app and follow the sidebar link (the way students arrive; runs app.py's navigation + sidebar)."""
+    open_page(page, "")
+    page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+    page.wait_for_selector(f"text={marker}")
+    wait_idle(page)
+    page.wait_for_selector(CHART)
+
+
+def _hover_cell(page, chart_index: int, col: int, row: int) -> str:
+    """Move the mouse over heatmap cell (row, col) of a chart and return Plotly's hover label text."""
+    plot = page.locator(CHART).nth(chart_index)
+    plot.scroll_into_view_if_needed()
+    x, y = plot.evaluate("""(el, [c, r]) => { const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis;
+                              const b = el.getBoundingClientRect();
+                              return [b.left + xa._offset + xa.l2p(c), b.top + ya._offset + ya.l2p(r)]; }""",
+                         [col, row])
+    page.mouse.move(x, y)
+    label = page.locator(".hoverlayer .hovertext").first
+    label.wait_for(state="visible", timeout=10_000)
+    return label.evaluate("el => el.textContent")
+
+
+def test_explorer_renders_and_hover_names_query_and_key(page):
+    _go(page, "Explorer", "All heads at a glance")
+    page.wait_for_function(f"() => document.querySelectorAll('{CHART}').length >= 4")
+    grid = plot_data(page, 0)
+    assert all(t["type"] == "heatmap" for t in grid) and len(grid) >= 4
+    big = plot_data(page, 1, "attention")
+    ticks = page.locator(CHART).nth(1).evaluate("el => el.layout.yaxis.ticktext")
+    assert len(big["z"]) == len(big["z"][0]) == len(ticks) >= 10  # "The trophy didn't fit ... too big"
+    assert ticks[0] == "0 The" and "7 the" in ticks  # the duplicate "the" keeps its own row
+    text = _hover_cell(page, 1, 0, 2)
+    assert "query 2" in text and "→ key 0" in text
+    page.wait_for_selector("text=How sharp is each row?")
+    wait_idle(page)
+    screenshot(page, "explorer")
+    assert page.console.errors() == []
+
+
+def test_switching_the_mask_changes_the_heatmap(page):
+    _go(page, "Masks", "Mask gallery")
+    before = plot_data(page, 0, "probs")["z"]
+    assert math.isnan(before[0][1])  # causal: query 0 cannot read key 1 (a hole, drawn grey)
+    page.get_by_text("Bidirectional (encoder)", exact=True).click()
+    wait_idle(page)
+    page.wait_for_function(f"""() => {{ const p = document.querySelector('{CHART}');
+        const t = p && p._fullData.find(t => t.name === 'probs'); return t && !Number.isNaN(t.z[0][1]); }}""")
+    after = plot_data(page, 0, "probs")["z"]
+    assert after[0][1] > 0 and after != before
+    text = _hover_cell(page, 0, 1, 0)
+    assert "query 0" in text and "→ key 1" in text
+    page.wait_for_selector("text=Which change makes position explicit?")
+    wait_idle(page)
+    page.wait_for_function("() => !document.body.innerText.includes('Differentiating every output')")
+    screenshot(page, "masks_bidirectional")
+    assert page.console.errors() == []
