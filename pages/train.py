@@ -29,10 +29,15 @@ with st.expander("Configure", expanded=job is None, icon=":material/tune:"):
 b = st.columns(5)
 if b[0].button("Start", type="primary", key="train_start", icon=":material/play_arrow:",
                disabled=job is not None and job.active):
-    if job is not None:
-        reg.remove(job.id)
-    st.session_state[T.JOB_KEY] = T.start_run(reg, owner, spec, vocab)
-    st.rerun()
+    try:
+        new_id = T.start_run(reg, owner, spec, vocab)
+    except ValueError as e:
+        st.warning(f"Not started: {e}")
+    else:
+        if job is not None:
+            reg.remove(job.id)
+        st.session_state[T.JOB_KEY] = new_id
+        st.rerun()
 if b[1].button("Pause", key="train_pause", icon=":material/pause:", disabled=job is None or job.status != J.RUNNING):
     reg.pause(job.id)
     reg.wait(job.id, 10, until=(J.PAUSED, *J.FINISHED))

@@ -515,10 +515,16 @@ def ablation_section(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
     st.caption(f"Runs {len(specs)} copies of the setup above (same data, seed and steps), "
                f"{reg.slots} at a time; the rest wait in the queue.")
     if st.button(f"Run {len(specs)} side by side", key="train_ablation_start", icon=":material/compare:"):
-        for old in st.session_state.get(ABLATION_KEY, []):
-            reg.remove(old)
-        st.session_state[ABLATION_KEY] = [start_run(reg, owner, s, vocab_size) for s in specs]
-        st.rerun()
+        try:
+            for s in specs:
+                validate(s, vocab_size)
+        except ValueError as e:
+            st.warning(f"Not started: {e}")
+        else:
+            for old in st.session_state.get(ABLATION_KEY, []):
+                reg.remove(old)
+            st.session_state[ABLATION_KEY] = [start_run(reg, owner, s, vocab_size) for s in specs]
+            st.rerun()
     jobs = [j for j in (reg.get(i) for i in st.session_state.get(ABLATION_KEY, [])) if j is not None]
     if not jobs:
         return

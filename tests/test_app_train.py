@@ -1,0 +1,117 @@
+"""AppTest of the Train page. AppTest never fires run_every timers, so each at.run() is one poll of the page."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+
+import numpy as np
+import pytest
+import streamlit as st
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry():
+    st.cache_resource.clear()  # the job registry is process-wide: every test gets its own (and stops it after)
+    yield
+    st.cache_resource.clear()
+
+
+def progress_step(at) -> tuple[int, str]:
+    texts = [p.proto.text for p in at.get("progress")]
+    m = re.search(r"step (\d+)/\d+ · (\w+)", texts[0]) if texts else None
+    return (int(m.group(1)), m.group(2)) if m else (-1, "")
+
+
+def poll(at, until, timeout: float = 60):
+    deadline = time.time() + timeout
+    seen = []
+    while time.time() < deadline:
+        at.run()
+        assert not at.exception
+        seen.append(progress_step(at))
+        if until(*seen[-1]):
+            return seen
+        time.sleep(0.3)
+    raise AssertionError(f"page never reached the condition; saw {seen[-5:]}")
+
+
+def configure(at, steps: int, every: int, task: str = "induction"):
+    at.selectbox(key="train_task").set_value(task)
+    at.select_slider(key="train_batch").set_value(4)
+    at.number_input(key="train_steps").set_value(steps)
+    at.number_input(key="train_every").set_value(every).run()
+
+
+def values(v) -> list:
+    """Plotly 7 sends numeric arrays as {"dtype", "bdata"} (base64); decode them."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return list(v)
+
+
+def chart(at, title: str) -> dict:
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return next(s for s in specs if title in json.dumps(s["layout"].get("title", "")))
+
+
+def test_a_started_run_shows_progress_loss_curves_samples_and_finishes(app_test):
+    at = app_test("pages/train.py")
+    assert not at.exception and "Start" in at.info[0].value
+    configure(at, steps=20, every=10)
+    at.button(key="train_start").click().run()
+    seen = poll(at, lambda step, status: status == "done")
+    steps = [s for s, _ in seen]
+    assert steps == sorted(steps) and steps[-1] == 20
+    at.run()  # the page's full rerun after the run ends (the fragment would trigger it in a browser)
+    assert any("Finished 20 steps" in s.value for s in at.success)
+    loss = chart(at, "Loss: train")
+    train = next(t for t in loss["data"] if t["name"] == "train")
+    y = values(train["y"])
+    assert values(train["x"]) == list(range(1, 21)) and y[-1] < y[0]
+    assert values(next(t for t in loss["data"] if t["name"] == "held-out")["x"]) == [10, 20]
+    samples = next(d.value for d in at.dataframe if "greedy continuation" in d.value.columns)
+    assert list(samples["step"]) == [20, 10]
+    tf = next(d.value for d in at.dataframe if "p(target)" in d.value.columns)
+    assert len(tf) >= 5 and tf["p(target)"].between(0, 1).all()
+    assert any("Each row equals running its prefix alone" in s.value for s in at.success)
+    assert not at.button(key="train_start").disabled
+
+
+def test_pause_stops_progress_and_resume_continues(app_test):
+    at = app_test("pages/train.py")
+    configure(at, steps=400, every=100, task="copy")
+    at.button(key="train_start").click().run()
+    poll(at, lambda step, status: step >= 2)
+    at.button(key="train_pause").click().run()
+    step, status = progress_step(at)
+    assert status == "paused"
+    time.sleep(0.5)
+    at.run()
+    assert progress_step(at) == (step, "paused")
+    at.button(key="train_resume").click().run()
+    poll(at, lambda s, status: s > step)
+    at.button(key="train_stop").click().run()
+    assert progress_step(at)[1] == "stopped"
+    at.button(key="train_reset").click().run()
+    assert at.get("progress") == [] or progress_step(at) == (-1, "")
+
+
+def test_an_oversized_model_is_refused_with_a_message_before_it_starts(app_test):
+    at = app_test("pages/train.py")
+    at.selectbox(key="train_preset").set_value("custom").run()
+    at.slider(key="train_layers").set_value(6)
+    at.slider(key="train_heads").set_value(8)
+    at.select_slider(key="train_dmodel").set_value(256)
+    at.select_slider(key="train_batch").set_value(64)
+    at.select_slider(key="train_seq").set_value(128)
+    at.number_input(key="train_steps").set_value(5000).run()
+    assert any("too big for the shared server" in w.value for w in at.warning)
+    at.button(key="train_start").click().run()
+    assert not at.exception
+    assert any(w.value.startswith("Not started: this run is too big") for w in at.warning)
+    assert "train_job_id" not in at.session_state
+    at.slider(key="train_heads").set_value(5).run()  # 256 is not divisible by 5
+    assert any("divisible by n_heads" in w.value for w in at.warning)
