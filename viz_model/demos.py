@@ -135,7 +135,7 @@ def prefix_check(model: TinyTransformer, ids, attn_mask: torch.Tensor | None = N
 # -- what depends on what -------------------------------------------------------------------------
 def dependency_map(model: TinyTransformer, ids, attn_mask: torch.Tensor | None = None,
                    chunk: int = 512) -> torch.Tensor:
-    """(T, T) Frobenius norms ||d h_t / d e_s||, h = final hidden state, e = token embedding input.
+    """(T, T) Frobenius norms ||d h_t / d e_s||, h = final_hidden, e = the token embedding fed in.
 
     A private copy of the (shared, read-only) model gets a forward hook on its token embedding, so the
     embeddings can be fed in and differentiated without touching model.py. Exact: one backward per
@@ -169,9 +169,9 @@ def dependency_map(model: TinyTransformer, ids, attn_mask: torch.Tensor | None =
 # -- permutation ----------------------------------------------------------------------------------
 @torch.no_grad()
 def final_hidden(model: TinyTransformer, ids, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """(T, d_model) residual stream after the last block."""
+    """(T, d_model) final hidden state: the last block's output after the final LayerNorm (what the head reads)."""
     out = model(_ids2d(ids).to(model.device), trace=True, attn_mask=attn_mask)
-    return out.trace.residual[-1][0].cpu()
+    return model.ln_f(out.trace.residual[-1])[0].cpu()
 
 
 def match_positions(ids_a: list[int], ids_b: list[int]) -> list[tuple[int, int]]:
