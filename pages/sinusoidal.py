@@ -19,7 +19,7 @@ st.markdown(
 )
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_data(max_entries=6, show_spinner=False)  # the largest table is 8,192 x 1,024 floats
 def table(n_pos: int, d: int, base: float) -> np.ndarray:
     return pos.pe_numpy(n_pos, d, base)
 
@@ -64,7 +64,7 @@ with grid:
 
 with shift:
     k = st.slider("shift k", 1, 64, 3, key="sinusoidal_k")
-    n_show = min(d, 16)
+    n_show = min(d, 8)
     M = shift_matrix(d, k, base).numpy()
     show(figs.matrix_heatmap(M[:n_show, :n_show], f"M_{k}: one 2×2 rotation per (sin, cos) pair"
                                         + ("" if n_show == d else f" (first {n_show} of {d} dimensions)")),
@@ -83,7 +83,8 @@ with similarity:
     si = pos.decimate(n_pos, 256)
     left, right = st.columns(2)
     with left:
-        show(figs.similarity_heatmap(pe @ pe.T, si, "P·Pᵀ: dot products of positions", "P·Pᵀ"),
+        show(figs.similarity_heatmap(pe[si] @ pe[si].T, None, "P·Pᵀ: dot products of positions", "P·Pᵀ",
+                                     labels=si),
                           key="sinusoidal_sim", name="sinusoidal_similarity")
     t0 = st.slider("second starting position t", 1, max(1, n_pos // 2), min(10, max(1, n_pos // 2)),
                    key="sinusoidal_t0")

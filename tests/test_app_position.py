@@ -1,12 +1,22 @@
 """AppTest of the Sinusoidal and RoPE pages: they run, their live checks pass, the widgets change what is shown."""
 
+import base64
 import json
 
+import numpy as np
 import pytest
 
 
 def chart(at, key):
     return json.loads(at.get_by_key(key).proto.spec)
+
+
+def arr(value):
+    """A Plotly array from the JSON spec: a plain list, or {'dtype', 'bdata', 'shape'} for numpy data."""
+    if isinstance(value, dict):
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        return flat.reshape([int(n) for n in str(value.get("shape", len(flat))).split(",")])
+    return np.asarray(value)
 
 
 def frame(at, text):
@@ -47,7 +57,7 @@ def test_sinusoidal_page_runs_and_every_check_passes(sinus):
     assert not sinus.exception and not sinus.error
     assert len(sinus.success) >= 2 and all(s.value.startswith("✓") for s in sinus.success)
     curves = chart(sinus, "sinusoidal_curves")["data"]
-    assert len(curves[0]["y"]["bdata"] if isinstance(curves[0]["y"], dict) else curves[0]["y"]) > 0
+    assert len(arr(curves[0]["y"])) == 128  # the default number of positions
     assert curves[0]["name"].startswith("dim 0 (sin")
 
 
@@ -56,10 +66,10 @@ def test_sinusoidal_largest_settings_stay_bounded(sinus):
     sinus.slider(key="sinusoidal_npos").set_value(8192).run()
     assert not sinus.exception and not sinus.error
     heat = chart(sinus, "sinusoidal_heatmap")["data"][0]
-    assert len(heat["x"]) <= 256 and len(heat["y"]) <= 256  # decimated: the browser never gets 8M cells
+    assert len(arr(heat["x"])) <= 256 and len(arr(heat["y"])) <= 256  # decimated: the browser never gets 8M cells
     assert "every" in chart(sinus, "sinusoidal_heatmap")["layout"]["title"]["text"]
     sim = chart(sinus, "sinusoidal_sim")["data"][0]
-    assert len(sim["x"]) <= 256
+    assert len(arr(sim["x"])) <= 256 and arr(sim["x"])[-1] == 8191
     assert all(s.value.startswith("✓") for s in sinus.success)
 
 
@@ -137,3 +147,44 @@ def test_length_experiment_runs_and_plots(rope_page):
     assert fig["data"] and fig["layout"]["xaxis"]["title"]["text"].startswith("context length")
     table = frame(at, "method")
     assert table.shape[1] == 3  # 1x, 2x, 4x
+
+
+@pytest.fixture
+def shipped_encodings(tmp_path, monkeypatch):
+    """Stand-ins for the shipped enc-sinusoidal / enc-learned models (tiny, untrained) in a temporary folder."""
+    import torch
+
+    from viz_model import checkpoint
+    from viz_model.config import ModelConfig
+    from viz_model.model import TinyTransformer
+    from viz_model.tokenizer import load_tokenizer
+    from viz_model.ui import models
+
+    tok = load_tokenizer("word")
+    for name, enc in (("enc-sinusoidal", "sinusoidal"), ("enc-learned", "learned")):
+        torch.manual_seed(0)
+        model = TinyTransformer(ModelConfig.preset("tiny", vocab_size=tok.get_vocab_size(), pos_encoding=enc))
+        checkpoint.save(model, tok, tmp_path / f"{name}.safetensors", {"title": name})
+    monkeypatch.setattr(models, "MODELS_DIR", tmp_path)
+    return tmp_path
+
+
+def test_model_views_read_the_shipped_sinusoidal_and_learned_models(shipped_encodings, app_test):
+    at = app_test("pages/sinusoidal.py")
+    assert not at.exception and not at.error
+    assert any("differ by exactly P_2 − P_0" in s.value for s in at.success)
+    rows = chart(at, "sinusoidal_same_token")["layout"]["yaxis"]["ticktext"]
+    assert rows == ["token embedding", "position 0 encoding", "position 2 encoding", "input at position 0",
+                    "input at position 2"]
+    learned = chart(at, "sinusoidal_learned_sim")["data"][0]
+    assert arr(learned["z"]).shape == (32, 32)  # the tiny preset's table has max_len = 32 rows
+
+
+def test_length_experiment_says_the_learned_model_cannot_go_past_its_table(shipped_encodings, app_test):
+    at = app_test("pages/rope.py")
+    at.button(key="rope_len_run").click().run()
+    assert not at.exception
+    notes = " ".join(c.value for c in at.caption)
+    assert "enc-learned: a learned table has only 32 rows" in notes
+    names = [t["name"] for t in chart(at, "rope_len_fig")["data"]]
+    assert "enc-sinusoidal" in names and "enc-learned" in names

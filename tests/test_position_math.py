@@ -210,11 +210,16 @@ def test_switching_rope_off_keeps_v_and_unrotated_q():
 def test_length_losses_run_every_method_and_learned_stops_at_its_table():
     torch.manual_seed(0)
     ids = [list(range(5, 40)) for _ in range(30)]
-    rope_model = TinyTransformer(ModelConfig.preset("tiny", vocab_size=64)).eval()
+    rope_model = TinyTransformer(ModelConfig.preset("tiny", vocab_size=64)).eval().requires_grad_(False)
     table = pos.length_losses(rope_model, ids, [1, 2], max_windows=4)
     assert set(table["method"]) == set(rope.ROPE_INIT_FUNCTIONS) and table["loss"].notna().all()
-    one = table[table.multiple == 1]["loss"].to_numpy()
-    np.testing.assert_allclose(one, one[0], rtol=1e-5)  # factor 1: every scaling is plain RoPE
+    assert table[table.multiple == 2]["loss"].nunique() > 1  # at 2x the scalings differ
+    # factor 1: every scaling is plain RoPE, which is why the 1x pass is shared between methods
+    w = pos.heldout_windows(ids, 32, 4)
+    plain = float(rope_model(w[:, :-1], targets=w[:, 1:]).loss)
+    for method in rope.ROPE_INIT_FUNCTIONS:
+        copy = pos.scaled_copy(rope_model, rope_scaling=pos.scaling_for(method, 1, 32))
+        assert float(copy(w[:, :-1], targets=w[:, 1:]).loss) == pytest.approx(plain, rel=1e-6)
     learned = TinyTransformer(ModelConfig.preset("tiny", vocab_size=64, pos_encoding="learned")).eval()
     lt = pos.length_losses(learned, ids, [1, 2], max_windows=4)
     assert lt.loss.notna().tolist() == [True, False] and "learned table" in lt.note.iloc[1]

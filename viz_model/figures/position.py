@@ -81,12 +81,12 @@ def matrix_heatmap(m, title: str | None = None, name: str = "M_k", label: str = 
     n = m.shape[0]
     fig = go.Figure(go.Heatmap(
         z=m, x=np.arange(n), y=np.arange(n), colorscale=DIVERGING, zmid=0, zmin=-1, zmax=1, name=name,
-        text=np.round(m, 2).astype(str), texttemplate="%{text}" if n <= 16 else None,
+        text=np.round(m, 2).astype(str), texttemplate="%{text}" if n <= 12 else None,
         hovertemplate=f"{escape(name)}[%{{y}}, %{{x}}] = %{{z:.4f}}<extra></extra>",
         colorbar=dict(thickness=12)))
-    fig.update_xaxes(title=label, dtick=2 if n <= 32 else None)
-    fig.update_yaxes(title=label, autorange="reversed", dtick=2 if n <= 32 else None)
-    fig.update_layout(yaxis_scaleanchor="x")
+    fig.update_xaxes(title=label, dtick=1 if n <= 12 else None)
+    fig.update_yaxes(title=label, autorange="reversed", dtick=1 if n <= 12 else None)
+    fig.update_layout(yaxis_scaleanchor="x", xaxis_constrain="domain", yaxis_constrain="domain")
     return base_layout(fig, title, height=420)
 
 
@@ -102,18 +102,22 @@ def shift_errors(table, title: str | None = None) -> go.Figure:
 
 
 def similarity_heatmap(sim, pos_idx=None, title: str | None = None, name: str = "similarity",
-                       diverging: bool = True) -> go.Figure:
-    """P·Pᵀ (or cosine similarity) of positions, rows and columns on the same position axis."""
+                       diverging: bool = True, labels=None) -> go.Figure:
+    """P·Pᵀ (or cosine similarity) of positions, rows and columns on the same position axis.
+
+    pos_idx picks rows/columns of `sim`; `labels` gives the true positions of an already-picked `sim`.
+    """
     sim = to_numpy(sim)
     idx = np.arange(sim.shape[0]) if pos_idx is None else np.asarray(pos_idx)
     z = sim[np.ix_(idx, idx)]
+    axis = idx if labels is None else np.asarray(labels)
     fig = go.Figure(go.Heatmap(
-        z=z, x=idx, y=idx, colorscale=DIVERGING, zmid=0 if diverging else None, name=name,
+        z=z, x=axis, y=axis, colorscale=DIVERGING, zmid=0 if diverging else None, name=name,
         hovertemplate=f"positions %{{y}} · %{{x}}<br>{escape(name)} %{{z:.3f}}<extra></extra>",
         colorbar=dict(thickness=12)))
     fig.update_xaxes(title="position")
     fig.update_yaxes(title="position", autorange="reversed")
-    fig.update_layout(yaxis_scaleanchor="x")
+    fig.update_layout(yaxis_scaleanchor="x", xaxis_constrain="domain", yaxis_constrain="domain")
     return base_layout(fig, title, height=420)
 
 
