@@ -1,0 +1,194 @@
+"""AppTest of the Explorer and Masks pages: main widgets, live checks, awkward input, no tracebacks."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+
+AWKWARD = ["", "   ", "x " * 2500, "I 😀 like <b>cats</b> &amp; <pad>", "<script>alert(1)</script>"]
+
+
+def spec(at, key: str) -> dict:
+    return json.loads(at.get_by_key(key).proto.spec)
+
+
+def arr(v) -> np.ndarray:
+    """Plotly's JSON stores numpy arrays as {"dtype", "bdata", "shape"}; decode them (NaN = masked hole)."""
+    if isinstance(v, dict) and "bdata" in v:
+        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        return flat.reshape([int(n) for n in str(v.get("shape", len(flat))).split(",")])
+    return np.array(v, dtype=float)
+
+
+def named(fig: dict, name: str) -> dict:
+    return next(t for t in fig["data"] if t.get("name") == name)
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def assert_clean(at):
+    assert not at.exception, texts(at.exception)
+    assert not [e for e in texts(at.error) if not e.startswith("✗")], texts(at.error)  # only measured ✗ claims
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at.run()
+    at.switch_page("pages/explorer.py").run()
+    return at
+
+
+def test_explorer_shows_every_head_and_one_head_large(explorer):
+    at = explorer
+    assert_clean(at)
+    grid = spec(at, "explorer_grid")
+    heads = [t for t in grid["data"] if not t["name"].endswith("masked")]
+    n_layers, n_heads = (len(at.selectbox(key=k).options) for k in ("explorer_layer", "explorer_head"))
+    assert len(heads) == n_layers * n_heads
+    big = named(spec(at, "explorer_head_map"), "attention")
+    assert arr(big["z"]).shape[0] == len(at.dataframe[0].value.columns) >= 10
+    assert any(s.startswith("✓ Rows sum to 1, max error") for s in texts(at.success))
+
+
+def test_explorer_every_pipeline_step_renders_with_its_check(explorer):
+    at = explorer
+    for step in range(8):
+        at.segmented_control(key="explorer_step").set_value(step).run()
+        assert_clean(at)
+        assert not at.error, texts(at.error)  # every recomputation check passes
+    checked = {0: "Q, K, V recomputed", 1: "S recomputed", 4: "Rows sum to 1", 5: "A·V recomputed", 7: "concat·W_O"}
+    for step, claim in checked.items():
+        at.segmented_control(key="explorer_step").set_value(step).run()
+        assert any(claim in s for s in texts(at.success)), (step, texts(at.success))
+
+
+def test_explorer_knobs_rerun_the_model(explorer):
+    at = explorer
+    base = arr(spec(at, "explorer_entropy")["data"][0]["y"]).sum()
+    at.slider(key="explorer_temp").set_value(0.1).run()
+    at.toggle(key="explorer_scale").set_value(False).run()
+    assert_clean(at)
+    assert arr(spec(at, "explorer_entropy")["data"][0]["y"]).sum() < base  # rows saturate
+    at.slider(key="explorer_temp").set_value(1.0).run()
+    at.toggle(key="explorer_scale").set_value(True).run()
+    at.radio(key="explorer_mask").set_value("bidirectional").run()
+    assert any("off-distribution" in w for w in texts(at.warning))
+    fig = spec(at, "explorer_head_map")
+    assert all(t["name"] != "masked" for t in fig["data"])  # nothing blocked any more
+    at.toggle(key="explorer_avg").set_value(True).run()
+    assert "average of" in spec(at, "explorer_head_map")["layout"]["title"]["text"]
+    at.radio(key="explorer_mask").set_value("causal").run()
+    at.toggle(key="explorer_avg").set_value(False).run()
+    assert_clean(at)
+
+
+def test_explorer_query_focus_and_bpe_explanation(explorer):
+    at = explorer
+    at.selectbox(key="explorer_query").set_value(1).run()
+    bars = spec(at, "explorer_bars")["data"][0]
+    assert bars["type"] == "bar" and bars["text"][2] == "masked"  # query 1 cannot read key 2
+    at.radio(key="explorer_tokenizer").set_value("bpe").run()
+    assert_clean(at)
+    assert any("tokenizer it was trained with" in c for c in texts(at.caption))
+    at.radio(key="explorer_tokenizer").set_value("word").run()
+
+
+@pytest.mark.parametrize("text", AWKWARD, ids=["empty", "spaces", "5000-chars", "emoji-html", "script"])
+def test_explorer_handles_awkward_input(explorer, text):
+    at = explorer
+    at.text_input(key="explorer_text").set_value(text).run()
+    assert_clean(at)
+    if not text.strip():
+        assert any("Type at least one word" in w for w in texts(at.warning))
+        assert not at.get("plotly_chart")
+        return
+    big = spec(at, "explorer_head_map")
+    ticks = big["layout"]["yaxis"]["ticktext"]
+    if len(text) > 1000:
+        assert any("only the first 64" in i for i in texts(at.info)) and len(ticks) == 64
+    else:
+        assert all("<" not in t for t in ticks)  # escaped: shown literally, never as HTML
+
+
+@pytest.fixture(scope="module")
+def masks_page():
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/masks.py").run()
+    return at
+
+
+def test_masks_live_proofs_pass(masks_page):
+    at = masks_page
+    assert_clean(at)
+    ok = " ".join(texts(at.success))
+    for claim in ("Blocked cells get weight exactly 0", "rows sum to 1", "Replacing every `<pad>`",
+                  "Causal: one pass gives the same logits", "Causal: every output depends only on inputs"):
+        assert claim in ok, claim
+    bad = " ".join(texts(at.error))
+    assert "rows no longer sum to 1" in bad and "one pass no longer equals the prefix runs" in bad
+
+
+@pytest.mark.parametrize("kind", ["bidirectional", "padding", "sliding_window", "prefix_lm", "custom", "causal"])
+def test_masks_gallery_applies_each_mask_to_the_model(masks_page, kind):
+    at = masks_page
+    at.segmented_control(key="masks_kind").set_value(kind).run()
+    assert_clean(at)
+    fig = spec(at, "masks_panels")
+    mask = arr(named(fig, "mask")["z"])
+    T = len(mask)
+    lower = all(mask[i][j] == 1 for i in range(T) for j in range(i + 1))
+    upper = [mask[i][j] for i in range(T) for j in range(i + 1, T)]
+    if kind == "bidirectional":
+        assert all(upper)
+    elif kind == "sliding_window":
+        assert not any(upper) and mask[T - 1][0] == 0  # the window (3) cuts the far past
+    elif kind == "prefix_lm":
+        assert mask[0][2] == 1 and mask[3][4] == 0  # prefix of 3 sees itself both ways, then causal
+    else:
+        assert lower and not any(upper)
+    probs = arr(named(fig, "probs")["z"])
+    assert np.allclose(np.nansum(probs, axis=1), 1, atol=1e-5)
+
+
+def test_masks_window_slider_changes_the_mask(masks_page):
+    at = masks_page
+    at.segmented_control(key="masks_kind").set_value("sliding_window").run()
+    at.slider(key="masks_window").set_value(1).run()
+    mask = arr(named(spec(at, "masks_panels"), "mask")["z"])
+    assert all(mask[i][j] == (1 if i == j else 0) for i in range(len(mask)) for j in range(len(mask)))
+    at.segmented_control(key="masks_kind").set_value("causal").run()
+
+
+def test_masks_quiz_gives_feedback_for_right_and_wrong_answers(masks_page):
+    at = masks_page
+    quiz = at.radio(key="masks_quiz_0")
+    quiz.set_value(quiz.options[0]).run()
+    assert any("Not quite" in e and "Try another" in e for e in texts(at.error))
+    at.radio(key="masks_quiz_0").set_value(at.radio(key="masks_quiz_0").options[1]).run()
+    assert any(s.startswith("✓ Right.") for s in texts(at.success))
+    for n, right in ((1, 0), (2, 0)):
+        at.radio(key=f"masks_quiz_{n}").set_value(at.radio(key=f"masks_quiz_{n}").options[right]).run()
+    assert sum(s.startswith("✓ Right.") for s in texts(at.success)) == 3
+
+
+@pytest.mark.parametrize("text", AWKWARD, ids=["empty", "spaces", "5000-chars", "emoji-html", "script"])
+def test_masks_handles_awkward_input(masks_page, text):
+    at = masks_page
+    at.text_input(key="masks_text").set_value(text).run()
+    assert_clean(at)
+    if not text.strip():
+        assert any("Type at least one word" in w for w in texts(at.warning))
+    elif len(text) > 1000:
+        assert any("at most 16" in i for i in texts(at.info))
+        assert len(arr(named(spec(at, "masks_panels"), "mask")["z"])) == 16
