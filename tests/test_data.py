@@ -75,3 +75,17 @@ def test_probe_and_prompt_exist_for_every_task():
     for task in data.TASKS:
         assert len(data.probe_text(task).split()) >= 8
         assert data.sample_prompt(task)
+
+
+def test_lm_batches_mix_in_repeated_phrases_scored_only_on_the_second_copy():
+    tok = load_tokenizer("word")
+    d = data.TaskData("lm", tok, seed=0, batch_size=64)
+    batch = d.batch(0)
+    repeats = 0
+    for ids, targets in zip(batch.ids.tolist(), batch.targets.tolist(), strict=True):
+        words = [i for i in ids[1:] if i not in (0, d.eos_id)]
+        half = len(words) // 2
+        if ids[0] == d.bos_id and len(words) % 2 == 0 and words[:half] == words[half:] and half >= 4:
+            repeats += 1
+            assert sum(t != 0 for t in targets) == half  # second copy (minus its first word) + <eos>
+    assert 3 <= repeats <= 20

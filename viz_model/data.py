@@ -286,17 +286,21 @@ class TaskData:
     """Batches for one task. batch(step) depends only on (seed, step): resuming needs no stream state."""
 
     def __init__(self, task: str, tokenizer, seed: int = 0, batch_size: int = 32, corpus_size: int = 20_000,
-                 heldout_size: int = 256, no_bos_fraction: float = 0.2):
+                 heldout_size: int = 256, no_bos_fraction: float = 0.2, repeat_fraction: float = 0.15):
         if task not in TASKS:
             raise ValueError(f"unknown task {task!r}; choose one of {TASKS}.")
         self.task, self.tokenizer, self.seed, self.batch_size = task, tokenizer, seed, batch_size
-        self.no_bos_fraction = no_bos_fraction
+        self.no_bos_fraction, self.repeat_fraction = no_bos_fraction, repeat_fraction
         self.pad_id, self.bos_id, self.eos_id = (tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>"))
         if task == "lm":
             split = corpus_split(0, corpus_size, heldout_size)  # the corpus itself is fixed; seed orders batches
             self.train_ids = self._encode(split.train)
             self.heldout_ids = self._encode(split.heldout)
             self.heldout_from = [1] * len(self.heldout_ids)
+            # Words for "repeated phrase" examples (random words, then the same words again): they reward a
+            # previous-token head in layer 0 and an induction head in layer 1, as in real text.
+            vocab = tokenizer.get_vocab()
+            self.repeat_ids = sorted(i for w, i in vocab.items() if w.isalpha() and len(w) > 1)
         else:
             rng = random.Random(10_000 + TASKS.index(task))  # held-out toy sequences: their own fixed seed
             exs = [toy_example(task, rng) for _ in range(heldout_size)]
@@ -312,9 +316,17 @@ class TaskData:
     def batch(self, step: int) -> Batch:
         rng = random.Random(self.seed * 1_000_003 + step)
         if self.task == "lm":
-            seqs = [self.train_ids[rng.randrange(len(self.train_ids))] for _ in range(self.batch_size)]
-            seqs = [s[1:] if rng.random() < self.no_bos_fraction else s for s in seqs]
-            return Batch(*pad_batch(seqs, self.pad_id))
+            seqs, score_from = [], []
+            for _ in range(self.batch_size):
+                if rng.random() < self.repeat_fraction:
+                    words = rng.sample(self.repeat_ids, rng.randint(4, 10))
+                    seqs.append([self.bos_id, *words, *words, self.eos_id])
+                    score_from.append(len(words) + 2)  # only the second copy is predictable
+                    continue
+                seq = self.train_ids[rng.randrange(len(self.train_ids))]
+                seqs.append(seq[1:] if rng.random() < self.no_bos_fraction else seq)
+                score_from.append(1)
+            return Batch(*pad_batch(seqs, self.pad_id, score_from))
         exs = [toy_example(self.task, rng) for _ in range(self.batch_size)]
         return Batch(*pad_batch([self._ids(ex.words) for ex in exs], self.pad_id,
                                 [ex.score_from + 1 for ex in exs]))
