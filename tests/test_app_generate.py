@@ -1,0 +1,135 @@
+"""AppTest of the Generate page: step mode grows the table one row per click, run mode, strategy widgets."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+import torch
+
+PAGE = "pages/generate.py"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """On a shared 2-core machine, 2 torch threads on tiny tensors spin against each other (12x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def generated_rows(at):
+    table = at.dataframe[0].value
+    return table[~table["note"].str.startswith("end token:")]
+
+
+def chart(at, key):
+    return json.loads(at.get_by_key(key).proto.spec)
+
+
+def values(arr) -> np.ndarray:
+    """Plotly JSON stores numpy arrays as {"dtype", "bdata"(, "shape")}; plain lists stay lists."""
+    if isinstance(arr, dict):
+        out = np.frombuffer(base64.b64decode(arr["bdata"]), dtype=arr["dtype"])
+        return out.reshape([int(n) for n in str(arr["shape"]).split(",")]) if "shape" in arr else out
+    return np.asarray(arr, dtype=float)
+
+
+@pytest.fixture(scope="module")
+def stepped():
+    """One page run shared by the step-mode tests: three clicks on Next token."""
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception and len(at.dataframe) == 0  # step mode starts with nothing generated
+    for _ in range(3):
+        at.button(key="generate_next").click().run()
+    return at
+
+
+def test_three_clicks_give_three_rows_and_a_three_row_attention_map(stepped):
+    at = stepped
+    assert not at.exception
+    rows = generated_rows(at)
+    assert len(rows) == 3 and list(rows["position"]) == [4, 5, 6]  # <bos> please send the -> positions 4, 5, 6
+    att = next(t for t in chart(at, "generate_attention")["data"] if t["name"] == "attention")
+    assert values(att["z"]).shape[0] == 3
+    bars = chart(at, "generate_bars")["data"]
+    assert len(bars) == 2 and len(values(bars[0]["x"])) >= 10  # before and after filtering, top-10 bars
+    assert any("Every row sums to 1" in s.value for s in at.success)
+    assert not at.error
+
+
+def test_sequence_probability_is_the_product_of_the_table_including_the_end_token(stepped):
+    table = stepped.dataframe[0].value
+    assert table["note"].iloc[-1].startswith("end token")
+    product = table["p(token | prefix)"].prod()
+    assert abs(table["Π p so far"].iloc[-1] - product) < 1e-9 * max(product, 1e-300) + 1e-300
+    assert f"{product:.3e}" in "".join(m.value for m in stepped.markdown)
+
+
+@pytest.mark.parametrize("tab, claim", [("KV cache", "with and without the cache"),
+                                        ("Teacher forcing vs free running", "teacher-forced pass"),
+                                        ("Context limit", "model's context")])
+def test_each_tab_computes_only_when_open_and_its_live_check_passes(stepped, tab, claim):
+    at = stepped
+    at.session_state["generate_tab"] = tab
+    at.run()
+    text = " ".join(s.value for s in at.success)
+    assert claim in text and not at.error
+    others = [c for t, c in [("KV cache", "with and without the cache"), ("Context limit", "model's context")]
+              if t != tab]
+    assert not any(c in text for c in others)  # closed tabs did not run
+
+
+def test_compare_tab_scores_samples_at_several_temperatures(stepped):
+    at = stepped
+    at.session_state["generate_tab"] = "Compare strategies"
+    at.run()
+    samples, summary = at.dataframe[1].value, at.dataframe[2].value
+    assert list(summary["strategy"]) == ["greedy", "T=0.5", "T=1", "T=1.5"]
+    assert summary["distinct-2"].between(0, 1).all() and (summary["avg log p"] <= 0).all()
+    assert len(samples) == 1 + 3 * 3 and "text" in samples
+
+
+def test_run_mode_generates_up_to_max_new_tokens_and_changing_the_prompt_changes_it(app_test):
+    at = app_test(PAGE)
+    at.radio(key="generate_mode").set_value("run").run()
+    at.slider(key="generate_max_new").set_value(5).run()
+    at.checkbox(key="generate_stop_eos").set_value(False).run()
+    assert not at.exception
+    assert len(generated_rows(at)) == 5
+    first = at.code[0].value
+    at.selectbox(key="generate_example").set_value("The bank by the").run()
+    assert at.code[0].value != first and at.code[0].value.startswith("<bos> the bank by the")
+
+
+def test_strategy_widgets_are_disabled_for_greedy_and_change_the_filtered_bars(app_test):
+    at = app_test(PAGE)
+    at.radio(key="generate_mode").set_value("run").run()
+    assert at.slider(key="generate_temperature").disabled
+    at.radio(key="generate_kind").set_value("sampling").run()
+    assert not at.slider(key="generate_temperature").disabled
+    at.checkbox(key="generate_use_k").set_value(True).run()
+    at.slider(key="generate_k").set_value(3).run()
+    at.slider(key="generate_view_step").set_value(1).run()
+    before, after = (values(t["x"]) for t in chart(at, "generate_bars")["data"])
+    assert (after > 0).sum() == 3  # top-3: everything else removed (drawn as 0)
+    assert abs(after.sum() - 1) < 1e-6  # the three kept tokens are renormalised to sum to 1
+    assert before.sum() < 1  # the model's own probabilities are spread over the whole vocabulary
+    assert not at.exception
+
+
+def test_awkward_prompts_give_a_message_not_a_traceback(app_test):
+    at = app_test(PAGE)
+    at.radio(key="generate_mode").set_value("run").run()
+    for text, says in [("", "Type a prompt"), ("   ", "Type a prompt"), ("word " * 1000, "reads at most"),
+                       ("😀 🎉", None), ("<b>x</b>", None), ("<pad>", None)]:
+        at.text_input(key="generate_text").set_value(text).run()
+        assert not at.exception and not at.error, text
+        messages = " ".join(m.value for m in [*at.warning, *at.info])
+        assert (says in messages) if says else at.code[0].value.startswith("<bos>"), text

@@ -1,0 +1,292 @@
+"""Streamlit glue for the Generate page: controls, step state, memoised runs and the side sections."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from viz_model import generate as G
+from viz_model.figures import generate as F
+from viz_model.tokenizer import EOS, Encoded, display_token, encode
+from viz_model.ui.chart import show
+
+EXAMPLES = ["please send the", "The cat sat on the", "The trophy didn't fit in the suitcase because it",
+            "She gave him the book because he", "Send the report before the", "The bank by the"]
+CUSTOM = "(type your own)"
+MAX_NEW = 128          # new tokens per run, whatever the context (bounds the work of one click)
+TOP_N = 10             # bars in the next-token chart
+TEMPERATURES = (0.5, 1.0, 1.5)
+STEP_N, SIG = "generate_step_n", "generate_step_sig"
+
+
+@dataclass(frozen=True)
+class Settings:
+    strategy: G.Sampling
+    max_new: int
+    stop_at_eos: bool
+    seed: int
+    step_mode: bool
+
+
+@dataclass
+class StepView:
+    """What the page keeps of one GenStep: a few numbers and the top-N bars, not the full vocab vectors."""
+    position: int
+    token_id: int
+    token: str
+    logprob: float
+    labels: list[str]
+    p: np.ndarray
+    q: np.ndarray
+    chosen: int
+    attention: np.ndarray  # (L, H, T)
+    stop_reason: str | None
+
+
+def prompt_input(ckpt) -> Encoded:
+    """Example picker + text box; the prompt starts with <bos> like the training sentences."""
+    limit = ckpt.model.config.max_len - 1
+    c1, c2 = st.columns([1, 2])
+    example = c1.selectbox("Lecture example", [CUSTOM, *EXAMPLES], index=1, key="generate_example")
+    if st.session_state.get("generate_last_example") != example and example != CUSTOM:
+        st.session_state["generate_text"] = example
+    st.session_state["generate_last_example"] = example
+    text = c2.text_input("Prompt", key="generate_text", max_chars=2000,
+                         help="The model continues this text. A <bos> token is put in front, as in training.")
+    enc = encode(ckpt.tokenizer, text, max_len=limit, bos=True)
+    if enc.truncated:
+        st.info(f"Your prompt has {enc.n_tokens_total} tokens; this model reads at most {limit + 1}, so the "
+                f"first {limit} are kept to leave room for at least one new token.")
+    if len(enc.ids) <= 1:
+        st.warning("Type a prompt (at least one word) for the model to continue.")
+        st.stop()
+    if enc.unknown:
+        st.caption("Words this model has never seen become `<unk>`: "
+                   + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
+    return enc
+
+
+def controls(cfg, vocab: int) -> Settings:
+    c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
+    kind = c1.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="generate_kind",
+                    help="Greedy always takes the most probable token; sampling draws from the distribution.")
+    off = kind == "greedy"
+    temperature = c2.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="generate_temperature", disabled=off,
+                            help="Divides the logits: < 1 sharpens the distribution, > 1 flattens it.")
+    use_k = c3.checkbox("top-k", key="generate_use_k", disabled=off)
+    k = c3.slider("k", 1, max(2, min(vocab, 100)), 5, key="generate_k", disabled=off or not use_k)
+    use_p = c4.checkbox("top-p (nucleus)", key="generate_use_p", disabled=off)
+    p = c4.slider("p", 0.05, 1.0, 0.9, 0.05, key="generate_p", disabled=off or not use_p)
+    c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
+    step_mode = c1.radio("Mode", ["step", "run"], horizontal=True, key="generate_mode",
+                         format_func={"step": "step (one token per click)", "run": "run"}.get) == "step"
+    max_new = c2.slider("Max new tokens", 1, min(MAX_NEW, cfg.max_len - 1), min(12, cfg.max_len - 1),
+                        key="generate_max_new")
+    seed = int(c3.number_input("Seed", 0, 2**31 - 1, 0, key="generate_seed"))
+    stop_at_eos = c4.checkbox("Stop at <eos>", True, key="generate_stop_eos")
+    strategy = G.GREEDY if off else G.Sampling(temperature, k if use_k else None, p if use_p else None)
+    return Settings(strategy, max_new, stop_at_eos, seed, step_mode)
+
+
+def _memo(name: str, sig: tuple, fn):
+    """Per-user memo of the latest result of one section (recomputed only when its inputs change)."""
+    key = f"generate_memo_{name}"
+    hit = st.session_state.get(key)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    value = fn()
+    st.session_state[key] = (sig, value)
+    return value
+
+
+def _view(step: G.GenStep) -> StepView:
+    ids = F.top_candidates(step.probs, step.filtered_probs, step.token_id, TOP_N)
+    return StepView(step.position, step.token_id, step.token, step.logprob, [], step.probs[ids].numpy(),
+                    step.filtered_probs[ids].numpy(), int(np.nonzero(ids == step.token_id)[0][0]),
+                    step.attention.numpy(), step.stop_reason), ids
+
+
+def full_run(ckpt, ids: list[int], s: Settings) -> list[StepView]:
+    """All steps of this setting; step mode reveals them one per click (the same seed gives the same tokens)."""
+    def compute():
+        views = []
+        for step in G.generate(ckpt.model, ids, strategy=s.strategy, max_new_tokens=s.max_new, seed=s.seed,
+                               use_cache=True, tokenizer=ckpt.tokenizer, stop_at_eos=s.stop_at_eos):
+            v, top = _view(step)
+            v.labels = [_tok(ckpt, int(i)) for i in top]
+            views.append(v)
+        return views
+    return _memo("run", (id(ckpt.model), tuple(ids), s.strategy, s.max_new, s.seed, s.stop_at_eos), compute)
+
+
+def _tok(ckpt, i: int) -> str:
+    return display_token(ckpt.tokenizer, i)
+
+
+def visible_steps(views: list[StepView], ids: list[int], s: Settings) -> list[StepView]:
+    """Step mode: as many steps as clicks (reset when the prompt or settings change)."""
+    if not s.step_mode:
+        return views
+    sig = (tuple(ids), s)
+    if st.session_state.get(SIG) != sig:
+        st.session_state[SIG], st.session_state[STEP_N] = sig, 0
+    n = st.session_state[STEP_N]
+    done = n >= len(views)
+    c1, c2, c3 = st.columns([1, 1, 4])
+    c1.button("Next token ▶", key="generate_next", type="primary", disabled=done,
+              on_click=lambda: st.session_state.update({STEP_N: st.session_state[STEP_N] + 1}))
+    c2.button("Reset", key="generate_reset", on_click=lambda: st.session_state.update({STEP_N: 0}))
+    if n == 0:
+        c3.info("Click **Next token** to generate the first token.")
+    return views[:n]
+
+
+def end_logprob(ckpt, seq: list[int]) -> float | None:
+    """log p(<eos> | whole sequence): the end factor of the lecture's product (None past the context)."""
+    if len(seq) > ckpt.model.config.max_len:
+        return None
+    return float(G.score(ckpt.model, seq, [ckpt.tokenizer.token_to_id(EOS)])[0])
+
+
+def running_table(ckpt, enc: Encoded, views: list[StepView]) -> pd.DataFrame:
+    tokens, lps = [v.token for v in views], [v.logprob for v in views]
+    positions, notes = [v.position for v in views], ["" for _ in views]
+    if views and views[-1].stop_reason == "eos":
+        notes[-1] = "end token (generated)"
+    else:
+        seq = enc.ids + [v.token_id for v in views]
+        end = end_logprob(ckpt, seq)
+        if end is not None:
+            tokens, lps, positions, notes = ([*tokens, EOS], [*lps, end], [*positions, len(seq)],
+                                             [*notes, "end token: p that the text ends here"])
+    return F.sequence_table(tokens, lps, positions, notes)
+
+
+def _steps(ckpt, ids, s: Settings, **kw) -> list[G.GenStep]:
+    args = dict(strategy=s.strategy, max_new_tokens=s.max_new, seed=s.seed, use_cache=True,
+                tokenizer=ckpt.tokenizer, stop_at_eos=s.stop_at_eos)
+    return list(G.generate(ckpt.model, ids, **{**args, **kw}))
+
+
+def render_cache(ckpt, ids: list[int], s: Settings) -> None:
+    """Same tokens and logits with and without the cache; per-token latency as the sequence grows."""
+    st.markdown("The keys and values of earlier tokens never change (the mask stops them looking ahead), so "
+                "they can be **stored** and reused: each new step computes only the new token. Measured here from "
+                "your prompt up to the full context.")
+    n = ckpt.model.config.max_len - len(ids)
+
+    def compute():
+        runs = {}
+        for cache in (True, False):  # best of 3 per token: the server is shared, single timings are noisy
+            tries = [_steps(ckpt, ids, s, use_cache=cache, max_new_tokens=n, stop_at_eos=False) for _ in range(3)]
+            ms = np.min([[st_.seconds * 1000 for st_ in t] for t in tries], axis=0)
+            runs[cache] = ([x.token_id for x in tries[0]], torch.stack([x.logits for x in tries[0]]), ms)
+        diff = (runs[True][1] - runs[False][1]).abs().max().item()
+        return runs[True][0] == runs[False][0], diff, runs[True][2], runs[False][2]
+
+    same, diff, ms_on, ms_off = _memo("cache", (id(ckpt.model), tuple(ids), s.strategy, s.seed), compute)
+    msg = f"the same {len(ms_on)} tokens with and without the cache; largest logit difference {diff:.1e}"
+    (st.success(f"✓ {msg} (≤ 1e-5).") if same and diff <= 1e-5 else st.error(f"✗ {msg}."))
+    lengths = list(range(len(ids), len(ids) + len(ms_on)))
+    show(F.latency_chart(lengths, ms_on, lengths, ms_off, title="Time per new token as the sequence grows"),
+         key="generate_latency", name="kv_cache_latency")
+    st.caption(f"Total: {ms_off.sum():.0f} ms without the cache, {ms_on.sum():.0f} ms with it "
+               f"({ms_off.sum() / max(ms_on.sum(), 1e-9):.1f}× faster) for this small model and "
+               f"{ckpt.model.config.max_len}-token context. Without the cache every step re-reads the whole prefix "
+               "(work grows with its length); with it, only the new token's query, key and value are computed and "
+               "the stored keys and values are reused. `bench/bench_generate.py` measures 512 tokens.")
+
+
+def render_compare(ckpt, ids: list[int], s: Settings) -> None:
+    st.markdown("Several samples from your prompt at a few temperatures (no top-k/top-p), scored by the model's own "
+                "average log-probability and by diversity (distinct n-grams across the samples).")
+    n_samples = st.slider("Samples per strategy", 1, 5, 3, key="generate_samples")
+    strategies = [("greedy", G.GREEDY), *[(f"T={t:g}", G.Sampling(temperature=t)) for t in TEMPERATURES]]
+
+    def compute():
+        rows, summary = [], []
+        for name, strat in strategies:
+            runs = [_steps(ckpt, ids, s, strategy=strat, seed=s.seed + i, attention=False)
+                    for i in range(1 if strat.is_greedy else n_samples)]
+            for i, r in enumerate(runs):
+                rows.append({"strategy": name, "sample": i + 1, "text": " ".join(x.token for x in r),
+                             "avg log p": G.average_logprob([x.logprob for x in r])})
+            toks = [[x.token_id for x in r] for r in runs]
+            summary.append({"strategy": name, "avg log p": float(np.mean([G.average_logprob(
+                [x.logprob for x in r]) for r in runs])), "distinct-1": G.distinct_n(toks, 1),
+                "distinct-2": G.distinct_n(toks, 2)})
+        return pd.DataFrame(rows), pd.DataFrame(summary)
+
+    samples, summary = _memo("compare", (id(ckpt.model), tuple(ids), s.max_new, s.seed, s.stop_at_eos, n_samples),
+                             compute)
+    c1, c2 = st.columns([3, 2])
+    c1.dataframe(samples, hide_index=True, key="generate_samples_table",
+                 column_config={"avg log p": st.column_config.NumberColumn(format="%.2f")})
+    with c2:
+        show(F.strategy_scatter(summary, title="Likely vs diverse"), key="generate_strategy_scatter",
+             name="strategies", exports=False)
+    st.dataframe(summary, hide_index=True, key="generate_summary_table")
+    st.caption("Low temperature: likely but repetitive text (high average log p, few distinct n-grams). High "
+               "temperature: more diverse, less likely text. Greedy is one sample: it is deterministic.")
+
+
+def render_teacher(ckpt, ids: list[int] | None = None, s: Settings | None = None) -> None:
+    st.markdown("**Teacher forcing** scores a given sentence with the *true* prefix at every position, all "
+                "positions in one pass. **Free running** lets the model continue from the same context on its own.")
+    text = st.text_input("Sentence", "please send the report", key="generate_tf_text", max_chars=500)
+    enc = encode(ckpt.tokenizer, text, max_len=ckpt.model.config.max_len - 2, bos=True)
+    if len(enc.ids) < 3:
+        st.warning("Type a sentence of at least two words: the first is the context, the rest is scored.")
+        return
+    k = st.slider("Context words given to the model", 1, len(enc.ids) - 2, 1, key="generate_tf_k")
+    context, truth = enc.ids[:k + 1], [*enc.ids[k + 1:], ckpt.tokenizer.token_to_id(EOS)]
+    forced = G.score(ckpt.model, context, truth)
+    separate = G.score_stepwise(ckpt.model, context, truth)
+    with torch.no_grad():
+        top = ckpt.model(torch.tensor([context + truth[:-1]], device=ckpt.model.device)).logits[0, k:].argmax(-1)
+    free = list(G.generate(ckpt.model, context, strategy="greedy", max_new_tokens=len(truth),
+                           tokenizer=ckpt.tokenizer, attention=False))
+    n = max(len(truth), len(free))
+    pad = lambda xs: [*xs, *[None] * (n - len(xs))]  # noqa: E731
+    df = pd.DataFrame({
+        "position": range(k + 1, k + 1 + n),
+        "true token": pad([display_token(ckpt.tokenizer, i) for i in truth]),
+        "p(true | true prefix)": pad(forced.exp().tolist()),
+        "model's top pick (true prefix)": pad([display_token(ckpt.tokenizer, int(i)) for i in top]),
+        "free running: own token": pad([x.token for x in free]),
+        "p(own | own prefix)": pad([math.exp(x.logprob) for x in free]),
+    })
+    st.dataframe(df, hide_index=True, key="generate_tf_table")
+    err = (forced - separate).abs().max().item()
+    ok = err < 1e-5
+    (st.success if ok else st.error)(
+        f"{'✓' if ok else '✗'} One teacher-forced pass (all {len(truth)} predictions at once) equals "
+        f"{len(truth)} separate runs on each true prefix: max difference {err:.1e} in log p.")
+    st.caption(f"Teacher forcing: log p(sentence incl. <eos> | context) = Σ log p = {forced.sum().item():.2f}. "
+               f"Free running feeds the model its own choices: Σ log p = "
+               f"{sum(x.logprob for x in free):.2f} over {len(free)} tokens. Training uses teacher forcing; "
+               "generation must run free, so an early mistake changes everything after it.")
+
+
+def render_context(ckpt, ids: list[int], s: Settings | None = None) -> None:
+    max_len = ckpt.model.config.max_len
+    st.markdown(f"This model reads at most **{max_len} tokens**. When the text fills that context, generation "
+                "**stops** with a message. (A sliding window would silently forget the start of the prompt.)")
+    steps = _memo("context", (id(ckpt.model), tuple(ids)), lambda: [
+        (x.position, x.stop_reason) for x in G.generate(ckpt.model, ids, strategy="greedy", max_new_tokens=max_len,
+                                                        stop_at_eos=False, attention=False)])
+    last, reason = steps[-1]
+    st.info(f"Greedy from your prompt without stopping at <eos>: {len(steps)} new tokens, then it stopped because "
+            + G.stop_message(reason, max_len))
+    ok = reason == "context" and last == max_len - 1
+    (st.success if ok else st.error)(f"{'✓' if ok else '✗'} The sequence ends at position {last} "
+                                     f"(positions 0..{max_len - 1} = {max_len} tokens, the model's context).")
+
+
+TABS = {"KV cache": render_cache, "Compare strategies": render_compare,
+        "Teacher forcing vs free running": render_teacher, "Context limit": render_context}
