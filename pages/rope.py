@@ -20,21 +20,21 @@ live_base = cfg.rope_base if cfg.pos_encoding == "rope" else 10000.0
 st.caption(f"Pair and score views use d_k = {live_dk} and base {live_base:,.0f}"
            + (" (the sidebar model's heads)." if cfg.pos_encoding == "rope" else "."))
 
-tabs = st.tabs(["Worked example", "Pair rotation", "Angles & wavelengths", "Relative scores",
-                "Base & context extension", "Length experiment", "Where RoPE acts", "Conventions"])
+tabs = st.tabs(["Worked example", "Pair rotation", "Angles", "Relative scores", "Context extension",
+                "Length test", "Where it acts", "Conventions"])
 with tabs[0], guard("worked example"):
     sections.worked_example()
 with tabs[1], guard("pair rotation"):
     sections.pair_rotation(live_dk, live_base)
-with tabs[2], guard("angles & wavelengths"):
+with tabs[2], guard("angles and wavelengths"):
     sections.angles_and_wavelengths(live_dk, live_base)
 with tabs[3], guard("relative scores"):
     sections.relative_scores(live_dk, live_base)
-with tabs[4], guard("base & context extension"):
+with tabs[4], guard("base and context extension"):
     sections.context_extension(cfg.max_len if cfg.pos_encoding == "rope" else 4096)
 with tabs[5], guard("length experiment"):
     sections.length_experiment()
-with tabs[6], guard("where rope acts"):
+with tabs[6], guard("where RoPE acts"):
     sections.where_rope_acts()
 with tabs[7], guard("conventions"):
     sections.conventions()

@@ -45,7 +45,7 @@ def test_rope_shift_slider_keeps_the_displayed_score(page):
     assert "✓ shifting both positions by 5" in page.locator('[data-testid="stAlert"]').filter(
         has_text="shifting both").inner_text()
     screenshot(page, "rope_pair_rotation")
-    for tab in ("Base & context extension", "Where RoPE acts"):
+    for tab in ("Context extension", "Where it acts"):
         page.get_by_role("tab", name=tab).click()
         page.wait_for_timeout(500)
         screenshot(page, "rope_" + tab.split()[0].lower())

@@ -27,7 +27,7 @@ def pair_arrows(vectors: dict[str, Sequence[float]], title: str | None = None) -
             marker=dict(size=[0, 12], symbol="arrow", angleref="previous", color=color),
             hovertemplate=f"{escape(name)}<br>(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
     lim = 1.15 * r
-    fig.update_xaxes(range=[-lim, lim], title="first dim of the pair", zeroline=True)
+    fig.update_xaxes(range=[-lim, lim], title="first dim of the pair", zeroline=True, constrain="domain")
     fig.update_yaxes(range=[-lim, lim], title="second dim of the pair", zeroline=True, scaleanchor="x")
     return base_layout(fig, title, height=420)
 
@@ -122,6 +122,7 @@ def length_losses(table: pd.DataFrame, labels: dict[str, str], title: str | None
         name = f"{model}: {labels.get(method, method)}" if method != "none" else f"{model}"
         fig.add_trace(go.Scatter(x=g["length"], y=g["loss"], mode="lines+markers", name=escape(name),
                                  hovertemplate=f"{escape(name)}<br>length %{{x}}<br>loss %{{y:.3f}}<extra></extra>"))
-    fig.update_xaxes(title="context length (tokens)", type="log")
+    lengths = sorted({int(v) for v in table["length"].dropna()})
+    fig.update_xaxes(title="context length (tokens)", type="log", tickvals=lengths, ticktext=[str(v) for v in lengths])
     fig.update_yaxes(title="held-out loss (nats / token)")
     return base_layout(fig, title, height=420)

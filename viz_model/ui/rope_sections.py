@@ -81,6 +81,8 @@ def pair_rotation(d_k: int, base: float) -> None:
                  help="(s − t)·θ_i, wrapped to (−180°, 180°]")
     right.metric("score ⟨R_t q, R_s k⟩ (all pairs)", f"{now['score']:.6f}")
     right.metric("this pair's share of the score", f"{now['pair_score']:.6f}")
+    left.caption("Move *shift both by*: both arrows turn by the same angle, so the angle between them — and "
+                 "the score — stay put.")
     err = max(abs(now["score"] - ref["score"]), abs(now["angle"] - ref["angle"]) % (2 * math.pi))
     with right:
         verdict(err, 1e-9, f"shifting both positions by {shift} leaves the angle and the score unchanged")
@@ -214,7 +216,9 @@ def length_experiment() -> None:
     missing = [k for k in ("enc-sinusoidal", "enc-learned") if k not in shipped]
     if missing:
         st.caption("Not installed yet, so left out: " + ", ".join(missing) + ".")
-    if not st.button("Run the length experiment", key="rope_len_run"):
+    if st.button("Run the length experiment", key="rope_len_run"):
+        st.session_state["rope_len_ran"] = True  # later reruns redraw the (cached) result
+    if not st.session_state.get("rope_len_ran"):
         return
     bar = st.progress(0.0, text="starting…")
     frames, jobs = [], [(k, m) for k in keys for m in MULTIPLES]
@@ -223,15 +227,21 @@ def length_experiment() -> None:
         entry = shipped.get(key)
         path = entry.path if entry else None
         mtime = Path(path).stat().st_mtime if path else 0.0
-        frames.append(_cell(key, path, mtime, m).assign(model=key))
+        try:
+            frames.append(_cell(key, path, mtime, m).assign(model=key))
+        except ValueError as err:  # one unreadable model should not hide the others
+            frames.append(pd.DataFrame([{"model": key, "method": "none", "multiple": m, "length": None,
+                                         "loss": float("nan"), "note": f"could not be run ({err})"}]))
     bar.progress(1.0, text="done")
     table = pd.concat(frames, ignore_index=True)
     show(rfigs.length_losses(table, rope.ROPE_SCALING_LABELS, "Held-out loss against context length"),
                     key="rope_len_fig", name="rope_length_experiment")
     for note in sorted({f"{r.model}: {r.note}" for r in table.itertuples() if r.note}):
         st.caption(note)
-    st.dataframe(table.pivot_table(index=["model", "method"], columns="length", values="loss", sort=False),
-                 key="rope_len_table")
+    st.caption("Lower is better. A line that climbs past 1× is a model reading positions it never saw in training.")
+    wide = table.assign(method=table["method"].map(rope.ROPE_SCALING_LABELS)).pivot_table(
+        index=["model", "method"], columns="length", values="loss", sort=False)
+    st.dataframe(wide.style.format("{:.3f}", na_rep="—"), key="rope_len_table")
 
 
 # -- where RoPE operates --------------------------------------------------------------------------------
