@@ -7,7 +7,6 @@ import streamlit as st
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.common import png_config
 from viz_model.figures.pipeline import entropy_bars
-from viz_model.masks import bidirectional_mask, causal_mask
 from viz_model.ui import explorer as ui
 from viz_model.ui.sidebar import current_model
 
@@ -48,15 +47,17 @@ with st.expander("Knobs that re-run the model", expanded=False):
         st.caption(f"Without 1/√d_k (= 1/{np.sqrt(cfg.d_k):.3g}) the scores are larger, so softmax rows saturate: "
                    "watch the row entropies drop below.")
 
-mask = causal_mask(T) if mask_kind == "causal" else bidirectional_mask(T)
-data = ui.cached_trace(model, ui.model_id(ckpt), tuple(enc.ids), ui.mask_tuple(mask), scale_on, float(temperature))
+mask = np.tri(T, dtype=bool) if mask_kind == "causal" else np.ones((T, T), dtype=bool)
+bits = ui.mask_bits(mask)
+data = ui.cached_trace(model, ui.model_id(ckpt), tuple(enc.ids), bits, scale_on, float(temperature))
+tkey = (ui.model_id(ckpt), tuple(enc.ids), tuple(tokens), bits, scale_on, float(temperature))  # figure cache key
 probs = data["probs"]  # (L, H, T, T)
 roles = ui.head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
 
 st.subheader("All heads at a glance")
-st.plotly_chart(attention_grid(probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads",
-                               allowed=data["allowed"]),
-                key="explorer_grid", config=png_config("attention_grid"))
+grid = ui.cached_figure("grid", (*tkey, str(roles)), lambda: attention_grid(
+    probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads", allowed=data["allowed"]))
+st.plotly_chart(grid, key="explorer_grid", config=png_config("attention_grid"))
 if roles is None:
     st.caption("Head roles appear here once the model's metadata has them (measured by viz_model/heads.py).")
 
@@ -69,8 +70,9 @@ if roles and roles[layer][head]:
 
 big = probs[layer].mean(0) if average else probs[layer, head]
 title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
-st.plotly_chart(attention_heatmap(big, tokens, allowed=data["allowed"], title=title), key="explorer_head_map",
-                config=png_config(f"attention_L{layer}_H{'avg' if average else head}"))
+fig = ui.cached_figure("head", (*tkey, layer, head, average),
+                       lambda: attention_heatmap(big, tokens, allowed=data["allowed"], title=title))
+st.plotly_chart(fig, key="explorer_head_map", config=png_config(f"attention_L{layer}_H{'avg' if average else head}"))
 err = float(np.abs(big.sum(-1) - 1).max())
 ui.check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells are blocked by the mask "
                           "(weight exactly 0), not learned zeros.")
@@ -87,15 +89,16 @@ step = st.segmented_control("Show step", range(len(steps)), default=1, key="expl
                             format_func=lambda i: steps[i].title.split(". ")[1])
 if step is not None:
     st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")
-    ui.render_step(step, data, layer, head, tokens, "explorer")
+    ui.render_step(step, data, layer, head, tokens, "explorer", tkey)
 
 st.subheader("Query focus")
-ui.render_query_focus(data, layer, head, tokens, probs[layer, head], "explorer")
+ui.render_query_focus(data, layer, head, tokens, "explorer", tkey)
 
 st.subheader("How sharp is each row?")
 ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
 uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
-st.plotly_chart(entropy_bars(ent, tokens, max_entropy=uniform), key="explorer_entropy",
-                config=png_config("row_entropy"))
+st.plotly_chart(ui.cached_figure("entropy", (*tkey, layer, head, average),
+                                 lambda: entropy_bars(ent, tokens, max_entropy=uniform)),
+                key="explorer_entropy", config=png_config("row_entropy"))
 st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "
            "Turn off the 1/√d_k scaling or lower the temperature: rows saturate towards one key.")

@@ -35,12 +35,16 @@ def test_heatmap_keeps_duplicates_distinct_and_specials_literal():
 def test_heatmap_hover_names_query_and_key_and_masked_cells_differ_from_zero():
     p = causal_probs(T)
     fig = attention_heatmap(p, TOKENS, allowed=masks.causal_mask(T))
-    att = trace(fig, "attention")
-    assert att.hovertext[1][0] == f"query 1 'cat' → key 0 'the': {p[1, 0]:.3f}"
-    assert att.hovertext[0][1].endswith("masked (−∞)")
-    assert math.isnan(att.z[0][1]) and att.z[1][0] == pytest.approx(p[1, 0])  # a hole, not a 0
-    assert trace(fig, "masked").z[0][1] == 1.0 and math.isnan(trace(fig, "masked").z[1][0])
-    assert att.text[1][0] == str(round(p[1, 0], 2)) and att.text[0][1] == "×"  # values printed when T <= 16
+    att, grey = trace(fig, "attention"), trace(fig, "masked")
+    # the hover label is built from the (escaped, numbered) axis labels: "query '1 cat' → key '0 the': 0.620"
+    assert att.hovertemplate == "query '%{y}' → key '%{x}': %{z:.3f}<extra></extra>"
+    assert list(att.y) == list(att.x) == list(fig.layout.yaxis.ticktext) and fig.layout.yaxis.type == "category"
+    assert "masked (−∞)" in grey.hovertemplate
+    assert math.isnan(att.z[0][1]) and att.z[1][0] == pytest.approx(p[1, 0])  # a hole, not a 0 ...
+    assert grey.z[0][1] == 1.0 and math.isnan(grey.z[1][0])                   # ... drawn grey beneath
+    assert fig.data[0].name == "masked"                                       # underlay first
+    assert att.text[1][0] == str(round(p[1, 0], 2)) and att.text[0][1] == ""  # values printed when T <= 16
+    assert grey.text[0][1] == "×"
 
 
 def test_heatmap_prints_values_only_up_to_16_tokens():
@@ -53,7 +57,9 @@ def test_grid_has_one_panel_per_head_and_greys_masked_cells():
     heads = [t for t in fig.data if not t.name.endswith("masked")]
     assert [t.name for t in heads] == [f"L{l}H{h}" for l in range(2) for h in range(3)]
     assert len(fig.data) == 12 and all(t.type == "heatmap" for t in fig.data)
-    assert "query '1 cat' → key '0 the'" in heads[0].hovertext[1][0] and heads[0].hovertext[0][1].endswith("(−∞)")
+    assert heads[0].hovertemplate.startswith("L0 H0: query '%{y}' → key '%{x}'")
+    assert list(heads[0].x)[2] == "2 &lt;pad&gt;"
+    assert all("masked (−∞)" in t.hovertemplate for t in fig.data if t.name.endswith("masked"))
     assert "prev 0.9" in fig.layout.annotations[0].text
     assert all(t.zmin == 0 and t.zmax == 1 for t in heads)  # one shared colour scale
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+import pyarrow as pa
 import streamlit as st
 import torch
 
@@ -54,9 +57,13 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
 
 
 def token_chips(enc: Encoded) -> None:
-    """Tokens as a row of labelled cells with their ids (st.dataframe: no HTML, shown exactly as typed)."""
-    df = pd.DataFrame({"token": enc.tokens, "vocabulary entry": enc.pieces, "id": [str(i) for i in enc.ids]})
-    st.dataframe(df.T.rename(columns=lambda i: f"{i}"), width="stretch")
+    """Tokens as a row of labelled cells with their ids (st.dataframe: no HTML, shown exactly as typed).
+
+    Built as an all-string Arrow table: a transposed pandas frame of mixed types is slow to convert at T = 64.
+    """
+    cols = {"": ["token", "vocabulary entry", "id"]}
+    cols.update({str(i): [t, p, str(x)] for i, (t, p, x) in enumerate(zip(enc.tokens, enc.pieces, enc.ids))})
+    st.dataframe(pa.table(cols), hide_index=True, width="stretch")
 
 
 def tokenizer_comparison(text: str, model_tok) -> pd.DataFrame | None:
@@ -74,11 +81,16 @@ def tokenizer_comparison(text: str, model_tok) -> pd.DataFrame | None:
 
 # -- cached traces ----------------------------------------------------------------------------------
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: tuple | None = None,
+def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None = None,
                  scale_scores: bool = True, temperature: float = 1.0) -> dict:
-    """One traced forward pass as numpy arrays (B dropped), plus the recomputation checks per layer."""
+    """One traced forward pass as numpy arrays (B dropped), plus the recomputation checks per layer.
+
+    attn_mask is mask_bits(mask): packed bytes hash fast, a T x T tuple of bools would not.
+    """
     model = _model
-    mask = None if attn_mask is None else torch.tensor(attn_mask, dtype=torch.bool)
+    T = len(ids)
+    mask = None if attn_mask is None else torch.from_numpy(
+        np.unpackbits(np.frombuffer(attn_mask, dtype=np.uint8))[: T * T].reshape(T, T).astype(bool))
     with torch.no_grad():
         out = model(torch.tensor([ids], device=model.device), trace=True, attn_mask=mask,
                     scale_scores=scale_scores, temperature=temperature)
@@ -95,8 +107,20 @@ def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: tuple 
     return data
 
 
-def mask_tuple(mask: torch.Tensor | np.ndarray | None) -> tuple | None:
-    return None if mask is None else tuple(map(tuple, np.asarray(mask, dtype=bool).tolist()))
+def mask_bits(mask: torch.Tensor | np.ndarray | None) -> bytes | None:
+    """A (T, T) bool mask as packed bytes: a cheap, exact cache key."""
+    return None if mask is None else np.packbits(np.asarray(mask, dtype=bool)).tobytes()
+
+
+@st.cache_resource(max_entries=96, show_spinner=False)
+def _figure(name: str, key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
+    return _build()
+
+
+def cached_figure(name: str, key: tuple, build: Callable[[], go.Figure]) -> go.Figure:
+    """Build a figure once per exact input (key) for the whole server: 60 students on the same example sentence
+    share it. Safe because st.plotly_chart only reads the figure (it serialises a copy via to_dict)."""
+    return _figure(name, key, build)
 
 
 # -- head roles -------------------------------------------------------------------------------------
@@ -161,8 +185,9 @@ def check_line(ok: bool, text: str) -> None:
     (st.success if ok else st.error)(("✓ " if ok else "✗ ") + text)
 
 
-def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], prefix: str) -> None:
-    """Draw pipeline step i (0-based) for one head, with its live check."""
+def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: tuple) -> None:
+    """Draw pipeline step i (0-based) for one head, with its live check; figures cached per exact input."""
+    key = (*key, i, layer, head)
     c = data["checks"][layer]
     allowed = data["allowed"]
     cfg_png = png_config(f"pipeline_step{i + 1}_L{layer}_H{head}")
@@ -170,8 +195,9 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
     if i == 0:
         cols = st.columns(3)
         for col, name in zip(cols, ("q", "k", "v")):
-            fig = matrix_heatmap(data[name][layer, head], tokens, title=name.upper(), value_name=name.upper(),
-                                 row_title="token", col_title="d_k", show_values=False)
+            fig = cached_figure(name, key, lambda n=name: matrix_heatmap(
+                data[n][layer, head], tokens, title=n.upper(), value_name=n.upper(), row_title="token",
+                col_title="d_k", show_values=False))
             col.plotly_chart(fig, key=f"{prefix}_step_{name}", config=cfg_png)
         check_line(c["qkv"] < 1e-4, f"Q, K, V recomputed from X and the weights match the trace "
                                     f"(max error {c['qkv']:.1e}).")
@@ -179,23 +205,25 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
     if i in (1, 2, 3):
         val = {1: s, 2: np.where(allowed, 0.0, -np.inf), 3: np.where(allowed, s, -np.inf)}[i]
         name = {1: "S", 2: "M", 3: "S + M"}[i]
-        fig = matrix_heatmap(val, tokens, tokens, col_tokens=True, allowed=allowed if i != 1 else None,
-                             value_name=name, col_title="key", title=f"{name}, layer {layer} head {head}")
+        fig = cached_figure("step", key, lambda: matrix_heatmap(
+            val, tokens, tokens, col_tokens=True, allowed=allowed if i != 1 else None, value_name=name,
+            col_title="key", title=f"{name}, layer {layer} head {head}"))
         st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
         if i == 1:
             check_line(c["scores"] < 1e-4, f"S recomputed as Q·Kᵀ·{data['scale']:.4g} matches the trace "
                                            f"(max error {c['scores']:.1e}).")
         return
     if i == 4:
-        fig = attention_heatmap(data["probs"][layer, head], tokens, allowed=allowed,
-                                title=f"A, layer {layer} head {head}")
+        fig = cached_figure("step", key, lambda: attention_heatmap(
+            data["probs"][layer, head], tokens, allowed=allowed, title=f"A, layer {layer} head {head}"))
         st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
         check_line(c["row_sums"] < 1e-5, f"Rows sum to 1, max error {c['row_sums']:.0e}; blocked cells carry "
                                          f"weight {c['masked_weight']:.0e}.")
         return
     if i == 5:
-        fig = matrix_heatmap(data["head_out"][layer, head], tokens, value_name="A·V", row_title="query",
-                             col_title="d_k", title="head_out = A·V", show_values=False)
+        fig = cached_figure("step", key, lambda: matrix_heatmap(
+            data["head_out"][layer, head], tokens, value_name="A·V", row_title="query", col_title="d_k",
+            title="head_out = A·V", show_values=False))
         st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
         check_line(c["head_out"] < 1e-4, f"A·V recomputed from the trace equals head_out "
                                          f"(max error {c['head_out']:.1e}).")
@@ -204,25 +232,30 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
         concat = np.concatenate(list(data["head_out"][layer]), axis=-1)  # (T, H*d_k)
         d_k = data["head_out"].shape[-1]
         labels = [f"h{j // d_k}:{j % d_k}" for j in range(concat.shape[1])]
-        st.plotly_chart(matrix_heatmap(concat, tokens, labels, value_name="concat", row_title="query",
-                                       col_title="head:feature", title="All heads side by side", show_values=False),
-                        key=f"{prefix}_step_mat", config=cfg_png)
+        fig = cached_figure("step", key, lambda: matrix_heatmap(
+            concat, tokens, labels, value_name="concat", row_title="query", col_title="head:feature",
+            title="All heads side by side", show_values=False))
+        st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
         st.caption(f"Columns {head * d_k}–{(head + 1) * d_k - 1} are this head's output.")
         return
-    st.plotly_chart(matrix_heatmap(data["attn_out"][layer], tokens, value_name="attn_out", row_title="query",
-                                   col_title="d_model", title="attn_out = concat·W_O + b", show_values=False),
-                    key=f"{prefix}_step_mat", config=cfg_png)
+    fig = cached_figure("step", key, lambda: matrix_heatmap(
+        data["attn_out"][layer], tokens, value_name="attn_out", row_title="query", col_title="d_model",
+        title="attn_out = concat·W_O + b", show_values=False))
+    st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
     check_line(c["attn_out"] < 1e-4, f"concat·W_O + b recomputed equals the layer's attention output "
                                      f"(max error {c['attn_out']:.1e}).")
 
 
-def render_query_focus(data: dict, layer: int, head: int, tokens: list[str], probs: np.ndarray, prefix: str) -> None:
-    """Pick a query token: its attention row as bars and the value vectors it mixes."""
+def render_query_focus(data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: tuple) -> None:
+    """Pick a query token: its attention row as bars and the value vectors it mixes (this head)."""
     labels = [f"{i} {t}" for i, t in enumerate(tokens)]
     qi = st.selectbox("Query token", range(len(tokens)), format_func=lambda i: labels[i],
                       index=len(tokens) - 1, key=f"{prefix}_query")
+    probs = data["probs"][layer, head]
+    key = (*key, layer, head, qi)
     c1, c2 = st.columns(2)
-    c1.plotly_chart(query_bars(probs[qi], tokens, tokens[qi], allowed=data["allowed"][qi]), key=f"{prefix}_bars",
-                    config=png_config(f"query_{qi}"))
-    c2.plotly_chart(value_mix(probs[qi], data["v"][layer, head], tokens, tokens[qi]), key=f"{prefix}_mix",
-                    config=png_config(f"value_mix_{qi}"))
+    c1.plotly_chart(cached_figure("bars", key, lambda: query_bars(probs[qi], tokens, tokens[qi],
+                                                                  allowed=data["allowed"][qi])),
+                    key=f"{prefix}_bars", config=png_config(f"query_{qi}"))
+    c2.plotly_chart(cached_figure("mix", key, lambda: value_mix(probs[qi], data["v"][layer, head], tokens, tokens[qi])),
+                    key=f"{prefix}_mix", config=png_config(f"value_mix_{qi}"))

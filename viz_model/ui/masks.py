@@ -13,7 +13,7 @@ from viz_model.figures.common import png_config
 from viz_model.figures.masks import dependency_figure, mask_panels
 from viz_model.figures.pipeline import row_sum_bars
 from viz_model.tokenizer import PAD, encode
-from viz_model.ui.explorer import cached_trace, check_line, mask_tuple, model_id
+from viz_model.ui.explorer import cached_trace, check_line, mask_bits, model_id
 from viz_model.ui.models import available_models, load_model
 
 GALLERY = {"causal": "Causal (decoder)", "bidirectional": "Bidirectional (encoder)", "padding": "Padding",
@@ -60,7 +60,7 @@ def custom_editor(T: int, prefix: str) -> np.ndarray:
 def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: str, allowed: np.ndarray,
                    layer: int, head: int) -> None:
     """Run the live model under the mask; the four panels; ✓ on blocked weight and row sums."""
-    data = cached_trace(ckpt.model, model_id(ckpt), tuple(ids), mask_tuple(allowed))
+    data = cached_trace(ckpt.model, model_id(ckpt), tuple(ids), mask_bits(allowed))
     eff_allowed = data["allowed"]  # what the model really used (empty rows get their own key)
     s, p = data["scores"][layer, head], data["probs"][layer, head]
     st.plotly_chart(mask_panels(eff_allowed, s, p, tokens, title=f"{GALLERY[kind]} mask, layer {layer} head {head}"),
