@@ -1,0 +1,67 @@
+"""Every shipped checkpoint loads, reproduces its recorded held-out loss, and its head roles recompute."""
+
+import pytest
+import torch
+
+from viz_model import ASSETS_DIR, heads
+from viz_model.checkpoint import load_checkpoint
+from viz_model.data import TaskData
+from viz_model.train import evaluate
+
+MODELS = ("classroom", "enc-none", "enc-sinusoidal", "enc-learned", "enc-rope", "induction")
+KEYS = ("title", "description", "task", "pos_encoding", "steps", "seed", "train_loss", "heldout_loss",
+        "next_token_accuracy", "train_seconds", "head_roles")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def ckpt(request):
+    return load_checkpoint(ASSETS_DIR / "models" / f"{request.param}.safetensors")
+
+
+def test_metadata_is_complete(ckpt):
+    meta = ckpt.metadata
+    assert all(k in meta for k in KEYS), sorted(set(KEYS) - set(meta))
+    assert meta["pos_encoding"] == ckpt.model.config.pos_encoding
+    n = ckpt.model.config.n_layers * ckpt.model.config.n_heads
+    assert len(meta["head_roles"]) == n
+
+
+def test_reproduces_recorded_heldout_loss(ckpt):
+    meta = ckpt.metadata
+    loss, acc = evaluate(ckpt.model, TaskData(meta["task"], ckpt.tokenizer, seed=meta["seed"]))
+    assert loss == pytest.approx(meta["heldout_loss"], rel=0.01)
+    assert acc == pytest.approx(meta["next_token_accuracy"], abs=0.01)
+
+
+def test_head_roles_recompute_to_the_metadata(ckpt):
+    meta = ckpt.metadata
+    fresh = heads.head_roles(ckpt.model, ckpt.tokenizer, meta["task"])
+    for got, want in zip(fresh, meta["head_roles"], strict=True):
+        assert (got["layer"], got["head"], got["role"]) == (want["layer"], want["head"], want["role"])
+        for role in heads.ROLES:
+            assert got["scores"][role] == pytest.approx(want["scores"][role], abs=0.02)
+
+
+def test_classroom_model_has_a_coreference_head_and_a_previous_token_head():
+    meta = load_checkpoint(ASSETS_DIR / "models" / "classroom.safetensors").metadata
+    assert heads.best_head(meta["head_roles"], "coreference")["scores"]["coreference"] >= 0.8
+    assert heads.best_head(meta["head_roles"], "previous-token")["scores"]["previous-token"] >= 0.5
+
+
+def test_induction_model_has_an_induction_head_in_layer_one():
+    meta = load_checkpoint(ASSETS_DIR / "models" / "induction.safetensors").metadata
+    best = heads.best_head(meta["head_roles"], "induction")
+    assert best["layer"] == 1 and best["role"] == "induction"
+
+
+def test_shipped_models_are_small():
+    total = sum(p.stat().st_size for p in (ASSETS_DIR / "models").iterdir())
+    assert total < 8 * 2**20
