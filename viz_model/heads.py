@@ -74,16 +74,21 @@ def coreference_scores(model: TinyTransformer, tokenizer, n: int = N_SEQUENCES) 
 
 
 def induction_scores(model: TinyTransformer, tokenizer, n: int = 64) -> torch.Tensor:
-    """(L, H): attention from the second copy of a repeated random sequence to 'the token after last time'."""
+    """(L, H): attention from the second copy of a repeated random sequence to 'the token after last time'.
+
+    Lengths vary (6..10) so that a head attending at a fixed distance cannot pass for an induction head.
+    """
     rng = random.Random(SEED)
     bos = tokenizer.token_to_id("<bos>")
-    exs = [toy_example("induction", rng, 8, 8) for _ in range(n)]
+    exs = [toy_example("induction", rng, 6, 10) for _ in range(n)]
     seqs = [[bos, *(tokenizer.token_to_id(w) for w in ex.words)] for ex in exs]
-    probs = _probs(model, seqs, model.config.pad_id)  # (L, B, H, 17, 17)
-    half = 8
-    q = torch.arange(1 + half, 1 + 2 * half)        # second copy positions (with <bos> at 0)
-    k = q - half + 1                                # the token that followed this one the first time
-    return probs[..., q, k].mean(dim=(1, 3))
+    probs = _probs(model, seqs, model.config.pad_id)  # (L, B, H, T, T)
+    per_seq = []
+    for i, ex in enumerate(exs):
+        half = len(ex.words) // 2
+        q = torch.arange(1 + half, 1 + 2 * half)    # second copy positions (with <bos> at 0)
+        per_seq.append(probs[:, i, :, q, q - half + 1].mean(-1))  # the token that followed it last time
+    return torch.stack(per_seq, 1).mean(1)
 
 
 def score_heads(model: TinyTransformer, tokenizer, task: str = "lm") -> dict[str, torch.Tensor]:
