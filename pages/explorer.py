@@ -60,6 +60,12 @@ grid = ui.cached_figure("grid", (*tkey, str(roles)), lambda: attention_grid(
 st.plotly_chart(grid, key="explorer_grid", config=png_config("attention_grid"))
 if roles is None:
     st.caption("Head roles appear here once the model's metadata has them (measured by viz_model/heads.py).")
+elif (table := ui.head_roles_table(ckpt.metadata)) is not None:
+    with st.expander("Head roles, measured on held-out text when the model was trained"):
+        st.dataframe(table, hide_index=True, width="stretch")
+        st.caption("previous-token: attends to t−1 · first-token: parks attention on <bos> (a sink) · self: attends "
+                   "to itself · coreference: a pronoun attends to its noun · induction: copies what followed the "
+                   "same token before · broad: no single pattern clears its bar.")
 
 c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", range(cfg.n_layers), key="explorer_layer")

@@ -68,9 +68,12 @@ def test_matrix_heatmap_shows_minus_infinity_as_text_and_a_grey_cell():
     s = np.arange(T * T, dtype=float).reshape(T, T) - 10
     s[~masks.causal_mask(T).numpy()] = -np.inf
     fig = matrix_heatmap(s, TOKENS, TOKENS, col_tokens=True, value_name="S + M", col_title="key")
-    main = trace(fig, "S + M")
-    assert main.text[0][1] == "−∞" and math.isnan(main.z[0][1]) and main.z[1][0] == s[1, 0]
-    assert main.hovertext[0][1] == "query token 0 the · key 1 cat: −∞"
+    main, grey = trace(fig, "S + M"), trace(fig, "masked")
+    assert grey.text[0][1] == "−∞" and grey.z[0][1] == 1.0 and math.isnan(grey.z[1][0])
+    assert math.isnan(main.z[0][1]) and main.z[1][0] == s[1, 0] and main.text[1][0] == f"{s[1, 0]:.2f}"
+    assert main.hovertemplate == "query token %{y} · key %{x}: %{z:.3g}<extra></extra>"
+    assert grey.hovertemplate == "query token %{y} · key %{x}: −∞<extra></extra>"
+    assert list(main.y) == ["0 the", "1 cat", "2 &lt;pad&gt;", "3 the", "4 &lt;b&gt;x&lt;/b&gt;"]
     assert main.zmin == -main.zmax  # diverging scale centred at 0
     assert list(fig.layout.xaxis.ticktext)[2] == "2 &lt;pad&gt;"
 

@@ -47,30 +47,29 @@ def matrix_heatmap(
         cols = token_labels(col_labels) if col_tokens else [escape(c) for c in col_labels]
     if len(cols) != C:
         raise ValueError(f"matrix has {C} columns but {len(cols)} column labels were given.")
-    cell = np.where(ok, np.vectorize(lambda x: f"{x:.3g}")(np.where(ok, m, 0.0)), "−∞")
-    hover = [[f"{row_title} {rows[i]} · {col_title} {cols[j]}: {cell[i, j]}" for j in range(C)] for i in range(R)]
-    z = np.where(ok, m, np.nan)
-    bound = float(np.nanmax(np.abs(z))) if ok.any() else 1.0
     show_values = max(R, C) <= 16 if show_values is None else show_values
-    fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(C)), y=list(range(R)), name=value_name,
-        colorscale=DIVERGING if diverging else SEQUENTIAL,
-        zmin=-bound if diverging else None, zmax=bound if diverging else None,
-        text=np.where(ok, np.vectorize(lambda x: f"{x:.2f}")(np.where(ok, m, 0.0)), "−∞") if show_values else None,
-        texttemplate="%{text}" if show_values else None,
-        hovertext=hover, hoverinfo="text", hoverongaps=True,
-        colorbar=dict(title=dict(text=escape(value_name), side="right"), thickness=12),
-    ))
-    if not ok.all():
+    where = f"{escape(row_title)} %{{y}} · {escape(col_title)} %{{x}}: "  # axis labels: no R x C hover strings
+    z = np.where(ok, m, np.nan).astype(np.float32)
+    bound = float(np.nanmax(np.abs(z))) if ok.any() else 1.0
+    fig = go.Figure()
+    if not ok.all():  # grey underlay for blocked (−∞) cells
         fig.add_trace(go.Heatmap(
-            z=np.where(ok, np.nan, 1.0), x=list(range(C)), y=list(range(R)), name="masked",
-            colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], showscale=False, hovertext=hover, hoverinfo="text",
+            z=np.where(ok, np.nan, 1.0).astype(np.float32), x=cols, y=rows, name="masked", showscale=False,
+            colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hoverongaps=False,
+            hovertemplate=where + "−∞<extra></extra>",
             text=np.where(ok, "", "−∞") if show_values else None, texttemplate="%{text}" if show_values else None,
         ))
-        fig.data = fig.data[::-1]
-    fig.update_xaxes(tickmode="array", tickvals=list(range(C)), ticktext=cols, title=col_title, side="top",
+    fig.add_trace(go.Heatmap(
+        z=z, x=cols, y=rows, name=value_name, hoverongaps=False, hovertemplate=where + "%{z:.3g}<extra></extra>",
+        colorscale=DIVERGING if diverging else SEQUENTIAL,
+        zmin=-bound if diverging else None, zmax=bound if diverging else None,
+        text=np.where(ok, np.char.mod("%.2f", np.where(ok, m, 0.0)), "") if show_values else None,
+        texttemplate="%{text}" if show_values else None,
+        colorbar=dict(title=dict(text=escape(value_name), side="right"), thickness=12),
+    ))
+    fig.update_xaxes(type="category", tickmode="array", tickvals=cols, ticktext=cols, title=col_title, side="top",
                      tickangle=-45 if col_tokens else 0)
-    fig.update_yaxes(tickmode="array", tickvals=list(range(R)), ticktext=rows, title=row_title,
+    fig.update_yaxes(type="category", tickmode="array", tickvals=rows, ticktext=rows, title=row_title,
                      autorange="reversed")
     fig = base_layout(fig, title, height=max(300, 120 + 26 * R))
     fig.update_layout(margin=dict(t=110 if title else 80), title=dict(y=0.99, yanchor="top"))

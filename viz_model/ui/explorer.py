@@ -18,7 +18,7 @@ from viz_model.data import LECTURE_SENTENCES
 from viz_model.figures.attention import attention_heatmap
 from viz_model.figures.common import png_config
 from viz_model.figures.pipeline import matrix_heatmap, query_bars, value_mix
-from viz_model.tokenizer import Encoded, encode, load_tokenizer
+from viz_model.tokenizer import BOS, Encoded, encode, load_tokenizer
 
 EXAMPLES = (*dict.fromkeys(LECTURE_SENTENCES), "send report <PAD> <PAD>")
 CUSTOM = "(type your own)"
@@ -43,17 +43,25 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
     st.session_state[f"{prefix}_last_example"] = example
     text = c2.text_input("Sentence", key=f"{prefix}_text", max_chars=MAX_CHARS,
                          help="Any text; it is cut to the model's context length.")
-    enc = encode(ckpt.tokenizer, text, max_len=limit)
+    bos = uses_bos(ckpt)
+    enc = encode(ckpt.tokenizer, text, max_len=limit, bos=bos)
     if enc.truncated:
         st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
                 f"so only the first {limit} are used.")
-    if not enc.ids:
+    if len(enc.ids) <= int(bos):
         st.warning("Type at least one word (the box is empty or holds only spaces) to see attention.")
         st.stop()
+    if bos:
+        st.caption("A `<bos>` token is put in front, as in training: many heads park their spare attention on it.")
     if enc.unknown:
         st.caption("Words this model has never seen become `<unk>`: "
                    + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
     return enc
+
+
+def uses_bos(ckpt: Checkpoint) -> bool:
+    """Shipped models were trained on '<bos> text' (metadata "bos"); feed them the same."""
+    return bool((ckpt.metadata or {}).get("bos")) and ckpt.tokenizer.token_to_id(BOS) is not None
 
 
 def token_chips(enc: Encoded) -> None:
@@ -157,6 +165,16 @@ def head_roles(metadata: dict, n_layers: int, n_heads: int) -> list[list[str]] |
     except (TypeError, ValueError, IndexError, KeyError, AttributeError):
         return None
     return grid if any(any(row) for row in grid) else None
+
+
+def head_roles_table(metadata: dict) -> pd.DataFrame | None:
+    """Every head's measured role, its score and the score of every role (heads.py's list of dicts)."""
+    raw = (metadata or {}).get("head_roles")
+    if not isinstance(raw, list) or not all(isinstance(r, dict) and "layer" in r for r in raw):
+        return None
+    rows = [{"head": f"{r['layer']}.{r['head']}", "role": r.get("role", ""), "score": r.get("score"),
+             **{k: v for k, v in (r.get("scores") or {}).items()}} for r in raw]
+    return pd.DataFrame(rows)
 
 
 # -- pipeline ---------------------------------------------------------------------------------------

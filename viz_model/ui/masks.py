@@ -13,7 +13,7 @@ from viz_model.figures.common import png_config
 from viz_model.figures.masks import dependency_figure, mask_panels
 from viz_model.figures.pipeline import row_sum_bars
 from viz_model.tokenizer import PAD, encode
-from viz_model.ui.explorer import cached_trace, check_line, mask_bits, model_id
+from viz_model.ui.explorer import cached_trace, check_line, mask_bits, model_id, uses_bos
 from viz_model.ui.models import available_models, load_model
 
 GALLERY = {"causal": "Causal (decoder)", "bidirectional": "Bidirectional (encoder)", "padding": "Padding",
@@ -94,7 +94,7 @@ def render_additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens:
 
 def render_padding(ckpt: Checkpoint) -> None:
     tok, model = ckpt.tokenizer, ckpt.model
-    encs = [encode(tok, s) for s in PAD_BATCH]
+    encs = [encode(tok, s, bos=uses_bos(ckpt)) for s in PAD_BATCH]
     T = max(len(e.ids) for e in encs)
     pad_id = tok.token_to_id(PAD)
     ids = torch.tensor([[*e.ids, *[pad_id] * (T - len(e.ids))] for e in encs])  # (2, T)
@@ -115,6 +115,8 @@ def render_padding(ckpt: Checkpoint) -> None:
     check_line(chk.max_diff < 1e-5, f"Replacing every `<pad>` by another token id ({replacement}) changes the "
                                     f"logits at the {chk.n_real} real positions by at most {chk.max_diff:.1e}: "
                                     "pads are invisible to real tokens.")
+    st.caption("Here the pads come last, so in a causal model the causal mask alone already hides them from real "
+               "tokens; the key mask is what protects encoders (bidirectional) and left-padded batches.")
 
 
 @st.cache_data(max_entries=32, show_spinner="Running every prefix…")
@@ -164,6 +166,16 @@ def render_dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> No
             col.caption(f"No mask: outputs depend on later inputs too (largest future dependence {upper:.3g}).")
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_permutation(_ckpt: Checkpoint, model_key: str, masked: bool) -> float:
+    """Distance between the final vectors of 'report' in the two orders (with <bos> if the model was trained so)."""
+    tok = _ckpt.tokenizer
+    a, b = (encode(tok, s, bos=uses_bos(_ckpt)).ids for s in PERMUTATION)
+    rep = tok.token_to_id("report")
+    i = a.index(rep) if rep in a else len(a) // 2
+    return demos.permutation_distances(_ckpt.model, a, b, attn_mask=masked)[i].item()
+
+
 def render_permutation() -> None:
     available = {e.key for e in available_models()}
     rows = []
@@ -172,11 +184,8 @@ def render_permutation() -> None:
             rows.append({"model": key, "mask": "—", "distance of 'report'": "model not installed"})
             continue
         ck = load_model(key, st.session_state.get("device_key", "auto"))
-        a, b = (encode(ck.tokenizer, s).ids for s in PERMUTATION)
-        rep = ck.tokenizer.token_to_id("report")
-        i = a.index(rep) if rep in a else 2
         for masked in (False, True):
-            d = demos.permutation_distances(ck.model, a, b, attn_mask=masked)[i].item()
+            d = cached_permutation(ck, model_id(ck), masked)
             rows.append({"model": key, "mask": "causal" if masked else "none", "distance of 'report'": f"{d:.2e}"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     none_free = next((r for r in rows if r["model"] == "enc-none" and r["mask"] == "none"), None)
