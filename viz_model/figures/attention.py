@@ -102,4 +102,7 @@ def attention_grid(
                                      colorbar=dict(thickness=10, title=dict(text="attention"))), **where)
     fig.update_xaxes(type="category", showticklabels=False)
     fig.update_yaxes(type="category", showticklabels=False, autorange="reversed")
-    return base_layout(fig, title, height=60 + (170 if roles else 150) * L)
+    fig = base_layout(fig, title, height=(100 if title else 60) + (170 if roles else 150) * L)
+    if title:  # keep the figure title clear of the first row's subplot titles
+        fig.update_layout(margin=dict(t=100), title=dict(y=0.99, yanchor="top"))
+    return fig

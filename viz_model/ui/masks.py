@@ -181,12 +181,14 @@ def render_permutation() -> None:
     rows = []
     for key in POSITION_MODELS:
         if key not in available:
-            rows.append({"model": key, "mask": "—", "distance of 'report'": "model not installed"})
+            rows.append({"model": key, "mask": "—", "distance of 'report'": "model not installed",
+                         "same vector in both orders?": "—"})
             continue
         ck = load_model(key, st.session_state.get("device_key", "auto"))
         for masked in (False, True):
             d = cached_permutation(ck, model_id(ck), masked)
-            rows.append({"model": key, "mask": "causal" if masked else "none", "distance of 'report'": f"{d:.2e}"})
+            rows.append({"model": key, "mask": "causal" if masked else "none", "distance of 'report'": f"{d:.2e}",
+                         "same vector in both orders?": "✓ yes (≈ 0)" if d < 1e-4 else "✗ no"})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     none_free = next((r for r in rows if r["model"] == "enc-none" and r["mask"] == "none"), None)
     if none_free is None:
