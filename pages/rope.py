@@ -3,7 +3,6 @@
 import streamlit as st
 
 from viz_model.ui import rope_sections as sections
-from viz_model.ui.errors import guard
 from viz_model.ui.sidebar import current_model
 
 st.title("Rotary position embeddings (RoPE)")
@@ -20,21 +19,22 @@ live_base = cfg.rope_base if cfg.pos_encoding == "rope" else 10000.0
 st.caption(f"Pair and score views use d_k = {live_dk} and base {live_base:,.0f}"
            + (" (the sidebar model's heads)." if cfg.pos_encoding == "rope" else "."))
 
+# Each tab is a fragment: moving one of its sliders reruns that tab only.
 tabs = st.tabs(["Worked example", "Pair rotation", "Angles", "Relative scores", "Context extension",
                 "Length test", "Where it acts", "Conventions"])
-with tabs[0], guard("worked example"):
+with tabs[0]:
     sections.worked_example()
-with tabs[1], guard("pair rotation"):
+with tabs[1]:
     sections.pair_rotation(live_dk, live_base)
-with tabs[2], guard("angles and wavelengths"):
+with tabs[2]:
     sections.angles_and_wavelengths(live_dk, live_base)
-with tabs[3], guard("relative scores"):
+with tabs[3]:
     sections.relative_scores(live_dk, live_base)
-with tabs[4], guard("base and context extension"):
+with tabs[4]:
     sections.context_extension(cfg.max_len if cfg.pos_encoding == "rope" else 4096)
-with tabs[5], guard("length experiment"):
+with tabs[5]:
     sections.length_experiment()
-with tabs[6], guard("where RoPE acts"):
+with tabs[6]:
     sections.where_rope_acts()
-with tabs[7], guard("conventions"):
+with tabs[7]:
     sections.conventions()

@@ -223,3 +223,10 @@ def test_length_losses_run_every_method_and_learned_stops_at_its_table():
     learned = TinyTransformer(ModelConfig.preset("tiny", vocab_size=64, pos_encoding="learned")).eval()
     lt = pos.length_losses(learned, ids, [1, 2], max_windows=4)
     assert lt.loss.notna().tolist() == [True, False] and "learned table" in lt.note.iloc[1]
+
+
+def test_mean_self_scores_equal_the_average_of_single_curves():
+    vs = torch.randn(5, 16, dtype=torch.float64)
+    theta = rope.default_inv_freq(16)
+    single = np.mean([pos.scores_by_distance(v, v, theta, 40) for v in vs], axis=0)
+    np.testing.assert_allclose(pos.mean_self_scores(vs, theta, 40), single, atol=1e-10)

@@ -167,6 +167,14 @@ def scores_by_distance(q: torch.Tensor, k: torch.Tensor, inv_freq: torch.Tensor,
     return torch.einsum("md,ntd->t", qq, rk).numpy() / (len(qq) * len(kk))
 
 
+def mean_self_scores(vs: torch.Tensor, inv_freq: torch.Tensor, max_dist: int) -> np.ndarray:
+    """mean over vectors v (N, d_k) of <R_0 v, R_d v> for d = 0..max_dist: the same content moved apart."""
+    d = torch.arange(max_dist + 1, dtype=torch.float64)
+    vs = vs.double()
+    rotated = rope.apply_rope(vs[:, None, :].expand(-1, len(d), -1), d, inv_freq)  # (N, D, d_k)
+    return torch.einsum("nd,ntd->t", vs, rotated).numpy() / len(vs)
+
+
 def angle_table(n_pos: int, inv_freq: torch.Tensor) -> np.ndarray:
     """(n_pos, d_k/2) t*theta_i wrapped to [0, 2 pi)."""
     return np.mod(rope.rope_angles(torch.arange(n_pos), inv_freq).numpy(), 2 * math.pi)

@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.figures import position as figs
+from viz_model.positional import shift_matrix
 from viz_model.tokenizer import encode
 from viz_model.ui import position as pos
 from viz_model.ui.chart import show
+from viz_model.ui.errors import guard
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, current_model
+
+
+def section(what: str):
+    """One tab of a page: its own widgets rerun only it (st.fragment), and its errors stay inside it."""
+    def wrap(fn):
+        @st.fragment
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with guard(what):
+                fn(*args, **kwargs)
+        return run
+    return wrap
+
+
+@st.cache_data(max_entries=6, show_spinner=False)  # the largest table is 8,192 x 1,024 floats
+def table(n_pos: int, d: int, base: float) -> np.ndarray:
+    return pos.pe_numpy(n_pos, d, base)
 
 
 def verdict(error: float, tol: float, claim: str) -> None:
@@ -41,6 +63,7 @@ def token_id(ckpt: Checkpoint, word: str) -> int | None:
     return enc.ids[0] if enc.ids and not enc.unknown else None
 
 
+@section("the same-token view")
 def same_token_two_positions() -> None:
     st.subheader("Same token, different position")
     ckpt, where = model_with("sinusoidal", ("enc-sinusoidal",))
@@ -58,7 +81,7 @@ def same_token_two_positions() -> None:
     st.markdown(f"What the first layer of {where} reads for **“the”** at positions 0 and 2: "
                 f"its token embedding (×√d_model) plus the position's sinusoid. Same word, different input.")
     show(figs.vector_rows(vecs, dims, f"“the” at positions 0 and 2 (first {len(dims)} of {d} dims)"),
-                    key="sinusoidal_same_token", name="same_token_two_positions")
+         key="sinusoidal_same_token", name="same_token_two_positions")
     a, b = vecs["input at position 0"], vecs["input at position 2"]
     cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
     st.metric("cosine similarity of the two inputs", f"{cos:.4f}", help="1 would mean identical directions.")
@@ -67,6 +90,7 @@ def same_token_two_positions() -> None:
     verdict(err, 1e-5, "the two inputs differ by exactly P_2 − P_0: the token part cancels")
 
 
+@section("the learned-table view")
 def learned_vs_sinusoidal() -> None:
     st.subheader("Learned vs sinusoidal")
     ckpt, where = model_with("learned", ("enc-learned",))
@@ -82,9 +106,82 @@ def learned_vs_sinusoidal() -> None:
     left, right = st.columns(2)
     with left:
         show(figs.similarity_heatmap(pos.cosine_similarity(learned), None, "learned positions",
-                                                  "cosine"), key="sinusoidal_learned_sim")
+             "cosine"), key="sinusoidal_learned_sim")
     with right:
         show(figs.similarity_heatmap(pos.cosine_similarity(pos.pe_numpy(n, d, 10000.0)), None,
-                                                   "sinusoidal positions", "cosine"), key="sinusoidal_sin_sim")
+             "sinusoidal positions", "cosine"), key="sinusoidal_sin_sim")
     show(figs.pe_heatmap(learned, title=f"The learned position table ({n} × {d})", name="learned"),
-                    key="sinusoidal_learned_table", name="learned_position_table")
+         key="sinusoidal_learned_table", name="learned_position_table")
+
+
+# -- sinusoidal page tabs -------------------------------------------------------------------------------
+@section("the curves view")
+def curves_tab(d: int, n_pos: int, base: float) -> None:
+    pe = table(n_pos, d, base)
+    default_dims = [j for j in (0, 1, 2, 3, d // 2, d - 2) if j < d]
+    dims = st.multiselect("dimensions to plot", list(range(d)), default=sorted(set(default_dims)),
+                          key="sinusoidal_dims", max_selections=12)
+    show(figs.pe_curves(pe, dims, "PE value against position"), key="sinusoidal_curves", name="sinusoidal_curves")
+    st.markdown("**The lecture's d = 4 view.** Each vertical slice is one position's whole vector.")
+    small = table(8, 4, base)
+    left, right = st.columns([3, 2])
+    with left:
+        show(figs.pe_slices(small, [0, 2, 5], "d = 4: slices at positions 0, 2 and 5"),
+             key="sinusoidal_slices", name="sinusoidal_d4_slices")
+    right.dataframe(pd.DataFrame(small[[0, 2, 5]].round(4), index=["P_0", "P_2", "P_5"],
+                                 columns=["sin p·ω₀", "cos p·ω₀", "sin p·ω₁", "cos p·ω₁"]), key="sinusoidal_d4")
+    right.caption(f"ω = [1, {base ** (-0.5):g}]: the first pair turns one radian per position, the second "
+                  f"{base ** (-0.5):g} radians.")
+
+
+@section("the table view")
+def table_tab(d: int, n_pos: int, base: float) -> None:
+    pe = table(n_pos, d, base)
+    pi, di = pos.decimate(n_pos, 256), pos.decimate(d, 256)
+    note = "" if len(pi) == n_pos and len(di) == d else f" (every {n_pos // len(pi)}th position / dimension shown)"
+    show(figs.pe_heatmap(pe, pi, di, f"The PE table: {n_pos} positions × {d} dimensions{note}"),
+         key="sinusoidal_heatmap", name="sinusoidal_table")
+    st.markdown("**Binary counting.** The lowest bit of a counter flips every step, the next every two steps… "
+                "The sin columns behave alike: fast pairs change sign often, slow pairs rarely — but smoothly.")
+    n_bits = st.slider("positions shown", 8, 64, 16, step=8, key="sinusoidal_bits")
+    bits = pos.position_bits(n_bits, max(1, int(np.ceil(np.log2(n_bits)))))
+    show(figs.bits_vs_signs(bits, pos.sin_signs(table(n_bits, d, base), min(8, d // 2))),
+         key="sinusoidal_binary", name="sinusoidal_binary")
+
+
+@section("the shift view")
+def shift_tab(d: int, n_pos: int, base: float) -> None:
+    k = st.slider("shift k", 1, 64, 3, key="sinusoidal_k")
+    n_show = min(d, 8)
+    M = shift_matrix(d, k, base).numpy()
+    title = f"M_{k}: one 2×2 rotation per (sin, cos) pair" + (
+        "" if n_show == d else f" (first {n_show} of {d} dimensions)")
+    show(figs.matrix_heatmap(M[:n_show, :n_show], title), key="sinusoidal_mk", name=f"shift_matrix_M{k}")
+    ts = sorted({t for t in (0, 1, 2, 7, 50, 300, n_pos - 1 - k) if 0 <= t < n_pos - k} or {0})
+    check = pos.shift_check(d, k, ts, base)
+    left, right = st.columns(2)
+    left.dataframe(check.style.format({check.columns[-1]: "{:.1e}"}), hide_index=True, key="sinusoidal_shift_table")
+    with right:
+        show(figs.shift_errors(check, "Same M_k, every t"), key="sinusoidal_shift_err")
+    verdict(float(check.iloc[:, -1].max()), 1e-9, f"M_{k}·P_t = P_(t+{k}) for t ∈ {ts} with one matrix")
+    st.caption("M_k is built from k and ω only — no t appears in it — so a shift by k is one linear map, the "
+               "same at every position, which attention can learn.")
+
+
+@section("the similarity view")
+def similarity_tab(d: int, n_pos: int, base: float) -> None:
+    pe = table(n_pos, d, base)
+    si = pos.decimate(n_pos, 256)
+    left, right = st.columns(2)
+    with left:
+        show(figs.similarity_heatmap(pe[si] @ pe[si].T, None, "P·Pᵀ: dot products of positions", "P·Pᵀ",
+                                     labels=si), key="sinusoidal_sim", name="sinusoidal_similarity")
+    t0 = st.slider("second starting position t", 1, max(1, n_pos // 2), min(10, max(1, n_pos // 2)),
+                   key="sinusoidal_t0")
+    a, b = pos.dot_by_offset(pe, 0), pos.dot_by_offset(pe, t0)
+    with right:
+        show(figs.dot_vs_offset({"t = 0": a, f"t = {t0}": b}, "Dot product against offset"),
+             key="sinusoidal_dot", name="sinusoidal_dot_offset")
+    verdict(float(np.abs(a[: len(b)] - b).max()), 1e-9,
+            f"P_t·P_(t+k) depends only on k: the curves for t = 0 and t = {t0} coincide")
+    st.caption(f"The dot product equals Σ cos(k·ω_i): largest at k = 0 ({a[0]:.0f} = d/2), symmetric in ±k.")

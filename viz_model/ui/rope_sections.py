@@ -18,13 +18,23 @@ from viz_model.tokenizer import encode, special_ids
 from viz_model.ui import position as pos
 from viz_model.ui.chart import show
 from viz_model.ui.models import available_models, load_model
-from viz_model.ui.position_sections import model_with, verdict
+from viz_model.ui.position_sections import model_with, section, verdict
 from viz_model.ui.sidebar import DEVICE_KEY
 
 BASES = [100.0, 1000.0, 10000.0, 100000.0, 500000.0, 1000000.0]
 LECTURE_SENTENCE = "the cat sat on the mat"
 MULTIPLES = (1, 2, 4)
 TOKEN_BUDGET = 1024  # tokens per (method, length) cell of the length experiment: ~0.1 s each on 2 cores
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _on_off(model_id: str, ids: tuple[int, ...], _model) -> tuple:
+    """Traces with RoPE on and off for one (read-only, shared) model and sentence."""
+    return pos.rope_on_off(_model, ids)
+
+
+def on_off(ckpt, ids) -> tuple:
+    return _on_off(f"{ckpt.path}:{ckpt.metadata.get('title')}:{id(ckpt.model)}", tuple(ids), ckpt.model)
 
 
 def rope_model():
@@ -36,6 +46,7 @@ def rope_model():
 
 
 # -- worked example -------------------------------------------------------------------------------------
+@section("the worked example")
 def worked_example() -> None:
     st.markdown("**“I like cats”**: T = 3 tokens, d_model = 8, H = 2 heads, so d_k = 4 and each head has two "
                 "pairs. Edit Q (one row per token) and every number below follows.")
@@ -62,6 +73,7 @@ def worked_example() -> None:
 
 
 # -- pair rotation --------------------------------------------------------------------------------------
+@section("the pair rotation")
 def pair_rotation(d_k: int, base: float) -> None:
     theta = rope.default_inv_freq(d_k, base)
     c = st.columns(4)
@@ -73,10 +85,10 @@ def pair_rotation(d_k: int, base: float) -> None:
     ref, now = pos.pair_view(q, k, t, s, pair, theta), pos.pair_view(q, k, t + shift, s + shift, pair, theta)
     left, right = st.columns([3, 2])
     with left:
-        show(rfigs.pair_arrows({
-            "q before rotation": now["q"], "k before rotation": now["k"], f"q at t = {t + shift}": now["q_rot"],
-            f"k at s = {s + shift}": now["k_rot"]}, f"Pair {pair}: θ_{pair} = {theta[pair]:.4g} rad per position"),
-            key="rope_pair_fig", name="rope_pair_rotation")
+        arrows = {"q before rotation": now["q"], "k before rotation": now["k"],
+                  f"q at t = {t + shift}": now["q_rot"], f"k at s = {s + shift}": now["k_rot"]}
+        show(rfigs.pair_arrows(arrows, f"Pair {pair}: θ_{pair} = {theta[pair]:.4g} rad per position"),
+             key="rope_pair_fig", name="rope_pair_rotation")
     right.metric("angle from q to k in this pair", f"{math.degrees(now['angle']):.4f}°",
                  help="(s − t)·θ_i, wrapped to (−180°, 180°]")
     right.metric("score ⟨R_t q, R_s k⟩ (all pairs)", f"{now['score']:.6f}")
@@ -89,6 +101,7 @@ def pair_rotation(d_k: int, base: float) -> None:
 
 
 # -- angles and wavelengths -----------------------------------------------------------------------------
+@section("the angle table")
 def angles_and_wavelengths(d_k: int, base: float) -> None:
     ctx = st.slider("context length (positions)", 16, 8192, 512, step=16, key="rope_ctx")
     theta = rope.default_inv_freq(d_k, base)
@@ -97,7 +110,7 @@ def angles_and_wavelengths(d_k: int, base: float) -> None:
     left, right = st.columns(2)
     with left:
         show(rfigs.angle_heatmap(pos.angle_table(ctx, theta), idx, f"t·θ_i mod 2π, t < {ctx:,}"),
-                          key="rope_angle_table", name="rope_angle_table")
+             key="rope_angle_table", name="rope_angle_table")
     with right:
         show(rfigs.wavelength_bars(wl, ctx, "Wavelength of each pair"), key="rope_wavelengths", name="rope_wavelengths")
     n_wrap = int((wl <= ctx).sum())
@@ -106,6 +119,7 @@ def angles_and_wavelengths(d_k: int, base: float) -> None:
 
 
 # -- relative invariance --------------------------------------------------------------------------------
+@section("the relative scores")
 def relative_scores(d_k: int, base: float) -> None:
     theta = rope.default_inv_freq(d_k, base)
     q, k = pos.random_qk(d_k, seed=3)
@@ -118,26 +132,25 @@ def relative_scores(d_k: int, base: float) -> None:
     g = torch.Generator().manual_seed(1)
     same = torch.randn(32, d_k, generator=g, dtype=torch.float64)
     curves = {"one random q, k": pos.scores_by_distance(q, k, theta, max_dist),
-              "q = k, averaged over 32 random vectors": np.mean(
-                  [pos.scores_by_distance(v, v, theta, max_dist) for v in same], axis=0)}
+              "q = k, averaged over 32 random vectors": pos.mean_self_scores(same, theta, max_dist)}
     show(rfigs.scores_vs_distance(curves, "Score against relative distance (random vectors)"),
-                    key="rope_dist_random", name="rope_scores_random")
+         key="rope_dist_random", name="rope_scores_random")
     ckpt, where = rope_model()
     if ckpt is None:
         return
     model = ckpt.model
     ids = encode(ckpt.tokenizer, LECTURE_SENTENCE, max_len=model.config.max_len).ids
-    _, off = pos.rope_on_off(model, ids)
+    _, off = on_off(ckpt, ids)
     th = rope.default_inv_freq(model.config.d_k, model.config.rope_base)
     q0, k0 = off.layers[0].q[0], off.layers[0].k[0]  # (H, T, d_k) before rotation: layer 0 has no position yet
     heads = {f"head {h}": pos.scores_by_distance(q0[h], k0[h], th, model.config.max_len - 1)
              for h in range(model.config.n_heads)}
-    show(rfigs.scores_vs_distance(heads, f"Layer 0 of {where}: mean q·k of “{LECTURE_SENTENCE}” "
-                                             "moved to distance Δ", "mean score"),
-                    key="rope_dist_model", name="rope_scores_model")
+    title = f"Layer 0 of {where}: mean q·k of “{LECTURE_SENTENCE}” moved to distance Δ"
+    show(rfigs.scores_vs_distance(heads, title, "mean score"), key="rope_dist_model", name="rope_scores_model")
 
 
 # -- base and context extension -------------------------------------------------------------------------
+@section("the context extension panel")
 def context_extension(default_len: int) -> None:
     c = st.columns(4)
     d_k = c[0].select_slider("d_k", [8, 16, 32, 64, 128, 256], value=128, key="rope_ext_dk")
@@ -166,13 +179,13 @@ def context_extension(default_len: int) -> None:
     ratio, att = table[method]
     left, right = st.columns(2)
     with left:
-        show(rfigs.frequency_ratios({m: r for m, (r, _) in table.items()}, labels, method,
-                                                 f"θ′/θ per pair, s = L′/L = {Lp / L:g}"),
-                          key="rope_ratios", name="rope_scaling_ratios")
+        ratios = {m: r for m, (r, _) in table.items()}
+        show(rfigs.frequency_ratios(ratios, labels, method, f"θ′/θ per pair, s = L′/L = {Lp / L:g}"),
+             key="rope_ratios", name="rope_scaling_ratios")
     seen, needed = pos.angle_coverage(theta, theta * ratio, L, Lp)
     with right:
         show(rfigs.angle_coverage(seen, needed, f"{labels[method]}: angles at L′ vs training"),
-                           key="rope_coverage", name="rope_angle_coverage")
+             key="rope_coverage", name="rope_angle_coverage")
     n_out = int((needed > seen + 1e-9).sum())
     st.caption(f"With {labels[method]}, {n_out} of {d_k // 2} pairs reach angles at L′ = {Lp:,} that training "
                f"never produced (red). Attention factor {att:.4f}: cos and sin are multiplied by it, so every "
@@ -198,6 +211,7 @@ def _cell(key: str, path: str | None, mtime: float, multiple: int) -> pd.DataFra
     return pos.length_losses(ckpt.model, ids, [multiple], max_windows=windows)
 
 
+@section("the length experiment")
 def length_experiment() -> None:
     shipped = {e.key: e for e in available_models()}
     ckpt, where = rope_model()
@@ -235,7 +249,7 @@ def length_experiment() -> None:
     bar.progress(1.0, text="done")
     table = pd.concat(frames, ignore_index=True)
     show(rfigs.length_losses(table, rope.ROPE_SCALING_LABELS, "Held-out loss against context length"),
-                    key="rope_len_fig", name="rope_length_experiment")
+         key="rope_len_fig", name="rope_length_experiment")
     for note in sorted({f"{r.model}: {r.note}" for r in table.itertuples() if r.note}):
         st.caption(note)
     st.caption("Lower is better. A line that climbs past 1× is a model reading positions it never saw in training.")
@@ -245,13 +259,14 @@ def length_experiment() -> None:
 
 
 # -- where RoPE operates --------------------------------------------------------------------------------
+@section("where RoPE acts")
 def where_rope_acts() -> None:
     ckpt, where = rope_model()
     if ckpt is None:
         return
-    model, cfg = ckpt.model, ckpt.model.config
+    cfg = ckpt.model.config
     ids = encode(ckpt.tokenizer, LECTURE_SENTENCE, max_len=cfg.max_len)
-    on, off = pos.rope_on_off(model, ids.ids)
+    on, off = on_off(ckpt, ids.ids)
     T, H, d_k = len(ids.ids), cfg.n_heads, cfg.d_k
     st.markdown(f"Inside every attention layer of {where}, for “{LECTURE_SENTENCE}” (T = {T}):")
     st.dataframe(pd.DataFrame([
@@ -275,14 +290,15 @@ def where_rope_acts() -> None:
     left, right = st.columns(2)
     with left:
         show(attention_heatmap(p_on, ids.tokens, allowed=allowed, title="RoPE on (as trained)"),
-                          key="rope_where_on")
+             key="rope_where_on")
     with right:
         show(attention_heatmap(p_off, ids.tokens, allowed=allowed, title="RoPE switched off, same weights"),
-                           key="rope_where_off")
+             key="rope_where_off")
     st.metric("largest change in an attention weight", f"{float((p_on - p_off).abs().max()):.3f}")
 
 
 # -- conventions ----------------------------------------------------------------------------------------
+@section("the conventions")
 def conventions() -> None:
     d_k = 8
     st.markdown("Two layouts rotate the same pairs under different names. **Interleaved** (RoFormer, Meta Llama, "
