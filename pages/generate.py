@@ -46,7 +46,8 @@ show(F.next_token_bars(v.labels, v.p, v.q, v.chosen, strategy=settings.strategy.
 st.header("2 · Sequence probability = product of next-token probabilities")
 table = ui.running_table(ckpt, enc, steps)
 st.dataframe(table, hide_index=True, key="generate_table", column_config={
-    c: st.column_config.NumberColumn(format="%.4f") for c in table.columns if "p" in c and c != "position"})
+    c: st.column_config.NumberColumn(format="%.3e" if c.startswith("Π") else "%.4f")
+    for c in table.columns if "p" in c and c != "position"})
 total = G.sequence_logprob(table["log p"])
 st.markdown(f"p(w₁…w_L | c) = Π p(w_l | c, w<l) over **{len(table)}** factors, including the end token "
             f"`<eos>` = **{G.sequence_prob(table['log p']):.3e}**, and Σ log p = **{total:.3f}**. Long texts have "

@@ -72,7 +72,7 @@ def test_sequence_probability_is_the_product_of_the_table_including_the_end_toke
     assert f"{product:.3e}" in "".join(m.value for m in stepped.markdown)
 
 
-@pytest.mark.parametrize("tab, claim", [("KV cache", "with and without the cache"),
+@pytest.mark.parametrize("tab, claim", [("KV cache", "with and without the cache; largest"),
                                         ("Teacher forcing vs free running", "teacher-forced pass"),
                                         ("Context limit", "model's context")])
 def test_each_tab_computes_only_when_open_and_its_live_check_passes(stepped, tab, claim):
@@ -81,7 +81,7 @@ def test_each_tab_computes_only_when_open_and_its_live_check_passes(stepped, tab
     at.run()
     text = " ".join(s.value for s in at.success)
     assert claim in text and not at.error
-    others = [c for t, c in [("KV cache", "with and without the cache"), ("Context limit", "model's context")]
+    others = [c for t, c in [("KV cache", "with and without the cache; largest"), ("Context limit", "model's context")]
               if t != tab]
     assert not any(c in text for c in others)  # closed tabs did not run
 

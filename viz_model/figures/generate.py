@@ -49,7 +49,7 @@ def next_token_bars(
                          name="after filter", text=[f"{v:.3f}" if k else "removed" for v, k in zip(q, kept)],
                          textposition="outside", cliponaxis=False, hovertext=hover, hoverinfo="text"), row=1, col=2)
     top = max(float(p.max(initial=0)), float(q.max(initial=0)), 1e-9)
-    fig.update_xaxes(range=[0, min(1.0, top * 1.25) + 0.001], title="probability")
+    fig.update_xaxes(range=[0, min(1.0, top) * 1.3], title="probability")
     fig.update_yaxes(tickmode="array", tickvals=y, ticktext=[("▶ " if i == chosen else "") + n for i, n in
                                                               enumerate(names)], autorange="reversed", row=1, col=1)
     fig = base_layout(fig, title, height=140 + 26 * len(names))
@@ -130,7 +130,8 @@ def strategy_scatter(df: pd.DataFrame, title: str | None = None) -> go.Figure:
     """One point per strategy: diversity (distinct bigrams) against average log-probability."""
     fig = go.Figure(go.Scatter(
         x=df["distinct-2"], y=df["avg log p"], mode="markers+text", text=[escape(s) for s in df["strategy"]],
-        textposition="top center", marker=dict(size=14, color=KEPT), name="strategies",
+        textposition=["top center" if i % 2 == 0 else "bottom center" for i in range(len(df))],
+        marker=dict(size=14, color=KEPT), name="strategies",
         hovertemplate="%{text}<br>distinct-2 %{x:.2f}<br>avg log p %{y:.2f}<extra></extra>"))
     fig.update_xaxes(title="diversity: distinct bigrams / all bigrams", range=[-0.05, 1.1])
     lo = float(np.nanmin(df["avg log p"])) if len(df) else -1.0

@@ -182,24 +182,30 @@ def render_cache(ckpt, ids: list[int], s: Settings) -> None:
 
     def compute():
         runs = {}
-        for cache in (True, False):  # best of 3 per token: the server is shared, single timings are noisy
-            tries = [_steps(ckpt, ids, s, use_cache=cache, max_new_tokens=n, stop_at_eos=False) for _ in range(3)]
+        for cache in (True, False):  # best of 2 per token, untraced: the server is shared, timings are noisy
+            tries = [_steps(ckpt, ids, s, use_cache=cache, max_new_tokens=n, stop_at_eos=False, attention=False)
+                     for _ in range(2)]
             ms = np.min([[st_.seconds * 1000 for st_ in t] for t in tries], axis=0)
             runs[cache] = ([x.token_id for x in tries[0]], torch.stack([x.logits for x in tries[0]]), ms)
         diff = (runs[True][1] - runs[False][1]).abs().max().item()
-        return runs[True][0] == runs[False][0], diff, runs[True][2], runs[False][2]
+        scale = max(1.0, runs[False][1].abs().max().item())  # float32 rounding grows with the logits' size
+        return runs[True][0] == runs[False][0], diff, scale, runs[True][2], runs[False][2]
 
-    same, diff, ms_on, ms_off = _memo("cache", (id(ckpt.model), tuple(ids), s.strategy, s.seed), compute)
-    msg = f"the same {len(ms_on)} tokens with and without the cache; largest logit difference {diff:.1e}"
-    (st.success(f"✓ {msg} (≤ 1e-5).") if same and diff <= 1e-5 else st.error(f"✗ {msg}."))
+    same, diff, scale, ms_on, ms_off = _memo("cache", (id(ckpt.model), tuple(ids), s.strategy, s.seed), compute)
+    ok = same and diff <= 1e-5 * scale
+    (st.success if ok else st.error)(
+        f"{'✓' if ok else '✗'} The same {len(ms_on)} tokens with and without the cache; largest logit difference "
+        f"{diff:.1e} on logits up to {scale:.1f} in size (relative {diff / scale:.1e}: float32 rounding, ≤ 1e-5).")
     lengths = list(range(len(ids), len(ids) + len(ms_on)))
     show(F.latency_chart(lengths, ms_on, lengths, ms_off, title="Time per new token as the sequence grows"),
          key="generate_latency", name="kv_cache_latency")
-    st.caption(f"Total: {ms_off.sum():.0f} ms without the cache, {ms_on.sum():.0f} ms with it "
-               f"({ms_off.sum() / max(ms_on.sum(), 1e-9):.1f}× faster) for this small model and "
-               f"{ckpt.model.config.max_len}-token context. Without the cache every step re-reads the whole prefix "
-               "(work grows with its length); with it, only the new token's query, key and value are computed and "
-               "the stored keys and values are reused. `bench/bench_generate.py` measures 512 tokens.")
+    ratio = ms_off.sum() / max(ms_on.sum(), 1e-9)
+    note = (" At this short context the saving is within the timing noise of a shared server; it grows with the "
+            "length of the text." if ratio < 1.5 else "")
+    st.caption(f"Total: {ms_off.sum():.0f} ms without the cache, {ms_on.sum():.0f} ms with it (ratio {ratio:.1f}×) "
+               f"for this small model and its {ckpt.model.config.max_len}-token context.{note} Without the cache every "
+               "step re-reads the whole prefix (work grows with its length); with it, only the new token's query, key "
+               "and value are computed and the stored ones are reused. `bench/bench_generate.py` measures 512 tokens.")
 
 
 def render_compare(ckpt, ids: list[int], s: Settings) -> None:
@@ -224,13 +230,14 @@ def render_compare(ckpt, ids: list[int], s: Settings) -> None:
 
     samples, summary = _memo("compare", (id(ckpt.model), tuple(ids), s.max_new, s.seed, s.stop_at_eos, n_samples),
                              compute)
-    c1, c2 = st.columns([3, 2])
-    c1.dataframe(samples, hide_index=True, key="generate_samples_table",
+    st.dataframe(samples, hide_index=True, key="generate_samples_table",
                  column_config={"avg log p": st.column_config.NumberColumn(format="%.2f")})
+    c1, c2 = st.columns([2, 3])
+    c1.dataframe(summary, hide_index=True, key="generate_summary_table", column_config={
+        c: st.column_config.NumberColumn(format="%.2f") for c in ("avg log p", "distinct-1", "distinct-2")})
     with c2:
         show(F.strategy_scatter(summary, title="Likely vs diverse"), key="generate_strategy_scatter",
              name="strategies", exports=False)
-    st.dataframe(summary, hide_index=True, key="generate_summary_table")
     st.caption("Low temperature: likely but repetitive text (high average log p, few distinct n-grams). High "
                "temperature: more diverse, less likely text. Greedy is one sample: it is deterministic.")
 
