@@ -139,6 +139,18 @@ def test_editing_q_changes_the_rotated_values(rope_page):
     assert rotated.iloc[2, 1] == pytest.approx(-0.416147, abs=1e-6)
 
 
+@pytest.mark.parametrize("cell, message", [(None, "no empty cells"), (1e12, "between")])
+def test_a_bad_q_cell_gives_a_message_and_the_other_tabs_still_work(rope_page, cell, message):
+    at = rope_page
+    at.session_state["rope_q_editor"] = {"edited_rows": {1: {"q3": cell}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert not at.exception
+    assert any(message in w.value for w in at.warning)
+    assert any("shifting both positions" in s.value for s in at.success)  # the pair tab still ran
+    at.session_state["rope_q_editor"] = {"edited_rows": {}, "added_rows": [], "deleted_rows": []}
+    at.run()
+
+
 def test_length_experiment_runs_and_plots(rope_page):
     at = rope_page
     at.button(key="rope_len_run").click().run()

@@ -31,9 +31,12 @@ def section(what: str):
     return wrap
 
 
-@st.cache_data(max_entries=6, show_spinner=False)  # the largest table is 8,192 x 1,024 floats
+@st.cache_resource(max_entries=6, show_spinner=False)
 def table(n_pos: int, d: int, base: float) -> np.ndarray:
-    return pos.pe_numpy(n_pos, d, base)
+    """Shared, read-only PE table: cache_resource hands out the same array (up to 64 MB) without copying it."""
+    pe = pos.pe_numpy(n_pos, d, base)
+    pe.setflags(write=False)
+    return pe
 
 
 def verdict(error: float, tol: float, claim: str) -> None:
