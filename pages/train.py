@@ -72,14 +72,22 @@ def progress() -> None:
 
 
 @st.fragment(run_every=2.0 if active else None)
-def charts() -> None:
+def curves() -> None:
     j = reg.get(st.session_state.get(T.JOB_KEY))
     if j is not None:
-        T.live_charts(j)
+        T.live_curves(j)
+
+
+@st.fragment(run_every=4.0 if active else None)
+def attention() -> None:  # snapshots arrive every N steps: a slower timer is enough
+    j = reg.get(st.session_state.get(T.JOB_KEY))
+    if j is not None:
+        T.live_attention(j)
 
 
 progress()
-charts()
+curves()
+attention()
 
 evolution, forcing, compare, keep = st.tabs(["Attention evolution", "Teacher forcing", "Compare setups",
                                               "Save / load"])

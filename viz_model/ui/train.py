@@ -441,17 +441,15 @@ def status_line(job, reg) -> None:
     elif job.status in (J.FAILED, J.RECLAIMED):
         st.warning(job.message)
     elif job.status == J.DONE:
-        st.success(f"Finished {job.step:,} steps in {job.runtime():.0f} s of training.")
+        st.success(f"Finished {job.step:,} steps in {job.runtime():.0f} s ({job.steps_per_second():.1f} steps/s).")
 
 
-def live_charts(job) -> None:
-    """Loss + LR, the latest probe attention and head roles, and the greedy samples so far."""
-    import pandas as pd
+def live_curves(job) -> None:
+    """Loss (train + held-out) and the learning-rate schedule."""
     import streamlit as st
 
-    from viz_model.figures.attention import attention_grid
     from viz_model.figures.common import png_config
-    from viz_model.figures.train import loss_curves, lr_curve, role_timeline
+    from viz_model.figures.train import loss_curves, lr_curve
 
     h = history(job.events_since())
     if not h.steps:
@@ -461,9 +459,20 @@ def live_charts(job) -> None:
     c1.plotly_chart(loss_curves({job.title: h.curve()}, title="Loss: train (solid) and held-out (dashed)",
                                 total=job.total), key="train_loss_chart", config=png_config("train_loss"))
     c2.plotly_chart(lr_curve(h.steps, h.lr, total=job.total), key="train_lr_chart", config=png_config("train_lr"))
+
+
+def live_attention(job) -> None:
+    """The latest probe attention, per-head role scores over time, and the greedy samples so far."""
+    import pandas as pd
+    import streamlit as st
+
+    from viz_model.figures.common import png_config
+    from viz_model.figures.train import attention_now, role_timeline
+
+    h = history(job.events_since())
     if h.snaps:
         d1, d2 = st.columns(2)
-        d1.plotly_chart(attention_grid(h.snaps[-1], h.tokens, title=f"Probe attention now (step {h.snap_steps[-1]})"),
+        d1.plotly_chart(attention_now(h.snaps[-1], h.tokens, title=f"Probe attention now (step {h.snap_steps[-1]})"),
                         key="train_attn_now", config=png_config("train_attention"))
         role = d2.selectbox("Head role", list(h.roles), key="train_role",
                             index=list(h.roles).index("induction") if "induction" in h.roles else 0)
