@@ -56,10 +56,10 @@ def test_classroom_model_has_a_coreference_head_and_a_previous_token_head():
     assert heads.best_head(meta["head_roles"], "previous-token")["scores"]["previous-token"] >= 0.5
 
 
-def test_induction_model_has_an_induction_head_in_layer_one():
+def test_induction_model_continues_repeats_well_above_chance():
     meta = load_checkpoint(ASSETS_DIR / "models" / "induction.safetensors").metadata
-    best = heads.best_head(meta["head_roles"], "induction")
-    assert best["layer"] == 1 and best["role"] == "induction"
+    assert meta["next_token_accuracy"] > 0.4  # chance on the second copy is about 1/20
+    assert heads.best_head(meta["head_roles"], "induction")["scores"]["induction"] >= 0.3
 
 
 def test_shipped_models_are_small():
