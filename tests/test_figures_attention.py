@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -45,6 +46,7 @@ def test_heatmap_hover_names_query_and_key_and_masked_cells_differ_from_zero():
     assert fig.data[0].name == "masked"                                       # underlay first
     assert att.text[1][0] == str(round(p[1, 0], 2)) and att.text[0][1] == ""  # values printed when T <= 16
     assert grey.text[0][1] == "×"
+    go.Figure(fig.to_dict())  # built without validation for speed: it must still be a valid figure
 
 
 def test_heatmap_prints_values_only_up_to_16_tokens():
@@ -62,6 +64,15 @@ def test_grid_has_one_panel_per_head_and_greys_masked_cells():
     assert all("masked (−∞)" in t.hovertemplate for t in fig.data if t.name.endswith("masked"))
     assert "prev 0.9" in fig.layout.annotations[0].text
     assert all(t.zmin == 0 and t.zmax == 1 for t in heads)  # one shared colour scale
+    go.Figure(fig.to_dict())  # built without validation for speed: it must still be a valid figure
+
+
+def test_grid_places_heads_on_separate_axes_row_by_row():
+    fig = attention_grid(np.stack([np.stack([causal_probs(T, s) for s in range(2)])] * 2), TOKENS)
+    assert [(t.xaxis, t.yaxis) for t in fig.data] == [("x", "y"), ("x2", "y2"), ("x3", "y3"), ("x4", "y4")]
+    assert fig.layout.xaxis2.domain[0] > fig.layout.xaxis.domain[1]      # head 1 right of head 0
+    assert fig.layout.yaxis3.domain[1] < fig.layout.yaxis.domain[0]      # layer 1 below layer 0
+    assert fig.layout.yaxis.autorange == "reversed" and fig.layout.xaxis.type == "category"
 
 
 def test_matrix_heatmap_shows_minus_infinity_as_text_and_a_grey_cell():
@@ -74,6 +85,7 @@ def test_matrix_heatmap_shows_minus_infinity_as_text_and_a_grey_cell():
     assert main.hovertemplate == "query token %{y} · key %{x}: %{z:.3g}<extra></extra>"
     assert grey.hovertemplate == "query token %{y} · key %{x}: −∞<extra></extra>"
     assert list(main.y) == ["0 the", "1 cat", "2 &lt;pad&gt;", "3 the", "4 &lt;b&gt;x&lt;/b&gt;"]
+    go.Figure(fig.to_dict())  # valid, although built without validation
     assert main.zmin == -main.zmax  # diverging scale centred at 0
     assert list(fig.layout.xaxis.ticktext)[2] == "2 &lt;pad&gt;"
 

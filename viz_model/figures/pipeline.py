@@ -51,15 +51,15 @@ def matrix_heatmap(
     where = f"{escape(row_title)} %{{y}} · {escape(col_title)} %{{x}}: "  # axis labels: no R x C hover strings
     z = np.where(ok, m, np.nan).astype(np.float32)
     bound = float(np.nanmax(np.abs(z))) if ok.any() else 1.0
-    fig = go.Figure()
+    traces = []
     if not ok.all():  # grey underlay for blocked (−∞) cells
-        fig.add_trace(go.Heatmap(
+        traces.append(dict(type="heatmap",
             z=np.where(ok, np.nan, 1.0).astype(np.float32), x=cols, y=rows, name="masked", showscale=False,
             colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hoverongaps=False,
             hovertemplate=where + "−∞<extra></extra>",
             text=np.where(ok, "", "−∞") if show_values else None, texttemplate="%{text}" if show_values else None,
         ))
-    fig.add_trace(go.Heatmap(
+    traces.append(dict(type="heatmap",
         z=z, x=cols, y=rows, name=value_name, hoverongaps=False, hovertemplate=where + "%{z:.3g}<extra></extra>",
         colorscale=DIVERGING if diverging else SEQUENTIAL,
         zmin=-bound if diverging else None, zmax=bound if diverging else None,
@@ -67,12 +67,13 @@ def matrix_heatmap(
         texttemplate="%{text}" if show_values else None,
         colorbar=dict(title=dict(text=escape(value_name), side="right"), thickness=12),
     ))
+    fig = go.Figure(data=traces, _validate=False)  # validated in tests; ~10x faster to build
     fig.update_xaxes(type="category", tickmode="array", tickvals=cols, ticktext=cols, title=col_title, side="top",
                      tickangle=-45 if col_tokens else 0)
     fig.update_yaxes(type="category", tickmode="array", tickvals=rows, ticktext=rows, title=row_title,
                      autorange="reversed")
     fig = base_layout(fig, title, height=max(300, 120 + 26 * R))
-    fig.update_layout(margin=dict(t=110 if title else 80), title=dict(y=0.99, yanchor="top"))
+    fig.update_layout(margin=dict(t=110 if title else 80), **({"title": dict(y=0.99, yanchor="top")} if title else {}))
     return fig
 
 
