@@ -101,9 +101,10 @@ def attention_grid(
             n = "" if n == 1 else n  # Plotly names the first axes x / y, then x2 / y2 ...
             ax = dict(xaxis=f"x{n}", yaxis=f"y{n}")
             x0, y1 = h * (w + hs), 1 - l * (h_ + vs)
-            layout[f"xaxis{n}"] = dict(domain=_clip(x0, x0 + w), anchor=f"y{n}", type="category", showticklabels=False)
+            layout[f"xaxis{n}"] = dict(domain=_clip(x0, x0 + w), anchor=f"y{n}", type="category", showticklabels=False,
+                                       ticks="", showgrid=False, zeroline=False)
             layout[f"yaxis{n}"] = dict(domain=_clip(y1 - h_, y1), anchor=f"x{n}", type="category", showticklabels=False,
-                                       autorange="reversed")
+                                       autorange="reversed", ticks="", showgrid=False, zeroline=False)
             sub = f"<br><sub>{escape(roles[l][h])}</sub>" if roles and roles[l][h] else ""
             notes.append(dict(text=f"L{l}·H{h}{sub}", x=x0 + w / 2, y=y1, xref="paper", yref="paper",
                               xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)))
