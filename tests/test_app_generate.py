@@ -2,6 +2,7 @@
 
 import base64
 import json
+import re
 
 import numpy as np
 import pytest
@@ -106,6 +107,10 @@ def test_run_mode_generates_up_to_max_new_tokens_and_changing_the_prompt_changes
     first = at.code[0].value
     at.selectbox(key="generate_example").set_value("The bank by the").run()
     assert at.code[0].value != first and at.code[0].value.startswith("<bos> the bank by the")
+    at.slider(key="generate_max_new").set_value(at.slider(key="generate_max_new").max).run()  # past the context
+    warning = next(w.value for w in at.warning if "filled the model's context" in w.value)
+    max_len = int(re.search(r"context of (\d+) tokens", warning).group(1))
+    assert generated_rows(at)["position"].iloc[-1] == max_len - 1  # stopped exactly at the last readable position
 
 
 def test_strategy_widgets_are_disabled_for_greedy_and_change_the_filtered_bars(app_test):
@@ -133,3 +138,15 @@ def test_awkward_prompts_give_a_message_not_a_traceback(app_test):
         assert not at.exception and not at.error, text
         messages = " ".join(m.value for m in [*at.warning, *at.info])
         assert (says in messages) if says else at.code[0].value.startswith("<bos>"), text
+
+
+def test_next_token_bars_grey_removed_tokens_highlight_the_choice_and_escape_labels():
+    from viz_model.figures.generate import CHOSEN, REMOVED, next_token_bars
+
+    fig = next_token_bars(["<b>x</b>", "cat", "&lt;"], [0.5, 0.3, 0.2], [0.625, 0.375, 0.0], chosen=1,
+                          strategy="top-k=2")
+    before, after = fig.data
+    assert list(before.marker.color) == [before.marker.color[0], CHOSEN, REMOVED]
+    assert list(after.x) == [0.625, 0.375, 0.0] and after.text[2] == "removed"
+    ticks = fig.layout.yaxis.ticktext
+    assert ticks[0] == "&lt;b&gt;x&lt;/b&gt;" and ticks[1] == "▶ cat" and ticks[2] == "&amp;lt;"
