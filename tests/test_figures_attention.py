@@ -107,13 +107,16 @@ def test_query_bars_and_value_mix_for_one_query():
     mix = value_mix(p[2], v, TOKENS, TOKENS[2])
     z = np.asarray(mix.data[0].z)
     assert z.shape == (T + 1, 4) and np.allclose(z[-1], p[2] @ v)  # the last row is the head output
-    assert list(mix.layout.yaxis.ticktext)[-1] == "= output"
+    assert list(mix.layout.yaxis.ticktext)[-1] == "= output" and list(mix.data[0].y)[0].endswith("v[0 the]")
+    assert mix.data[0].hovertemplate == "%{y} · feature %{x}: %{z:.3f}<extra></extra>"
+    go.Figure(bars.to_dict()), go.Figure(mix.to_dict())  # valid, although built without validation
 
 
 def test_entropy_and_row_sum_bars_plot_the_given_values():
     e = np.array([0.0, 0.5, 1.0, 1.2, 1.5])
     fig = entropy_bars(e, TOKENS, max_entropy=np.log(np.arange(1, T + 1)))
     assert list(fig.data[0].y) == list(e) and fig.data[1].name.startswith("uniform")
+    go.Figure(fig.to_dict())
     sums = row_sum_bars(np.ones(T), np.linspace(0.2, 1, T), TOKENS)
     assert [t.type for t in sums.data] == ["bar", "bar"] and sums.data[1].y[0] == pytest.approx(0.2)
 

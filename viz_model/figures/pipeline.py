@@ -84,12 +84,12 @@ def query_bars(weights, k_tokens: Sequence[str], query_token: str, *, allowed=No
     labels = token_labels(k_tokens)
     q = escape(visible(query_token))
     hover = [f"query '{q}' → key {labels[j]}: " + (f"{w[j]:.3f}" if ok[j] else "masked (−∞)") for j in range(len(w))]
-    fig = go.Figure(go.Bar(
-        x=list(range(len(w))), y=np.where(ok, w, 0.0), name="attention",
-        marker_color=np.where(ok, "#3b6fb6", MASKED_COLOR).tolist(),
+    fig = go.Figure(data=[dict(
+        type="bar", x=list(range(len(w))), y=np.where(ok, w, 0.0), name="attention",
+        marker=dict(color=np.where(ok, "#3b6fb6", MASKED_COLOR).tolist()),
         text=[f"{x:.2f}" if o else "masked" for x, o in zip(w, ok)], textposition="outside",
         hovertext=hover, hoverinfo="text",
-    ))
+    )], _validate=False)  # validated in tests
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(w))), ticktext=labels, title="key", tickangle=-45)
     fig.update_yaxes(title="attention weight", range=[0, 1.1])
     return base_layout(fig, f"Where '{q}' looks", height=340)
@@ -101,12 +101,12 @@ def value_mix(weights, v, k_tokens: Sequence[str], query_token: str) -> go.Figur
     contrib = w[:, None] * vv                                             # (Tk, d_k)
     mix = np.vstack([contrib, contrib.sum(0, keepdims=True)])              # (Tk + 1, d_k)
     rows = [f"{w[j]:.2f} × v[{lab}]" for j, lab in enumerate(token_labels(k_tokens))] + ["= output"]
-    hover = [[f"{rows[i]} · feature {c}: {mix[i, c]:.3f}" for c in range(mix.shape[1])] for i in range(len(rows))]
     bound = float(np.abs(mix).max()) or 1.0
-    fig = go.Figure(go.Heatmap(z=mix, x=list(range(mix.shape[1])), y=list(range(len(rows))), colorscale=DIVERGING,
-                               zmin=-bound, zmax=bound, hovertext=hover, hoverinfo="text", name="weighted values",
-                               colorbar=dict(thickness=12, title=dict(text="a·v"))))
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed",
+    fig = go.Figure(data=[dict(type="heatmap", z=mix.astype(np.float32), x=list(range(mix.shape[1])), y=rows,
+                               colorscale=DIVERGING, zmin=-bound, zmax=bound, name="weighted values",
+                               hovertemplate="%{y} · feature %{x}: %{z:.3f}<extra></extra>",
+                               colorbar=dict(thickness=12, title=dict(text="a·v")))], _validate=False)
+    fig.update_yaxes(type="category", tickmode="array", tickvals=rows, ticktext=rows, autorange="reversed",
                      title="weighted value vectors")
     fig.update_xaxes(title="feature of the value vector (d_k)")
     return base_layout(fig, f"Which value vectors '{escape(visible(query_token))}' mixes",
@@ -117,13 +117,14 @@ def entropy_bars(entropy, tokens: Sequence[str], *, max_entropy=None, title: str
     """Row entropy per query (nats): 0 = all weight on one key (saturated); ln(#keys) = uniform."""
     e = to_numpy(entropy).astype(float)
     labels = token_labels(tokens)
-    fig = go.Figure(go.Bar(x=list(range(len(e))), y=e, name="entropy", marker_color="#3b6fb6",
-                           hovertext=[f"query {labels[i]}: entropy {e[i]:.3f} nats" for i in range(len(e))],
-                           hoverinfo="text"))
+    traces = [dict(type="bar", x=list(range(len(e))), y=e, name="entropy", marker=dict(color="#3b6fb6"),
+                   hovertext=[f"query {labels[i]}: entropy {e[i]:.3f} nats" for i in range(len(e))],
+                   hoverinfo="text")]
     if max_entropy is not None:
         m = to_numpy(max_entropy).astype(float)
-        fig.add_trace(go.Scatter(x=list(range(len(m))), y=m, mode="lines+markers", name="uniform (ln #keys)",
-                                 line=dict(dash="dot", color="grey"), hoverinfo="skip"))
+        traces.append(dict(type="scatter", x=list(range(len(m))), y=m, mode="lines+markers", hoverinfo="skip",
+                           name="uniform (ln #keys)", line=dict(dash="dot", color="grey")))
+    fig = go.Figure(data=traces, _validate=False)  # validated in tests
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(e))), ticktext=labels, title="query", tickangle=-45)
     fig.update_yaxes(title="row entropy (nats)", rangemode="tozero")
     return base_layout(fig, title or "How spread out each row is", height=320)
