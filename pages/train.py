@@ -7,6 +7,7 @@ from viz_model.figures.train import attention_player
 from viz_model.tokenizer import load_tokenizer
 from viz_model.ui import jobs as J
 from viz_model.ui import train as T
+from viz_model.ui.errors import guard
 
 st.title("Train a transformer, live")
 st.caption("Training runs on the server in the background: switch pages and come back, it keeps going. "
@@ -65,7 +66,8 @@ def progress() -> None:
         st.info("Pick a setup above and press **Start**. Tip: the *tiny* model on *induction* shows a head "
                 "suddenly learning to look back, with a matching drop in the loss.")
         return
-    T.status_line(j, reg)
+    with guard("the progress"):  # fragment reruns bypass app.py's guard
+        T.status_line(j, reg)
     if st.session_state.get(T.WAS_ACTIVE_KEY) and not j.active:
         st.session_state[T.WAS_ACTIVE_KEY] = False
         st.rerun()  # full rerun: stops the timers and enables the controls
@@ -75,14 +77,16 @@ def progress() -> None:
 def curves() -> None:
     j = reg.get(st.session_state.get(T.JOB_KEY))
     if j is not None:
-        T.live_curves(j)
+        with guard("the loss curves"):
+            T.live_curves(j)
 
 
 @st.fragment(run_every=4.0 if active else None)
 def attention() -> None:  # snapshots arrive every N steps: a slower timer is enough
     j = reg.get(st.session_state.get(T.JOB_KEY))
     if j is not None:
-        T.live_attention(j)
+        with guard("the attention views"):
+            T.live_attention(j)
 
 
 progress()

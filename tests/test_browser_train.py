@@ -6,7 +6,7 @@ from conftest import open_page, screenshot, wait_idle
 pytestmark = pytest.mark.browser
 
 LOSS_POINTS = """() => { const el = [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
-    .find(p => (p.layout.title && p.layout.title.text || '').startsWith('Loss'));
+    .find(p => (p.layout.title && p.layout.title.text || '').includes('Loss: train'));
     if (!el) return 0; const t = el._fullData.find(t => t.name === 'train'); return t ? t.x.length : 0; }"""
 
 
@@ -19,6 +19,7 @@ def progress_text(page) -> str:
 
 
 def test_live_run_grows_the_loss_chart_and_pause_freezes_it(page):
+    open_page(page, "", wait_chart=False)  # the root first: a fresh server opened at /train runs pages/ as v1 MPA
     open_page(page, "train", wait_chart=False)
     button(page, "Start").click()
     page.wait_for_function(f"() => ({LOSS_POINTS})() >= 3", timeout=90_000)

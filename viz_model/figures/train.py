@@ -68,7 +68,7 @@ def lr_curve(steps: Sequence[int], lrs: Sequence[float], *, total: int | None = 
                  line=dict(color="#555"), hovertemplate="step %{x}<br>lr %{y:.2e}<extra></extra>")]
     layout = dict(xaxis=_axis("step", range=[0, total] if total else None),
                   yaxis=_axis("learning rate", exponentformat="e"), uirevision="lr")
-    return _fig(data, layout, "Learning-rate schedule (warm-up, then cosine)", 260)
+    return _fig(data, layout, "Learning rate (warm-up, cosine)", 260)
 
 
 def role_timeline(steps: Sequence[int], scores: np.ndarray, role: str, loss_steps: Sequence[int],
@@ -85,7 +85,11 @@ def role_timeline(steps: Sequence[int], scores: np.ndarray, role: str, loss_step
     layout = dict(xaxis=_axis("step"), yaxis=_axis(f"{escape(role)} score (0–1)", range=[0, 1]),
                   yaxis2=_axis("train loss", overlaying="y", side="right", rangemode="tozero", showgrid=False),
                   legend=dict(orientation="h", y=-0.25), uirevision="roles")
-    return _fig(data, layout, f"Per-head '{escape(role)}' score on the probe over training", 340)
+    return _fig(data, layout, f"'{escape(role)}' score per head", 340)
+
+
+def _span(a: float, b: float) -> list[float]:
+    return [round(min(max(a, 0.0), 1.0), 6), round(min(max(b, 0.0), 1.0), 6)]  # float noise must not leave [0, 1]
 
 
 def attention_now(probs, tokens: Sequence[str], *, title: str | None = None) -> go.Figure:
@@ -106,8 +110,8 @@ def attention_now(probs, tokens: Sequence[str], *, title: str | None = None) -> 
             data.append(dict(type="heatmap", z=a[la, h].round(4).tolist(), zmin=0, zmax=1, colorscale=SEQUENTIAL,
                              showscale=n == 1, hovertext=hover, hoverinfo="text", name=f"L{la}H{h}", xaxis=xa,
                              yaxis=ya, colorbar=dict(thickness=10, title=dict(text="attention"))))
-            layout[f"xaxis{n if n > 1 else ''}"] = dict(domain=[x0, x0 + w], showticklabels=False, anchor=ya)
-            layout[f"yaxis{n if n > 1 else ''}"] = dict(domain=[y1 - hgt, y1], showticklabels=False,
+            layout[f"xaxis{n if n > 1 else ''}"] = dict(domain=_span(x0, x0 + w), showticklabels=False, anchor=ya)
+            layout[f"yaxis{n if n > 1 else ''}"] = dict(domain=_span(y1 - hgt, y1), showticklabels=False,
                                                         autorange="reversed", anchor=xa)
             notes.append(dict(text=f"L{la}·H{h}", x=x0 + w / 2, y=y1, xref="paper", yref="paper", showarrow=False,
                               yanchor="bottom", font=dict(size=12)))

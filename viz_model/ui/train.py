@@ -180,7 +180,7 @@ class Run:
                 yield {"kind": "snapshot", "step": ev.step, "tokens": ev.tokens, "probs": probs,
                        "roles": role_scores(self.model, self.tok, probs, self.spec.task)}
             elif isinstance(ev, SampleEvent):
-                yield {"kind": "sample", "step": ev.step, "prompt": ev.prompt, "text": f"{ev.prompt} | {ev.text}"}
+                yield {"kind": "sample", "step": ev.step, "prompt": ev.prompt, "text": ev.text}
             elif isinstance(ev, DivergedEvent):
                 yield {"kind": "diverged", "step": ev.restored_step, "message": ev.message}
 
