@@ -2,7 +2,9 @@
 
 import streamlit as st
 
+from viz_model import rope
 from viz_model.ui import rope_sections as sections
+from viz_model.ui import share
 from viz_model.ui.sidebar import current_model
 
 st.title("Rotary position embeddings (RoPE)")
@@ -13,6 +15,8 @@ st.markdown(
     "⟨R_t q, R_s k⟩ = ⟨q, R_(s−t) k⟩."
 )
 
+share.bind("method", "rope_ext_method", choices=list(rope.ROPE_INIT_FUNCTIONS))
+share.bind("shift", "rope_shift", int, lo=0, hi=1000)
 cfg = current_model().model.config
 live_dk = cfg.d_k if cfg.pos_encoding == "rope" and cfg.d_k % 2 == 0 else 32
 live_base = cfg.rope_base if cfg.pos_encoding == "rope" else 10000.0

@@ -200,3 +200,17 @@ def test_length_experiment_says_the_learned_model_cannot_go_past_its_table(shipp
     assert "enc-learned: a learned table has only 32 rows" in notes
     names = [t["name"] for t in chart(at, "rope_len_fig")["data"]]
     assert "enc-sinusoidal" in names and "enc-learned" in names
+
+
+def test_a_shared_link_opens_the_same_view_and_bad_values_fall_back():
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()  # the start page publishes its own params first, as a browser would before the link is opened
+    at.query_params["d"] = "8"
+    at.query_params["positions"] = "99999"  # out of range: ignored with a notice, never an error
+    at.switch_page("pages/sinusoidal.py").run()
+    assert not at.exception
+    assert at.slider(key="sinusoidal_d").value == 8
+    assert at.slider(key="sinusoidal_npos").value == 128
