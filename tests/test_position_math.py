@@ -211,17 +211,17 @@ def test_length_losses_run_every_method_and_learned_stops_at_its_table():
     torch.manual_seed(0)
     ids = [list(range(5, 40)) for _ in range(30)]
     rope_model = TinyTransformer(ModelConfig.preset("tiny", vocab_size=64)).eval().requires_grad_(False)
-    table = pos.length_losses(rope_model, ids, [1, 2], max_windows=4)
+    table = pos.length_losses(rope_model, ids, [1, 2], total=256)
     assert set(table["method"]) == set(rope.ROPE_INIT_FUNCTIONS) and table["loss"].notna().all()
     assert table[table.multiple == 2]["loss"].nunique() > 1  # at 2x the scalings differ
     # factor 1: every scaling is plain RoPE, which is why the 1x pass is shared between methods
-    w = pos.heldout_windows(ids, 32, 4)
-    plain = float(rope_model(w[:, :-1], targets=w[:, 1:]).loss)
+    x, y = pos.heldout_windows(ids, 32, 128)
+    plain = float(rope_model(x, targets=y).loss)
     for method in rope.ROPE_INIT_FUNCTIONS:
         copy = pos.scaled_copy(rope_model, rope_scaling=pos.scaling_for(method, 1, 32))
-        assert float(copy(w[:, :-1], targets=w[:, 1:]).loss) == pytest.approx(plain, rel=1e-6)
+        assert float(copy(x, targets=y).loss) == pytest.approx(plain, rel=1e-6)
     learned = TinyTransformer(ModelConfig.preset("tiny", vocab_size=64, pos_encoding="learned")).eval()
-    lt = pos.length_losses(learned, ids, [1, 2], max_windows=4)
+    lt = pos.length_losses(learned, ids, [1, 2], total=256)
     assert lt.loss.notna().tolist() == [True, False] and "learned table" in lt.note.iloc[1]
 
 
@@ -230,3 +230,13 @@ def test_mean_self_scores_equal_the_average_of_single_curves():
     theta = rope.default_inv_freq(16)
     single = np.mean([pos.scores_by_distance(v, v, theta, 40) for v in vs], axis=0)
     np.testing.assert_allclose(pos.mean_self_scores(vs, theta, 40), single, atol=1e-10)
+
+
+def test_every_length_scores_the_same_held_out_tokens():
+    ids = [list(range(10, 30)) for _ in range(20)]  # 400 tokens
+    short, long = pos.heldout_windows(ids, 32, 256), pos.heldout_windows(ids, 128, 256)
+    assert short[0].shape == (8, 32) and long[0].shape == (2, 128)
+    assert torch.equal(short[0].flatten(), long[0].flatten()) and torch.equal(short[1].flatten(), long[1].flatten())
+    assert torch.equal(long[0][:, 1:], long[1][:, :-1])  # targets are the next tokens
+    assert pos.heldout_windows(ids, 32, 4096) is None  # not enough text: a message, not a crash
+    assert pos.experiment_tokens(64, (1, 2, 4)) == 1024 and pos.experiment_tokens(512, (1, 2, 4)) == 2048

@@ -236,39 +236,56 @@ def scaled_copy(model: TinyTransformer, **changes) -> TinyTransformer:
     return copy.requires_grad_(False)
 
 
-def heldout_windows(ids: Sequence[Sequence[int]], length: int, max_windows: int) -> torch.Tensor | None:
-    """Pack held-out sentences into up to max_windows rows of length+1 tokens; None if too little text."""
+MAX_EXPERIMENT_TOKENS = 4096  # longest window the length experiment runs on a shared 2-core server
+
+
+def heldout_windows(ids: Sequence[Sequence[int]], length: int, total: int
+                    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The first `total` held-out tokens (sentences packed end to end) cut into windows of `length`.
+
+    Every length scores the same tokens, so losses at 1x, 2x, 4x differ only by how much context each
+    prediction sees. Returns (inputs, targets), each (total/length, length); None if there is too little text.
+    """
     flat = [t for seq in ids for t in seq]
-    n = min(max_windows, len(flat) // (length + 1))
-    if n == 0:
+    if total % length or len(flat) < total + 1:
         return None
-    return torch.tensor(flat[: n * (length + 1)], dtype=torch.long).view(n, length + 1)
+    x = torch.tensor(flat[: total + 1], dtype=torch.long)
+    return x[:-1].view(-1, length), x[1:].view(-1, length)
+
+
+def experiment_tokens(train_len: int, multiples: Sequence[int], budget: int = 1024) -> int:
+    """Tokens scored per cell: a multiple of the longest window, about `budget` (at least one window)."""
+    longest = max(multiples) * train_len
+    return longest * max(1, budget // longest)
 
 
 @torch.no_grad()
 def length_losses(model: TinyTransformer, heldout_ids: Sequence[Sequence[int]], multiples: Sequence[int],
-                  max_windows: int = 8, progress: Callable[[float, str], None] | None = None) -> pd.DataFrame:
+                  total: int | None = None, progress: Callable[[float, str], None] | None = None) -> pd.DataFrame:
     """Held-out next-token loss at m x the training length, under every scaling (RoPE) or as is (others)."""
     cfg = model.config
     L = cfg.max_len
+    total = total or experiment_tokens(L, multiples)
     methods = list(rope.ROPE_INIT_FUNCTIONS) if cfg.pos_encoding == "rope" else ["none"]
     rows, jobs = [], [(m, meth) for m in multiples for meth in methods]
     for j, (m, method) in enumerate(jobs):
         if progress:
             progress(j / len(jobs), f"{m}× context, {rope.ROPE_SCALING_LABELS[method]}")
-        windows = heldout_windows(heldout_ids, m * L, max_windows)
         row = {"method": method, "multiple": m, "length": m * L, "loss": float("nan"), "note": ""}
+        windows = heldout_windows(heldout_ids, m * L, total)
         if m == 1 and rows and rows[0]["multiple"] == 1:
             row["loss"] = rows[0]["loss"]  # factor 1: every scaling is plain RoPE (tested), so reuse the pass
+        elif m * L > MAX_EXPERIMENT_TOKENS:
+            row["note"] = f"windows longer than {MAX_EXPERIMENT_TOKENS:,} tokens are not run on this server"
         elif windows is None:
             row["note"] = "not enough held-out text"
         elif cfg.pos_encoding == "learned" and m * L > L:
-            row["note"] = f"a learned table has only {L} rows"
+            row["note"] = f"a learned table has only {L} rows, so it cannot read {m * L} positions"
         else:
             scaled = model if method == "none" else scaled_copy(
                 model, rope_scaling=scaling_for(method, max(m, 1), L))
-            windows = windows.to(model.device)
-            row["loss"] = float(scaled(windows[:, :-1], targets=windows[:, 1:]).loss)
+            x, y = (w.to(model.device) for w in windows)
+            row["loss"] = float(scaled(x, targets=y).loss)
         rows.append(row)
     if progress:
         progress(1.0, "done")
