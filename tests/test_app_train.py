@@ -57,7 +57,8 @@ def chart(at, title: str) -> dict:
     return next(s for s in specs if title in json.dumps(s["layout"].get("title", "")))
 
 
-def test_a_started_run_shows_progress_loss_curves_samples_and_finishes(app_test):
+def test_a_started_run_shows_progress_loss_curves_samples_and_finishes(app_test, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_RUNS", str(tmp_path))
     at = app_test("pages/train.py")
     assert not at.exception and "Start" in at.info[0].value
     configure(at, steps=20, every=10)
@@ -78,6 +79,13 @@ def test_a_started_run_shows_progress_loss_curves_samples_and_finishes(app_test)
     assert len(tf) >= 5 and tf["p(target)"].between(0, 1).all()
     assert any("Each row equals running its prefix alone" in s.value for s in at.success)
     assert not at.button(key="train_start").disabled
+    # keep it: saved under runs/, selectable in the sidebar, downloadable
+    at.text_input(key="train_ckpt_name").set_value("my <b>model</b>").run()
+    at.button(key="train_save").click().run()
+    assert any("Saved as **my-b-model-b**" in s.value for s in at.success)
+    assert "my-b-model-b" in at.session_state["user_models"]  # what the sidebar's Model menu lists
+    assert at.get("download_button")
+    assert len(list(tmp_path.rglob("my-b-model-b--*.safetensors"))) == 1
 
 
 def test_pause_stops_progress_and_resume_continues(app_test):

@@ -21,6 +21,10 @@ def progress_text(page) -> str:
 def test_live_run_grows_the_loss_chart_and_pause_freezes_it(page):
     open_page(page, "", wait_chart=False)  # the root first: a fresh server opened at /train runs pages/ as v1 MPA
     open_page(page, "train", wait_chart=False)
+    steps = page.get_by_label("Steps")
+    steps.fill("3000")  # long enough that Pause comes before the end, even on an idle machine
+    steps.press("Enter")
+    wait_idle(page)
     button(page, "Start").click()
     page.wait_for_function(f"() => ({LOSS_POINTS})() >= 3", timeout=90_000)
     first = page.evaluate(LOSS_POINTS)
