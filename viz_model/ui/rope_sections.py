@@ -257,9 +257,11 @@ def length_experiment() -> None:
     for note in sorted({f"{r.model}: {r.note}" for r in table.itertuples() if r.note}):
         st.caption(note)
     st.caption("Lower is better. A line that climbs past 1× is a model reading positions it never saw in training.")
-    wide = table.assign(method=table["method"].map(rope.ROPE_SCALING_LABELS)).pivot_table(
-        index=["model", "method"], columns="length", values="loss", sort=False)
-    st.dataframe(wide.style.format("{:.3f}", na_rep="—"), key="rope_len_table")
+    is_rope = table.groupby("model")["method"].transform("nunique") > 1
+    labels = table["method"].map(rope.ROPE_SCALING_LABELS).where(is_rope, "as trained (not RoPE)")
+    wide = table.assign(method=labels).pivot_table(index=["model", "method"], columns="length", values="loss",
+                                                   sort=False)
+    st.dataframe(wide.map(lambda v: "—" if pd.isna(v) else f"{v:.3f}"), key="rope_len_table")
 
 
 # -- where RoPE operates --------------------------------------------------------------------------------
