@@ -8,6 +8,7 @@ from viz_model.device import describe
 from viz_model.figures.attention import attention_heatmap
 from viz_model.tokenizer import encode
 from viz_model.ui import chart, share
+from viz_model.ui.explorer import token_chips, uses_bos
 from viz_model.ui.sidebar import current_model
 
 st.title("Attention Lab")
@@ -39,18 +40,21 @@ if meta.get("heldout_loss") is not None:
 st.subheader("One sentence, end to end")
 share.bind("text", "start_text")
 text = st.text_input("Type a sentence", "The cat sat on the mat", key="start_text", max_chars=2000)
-enc = encode(tok, text, max_len=cfg.max_len)
+share.bind("bos", "start_bos", bool)
+bos = st.toggle("Start with `<bos>`, as in training", value=uses_bos(ckpt), key="start_bos",
+                help="The shipped models saw a <bos> token in front of most training sentences; "
+                     "many heads park spare attention on it.")
+enc = encode(tok, text, max_len=cfg.max_len, bos=bos)
 if enc.truncated:
     st.info(f"Your text has {enc.n_tokens_total} tokens; the model reads at most {cfg.max_len}, "
             "so only the first ones are shown.")
-if not enc.ids:
+if not enc.ids or enc.tokens == ["<bos>"]:
     st.warning("Type at least one word to see its tokens and attention.")
     st.stop()
 if enc.unknown:
     st.caption("Words this model has never seen become `<unk>`: " + ", ".join(f"`{w}`" for w in enc.unknown[:12]))
 
-st.dataframe(pd.DataFrame({"position": range(len(enc.ids)), "token": enc.tokens, "vocabulary entry": enc.pieces,
-                           "id": enc.ids}).set_index("position").T, width="stretch")
+token_chips(enc)
 
 share.bind("layer", "start_layer", int, choices=range(cfg.n_layers))
 share.bind("head", "start_head", int, choices=range(cfg.n_heads))
@@ -64,5 +68,9 @@ probs = lt.probs[0, head]
 allowed = torch.isfinite(lt.mask).expand(lt.probs.shape)[0, head]
 fig = attention_heatmap(probs, enc.tokens, allowed=allowed, title=f"Layer {layer}, head {head}: attention weights")
 chart.show(fig, key="start_heatmap", name=f"attention_L{layer}_H{head}")
+role = next((r for r in meta.get("head_roles", []) if (r["layer"], r["head"]) == (layer, head)), None)
+if role:
+    st.caption(f"Measured role of this head on held-out text: **{role['role']}** (score {role['score']:.2f}).")
 err = (probs.sum(-1) - 1).abs().max().item()
-st.success(f"✓ Every row sums to 1 (max error {err:.1e}); grey cells are blocked by the causal mask.")
+note = "grey cells (×) are blocked by the causal mask" if cfg.causal else "this model attends in both directions"
+st.success(f"✓ Every row sums to 1 (max error {err:.1e}); {note}.")

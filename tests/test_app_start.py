@@ -14,8 +14,10 @@ def test_start_page_shows_model_card_tokens_and_heatmap(app_test):
     assert at.title[0].value == "Attention Lab"
     assert len(at.dataframe) >= 2  # model card + tokens
     tokens = at.dataframe[1].value
-    assert list(tokens.loc["token"]) == ["The", "cat", "sat", "on", "the", "mat"]
+    assert list(tokens.iloc[0, 1:]) == ["<bos>", "The", "cat", "sat", "on", "the", "mat"]  # shipped models use <bos>
     assert "row sums to 1" in at.success[0].value
+    at.toggle(key="start_bos").set_value(False).run()
+    assert list(at.dataframe[1].value.iloc[0, 1:]) == ["The", "cat", "sat", "on", "the", "mat"]
 
 
 def test_layer_and_head_pickers_change_the_heatmap(app_test):

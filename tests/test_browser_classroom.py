@@ -13,7 +13,7 @@ def heatmap_title(page) -> str:
 def test_a_shared_link_opens_exactly_that_view_and_the_url_follows_widgets(page):
     open_page(page, "?text=I+like+cats&layer=1&head=1")
     assert "Layer 1, head 1" in heatmap_title(page)
-    assert len(plot_data(page, 0, "attention")["z"]) == 3
+    assert len(plot_data(page, 0, "attention")["z"]) == 4  # <bos> I like cats
     page.get_by_label("Type a sentence").fill("The bank by the river")
     page.get_by_label("Type a sentence").press("Enter")
     wait_idle(page)
@@ -48,7 +48,7 @@ def test_every_figure_offers_csv_and_offline_html_exports(page):
     with page.expect_download() as dl:
         page.get_by_role("button", name="Data (CSV)").click()
     csv = open(dl.value.path()).read()
-    assert "# attention" in csv and "0 I" in csv
+    assert "# attention" in csv and "1 I" in csv
     with page.expect_download() as dl:
         page.get_by_role("button", name="Interactive figure (HTML, works offline)").click()
     html = open(dl.value.path()).read()

@@ -9,10 +9,10 @@ pytestmark = pytest.mark.browser
 def test_start_page_renders_heatmap_without_console_errors(page):
     open_page(page, "")
     plot = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first
-    # "The cat sat on the mat": the duplicate "the" stays a distinct row
-    assert len(plot_data(page, 0, "attention")["z"]) == 6
+    # "<bos> The cat sat on the mat": the duplicate "the" stays a distinct row
+    assert len(plot_data(page, 0, "attention")["z"]) == 7
     ticks = plot.evaluate("el => el.layout.yaxis.ticktext")
-    assert ticks[0].endswith("The") and ticks[4].endswith("the")
+    assert ticks[0] == "0 &lt;bos&gt;" and ticks[1].endswith("The") and ticks[5].endswith("the")
     assert "row sums to 1" in page.locator('[data-testid="stAlert"]').last.inner_text()
     screenshot(page, "start")
     assert page.console.errors() == []
@@ -21,6 +21,8 @@ def test_start_page_renders_heatmap_without_console_errors(page):
 def test_typing_a_sentence_changes_the_heatmap(page):
     open_page(page, "")
     box = page.get_by_label("Type a sentence")
+    page.get_by_text("Start with").click()  # <bos> off: exactly the typed tokens
+    wait_idle(page)
     box.fill("send report <PAD> <PAD>")
     box.press("Enter")
     wait_idle(page)
