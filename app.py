@@ -8,18 +8,20 @@ import torch
 
 from viz_model.ui import share, sidebar
 from viz_model.ui.errors import guard
+from viz_model.ui.jobs import status_badge
 
 ROOT = Path(__file__).parent
 
-# (section, file, title, icon, url path). Only pages whose file exists are listed.
+# (section, file, title, icon, url path). Only pages whose file exists are listed. The folder is not called
+# "pages/": with that name Streamlit runs a page opened by URL as a v1 multipage app, skipping this file.
 PAGES = [
-    ("Start", "pages/start.py", "Start", ":material/home:", "start"),
-    ("Attention", "pages/explorer.py", "Explorer", ":material/grid_on:", "explorer"),
-    ("Attention", "pages/masks.py", "Masks", ":material/filter_alt:", "masks"),
-    ("Position", "pages/sinusoidal.py", "Sinusoidal", ":material/waves:", "sinusoidal"),
-    ("Position", "pages/rope.py", "RoPE", ":material/rotate_right:", "rope"),
-    ("Lab", "pages/train.py", "Train", ":material/model_training:", "train"),
-    ("Lab", "pages/generate.py", "Generate", ":material/edit_note:", "generate"),
+    ("Start", "app_pages/start.py", "Start", ":material/home:", "start"),
+    ("Attention", "app_pages/explorer.py", "Explorer", ":material/grid_on:", "explorer"),
+    ("Attention", "app_pages/masks.py", "Masks", ":material/filter_alt:", "masks"),
+    ("Position", "app_pages/sinusoidal.py", "Sinusoidal", ":material/waves:", "sinusoidal"),
+    ("Position", "app_pages/rope.py", "RoPE", ":material/rotate_right:", "rope"),
+    ("Lab", "app_pages/train.py", "Train", ":material/model_training:", "train"),
+    ("Lab", "app_pages/generate.py", "Generate", ":material/edit_note:", "generate"),
 ]
 
 # Many small requests from many users: one torch thread each beats threads fighting over 2 cores
@@ -38,6 +40,7 @@ page = st.navigation(sections)
 
 with guard("the sidebar"):
     sidebar.render()
+    status_badge()  # a training run of this user shows on every page
 share.show_notices()
 with guard(page.title):
     page.run()

@@ -38,7 +38,7 @@ def timed(at: AppTest, change) -> float:
 def open_explorer(T: int) -> tuple[AppTest, tuple[int, int, int]]:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/explorer.py").run()
+    at.switch_page("app_pages/explorer.py").run()
     at.text_input(key="explorer_text").set_value(sentence(T)).run()
     n_heads = len(at.selectbox(key="explorer_head").options)
     n_layers = len(at.selectbox(key="explorer_layer").options)

@@ -104,7 +104,7 @@ def live_job(url: str, browser) -> float:
     """Open the Train page, press Start with the defaults (= SPEC), keep the page open until it finishes."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(url)  # the root first: a fresh server opened at /train would run pages/ as v1 MPA
+        page.goto(url)  # the root first: (historic: a pages/ folder made Streamlit run v1 MPA)
         page.wait_for_selector('[data-testid="stApp"]')
         page.wait_for_timeout(1500)
         page.goto(f"{url}/train")

@@ -29,7 +29,7 @@ def _seed():
 
 @pytest.fixture
 def app_test():
-    """AppTest of app.py opened on a page: `at = app_test("pages/masks.py")`."""
+    """AppTest of app.py opened on a page: `at = app_test("app_pages/masks.py")`."""
     from streamlit.testing.v1 import AppTest
 
     def make(page: str | None = None, timeout: float = 90):

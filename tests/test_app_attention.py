@@ -41,7 +41,7 @@ def explorer():
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
     at.run()
-    at.switch_page("pages/explorer.py").run()
+    at.switch_page("app_pages/explorer.py").run()
     return at
 
 
@@ -124,7 +124,7 @@ def masks_page():
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/masks.py").run()
+    at.switch_page("app_pages/masks.py").run()
     return at
 
 

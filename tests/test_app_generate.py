@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-PAGE = "pages/generate.py"
+PAGE = "app_pages/generate.py"
 
 
 @pytest.fixture(scope="module", autouse=True)

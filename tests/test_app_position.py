@@ -7,6 +7,17 @@ import numpy as np
 import pytest
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """app.py runs torch with one thread; match it so the sidebar's device label is the same on every run."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def chart(at, key):
     return json.loads(at.get_by_key(key).proto.spec)
 
@@ -38,7 +49,7 @@ def sinus(request):
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/sinusoidal.py").run()
+    at.switch_page("app_pages/sinusoidal.py").run()
     return at
 
 
@@ -49,7 +60,7 @@ def rope_page():
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/rope.py").run()
+    at.switch_page("app_pages/rope.py").run()
     return at
 
 
@@ -182,7 +193,7 @@ def shipped_encodings(tmp_path, monkeypatch):
 
 
 def test_model_views_read_the_shipped_sinusoidal_and_learned_models(shipped_encodings, app_test):
-    at = app_test("pages/sinusoidal.py")
+    at = app_test("app_pages/sinusoidal.py")
     assert not at.exception and not at.error
     assert any("differ by exactly P_2 − P_0" in s.value for s in at.success)
     rows = chart(at, "sinusoidal_same_token")["layout"]["yaxis"]["ticktext"]
@@ -193,7 +204,7 @@ def test_model_views_read_the_shipped_sinusoidal_and_learned_models(shipped_enco
 
 
 def test_length_experiment_says_the_learned_model_cannot_go_past_its_table(shipped_encodings, app_test):
-    at = app_test("pages/rope.py")
+    at = app_test("app_pages/rope.py")
     at.button(key="rope_len_run").click().run()
     assert not at.exception
     notes = " ".join(c.value for c in at.caption)
@@ -210,7 +221,7 @@ def test_a_shared_link_opens_the_same_view_and_bad_values_fall_back():
     at.run()  # the start page publishes its own params first, as a browser would before the link is opened
     at.query_params["d"] = "8"
     at.query_params["positions"] = "99999"  # out of range: ignored with a notice, never an error
-    at.switch_page("pages/sinusoidal.py").run()
+    at.switch_page("app_pages/sinusoidal.py").run()
     assert not at.exception
     assert at.slider(key="sinusoidal_d").value == 8
     assert at.slider(key="sinusoidal_npos").value == 128

@@ -59,7 +59,7 @@ def chart(at, title: str) -> dict:
 
 def test_a_started_run_shows_progress_loss_curves_samples_and_finishes(app_test, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_RUNS", str(tmp_path))
-    at = app_test("pages/train.py")
+    at = app_test("app_pages/train.py")
     assert not at.exception and "Start" in at.info[0].value
     configure(at, steps=20, every=10)
     at.button(key="train_start").click().run()
@@ -89,7 +89,7 @@ def test_a_started_run_shows_progress_loss_curves_samples_and_finishes(app_test,
 
 
 def test_pause_stops_progress_and_resume_continues(app_test):
-    at = app_test("pages/train.py")
+    at = app_test("app_pages/train.py")
     configure(at, steps=400, every=100, task="copy")
     at.button(key="train_start").click().run()
     poll(at, lambda step, status: step >= 2)
@@ -108,7 +108,7 @@ def test_pause_stops_progress_and_resume_continues(app_test):
 
 
 def test_an_oversized_model_is_refused_with_a_message_before_it_starts(app_test):
-    at = app_test("pages/train.py")
+    at = app_test("app_pages/train.py")
     at.selectbox(key="train_preset").set_value("custom").run()
     at.slider(key="train_layers").set_value(6)
     at.slider(key="train_heads").set_value(8)

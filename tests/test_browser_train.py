@@ -19,7 +19,7 @@ def progress_text(page) -> str:
 
 
 def test_live_run_grows_the_loss_chart_and_pause_freezes_it(page):
-    open_page(page, "", wait_chart=False)  # the root first: a fresh server opened at /train runs pages/ as v1 MPA
+    open_page(page, "", wait_chart=False)  # the root first: kept from when pages/ triggered v1 MPA
     open_page(page, "train", wait_chart=False)
     steps = page.get_by_label("Steps")
     steps.fill("3000")  # long enough that Pause comes before the end, even on an idle machine

@@ -38,4 +38,5 @@ def describe(device: torch.device) -> str:
         return f"CUDA ({torch.cuda.get_device_name(device)})"
     if device.type == "mps":
         return "Apple GPU (MPS)"
-    return f"CPU ({torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"CPU ({n} thread{'s' if n > 1 else ''} per request)"
