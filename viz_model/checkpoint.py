@@ -112,9 +112,11 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
     if path.stat().st_size > MAX_WEIGHTS_BYTES:
         raise ValueError(f"{path.name} is larger than {MAX_WEIGHTS_BYTES // 2**20} MB; that is not a classroom model.")
     with open(path, "rb") as f:
-        head = f.read(2)
-    if head[:1] == b"\x80" or head == b"PK":
-        raise ValueError(f"{path.name} looks like a pickle / torch.save file; only safetensors are accepted.")
+        head = f.read(9)
+    if head[8:9] != b"{":  # safetensors: 8-byte header length, then a JSON header
+        if head[:1] == b"\x80" or head[:2] == b"PK":
+            raise ValueError(f"{path.name} looks like a pickle / torch.save file; only safetensors are accepted.")
+        raise ValueError(f"{path.name} is not a valid safetensors file (no JSON header).")
     try:
         return load_file(str(path), device="cpu")
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:

@@ -45,8 +45,7 @@ def base_layout(fig: go.Figure, title: str | None = None, height: int | None = N
         font=FONT,
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         height=height,
-        template="plotly_white",
-    )
+    )  # no template here: Streamlit's theme styles the chart, and a template is deep-copied per figure (slow)
     return fig
 
 
