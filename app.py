@@ -37,11 +37,14 @@ for section, file, title, icon, url in PAGES:
             st.Page(str(ROOT / file), title=title, icon=icon, url_path=url, default=(url == "start"))
         )
 page = st.navigation(sections)
+share.new_page(page.url_path)
 
 with guard("the sidebar"):
     sidebar.render()
     status_badge()  # a training run of this user shows on every page
 share.show_notices()
-with guard(page.title):
-    page.run()
-share.publish()  # the page's bound settings go into the URL: a link reopens exactly this view
+try:
+    with guard(page.title):
+        page.run()
+finally:  # also after a page's st.stop(): its bound settings go into the URL, so a link reopens this view
+    share.publish()

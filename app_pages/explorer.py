@@ -5,8 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from viz_model.figures.attention import attention_grid, attention_heatmap
-from viz_model.figures.common import png_config
 from viz_model.figures.pipeline import entropy_bars
+from viz_model.ui import chart
 from viz_model.ui import explorer as ui
 from viz_model.ui.sidebar import current_model
 
@@ -32,6 +32,7 @@ if tok_choice == "bpe":
                "understands the ids of the tokenizer it was trained with: the shipped models use the word "
                "tokenizer, so the attention below is always computed on the word tokens.")
 
+ui.bind_view(cfg)
 with st.expander("Knobs that re-run the model", expanded=False):
     k1, k2, k3, k4 = st.columns(4)
     scale_on = k1.toggle("Scale scores by 1/√d_k", value=True, key="explorer_scale")
@@ -57,7 +58,7 @@ roles = ui.head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
 st.subheader("All heads at a glance")
 grid = ui.cached_figure("grid", (*tkey, str(roles)), lambda: attention_grid(
     probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads", allowed=data["allowed"]))
-st.plotly_chart(grid, key="explorer_grid", config=png_config("attention_grid"))
+chart.show(grid, key="explorer_grid", name="attention_grid")
 if roles is None:
     st.caption("Head roles appear here once the model's metadata has them (measured by viz_model/heads.py).")
 elif (table := ui.head_roles_table(ckpt.metadata)) is not None:
@@ -78,7 +79,7 @@ big = probs[layer].mean(0) if average else probs[layer, head]
 title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
 fig = ui.cached_figure("head", (*tkey, layer, head, average),
                        lambda: attention_heatmap(big, tokens, allowed=data["allowed"], title=title))
-st.plotly_chart(fig, key="explorer_head_map", config=png_config(f"attention_L{layer}_H{'avg' if average else head}"))
+chart.show(fig, key="explorer_head_map", name=f"attention_L{layer}_H{'avg' if average else head}")
 err = float(np.abs(big.sum(-1) - 1).max())
 ui.check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells are blocked by the mask "
                           "(weight exactly 0), not learned zeros.")
@@ -103,8 +104,8 @@ ui.render_query_focus(data, layer, head, tokens, "explorer", tkey)
 st.subheader("How sharp is each row?")
 ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
 uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
-st.plotly_chart(ui.cached_figure("entropy", (*tkey, layer, head, average),
+chart.show(ui.cached_figure("entropy", (*tkey, layer, head, average),
                                  lambda: entropy_bars(ent, tokens, max_entropy=uniform)),
-                key="explorer_entropy", config=png_config("row_entropy"))
+                                 key="explorer_entropy", name="row_entropy")
 st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "
            "Turn off the 1/√d_k scaling or lower the temperature: rows saturate towards one key.")

@@ -4,6 +4,7 @@ import streamlit as st
 
 from viz_model.tokenizer import PAD
 from viz_model.ui import masks as ui
+from viz_model.ui import share
 from viz_model.ui.explorer import sentence_input
 from viz_model.ui.sidebar import current_model
 
@@ -17,6 +18,9 @@ enc = sentence_input("masks", ckpt, max_tokens=ui.MAX_GALLERY_T, default="The ca
 ids, tokens, T = enc.ids, enc.tokens, len(enc.ids)
 
 st.header("Mask gallery")
+share.bind("mask", "masks_kind", choices=list(ui.GALLERY))
+share.bind("layer", "masks_layer", int, choices=range(cfg.n_layers))
+share.bind("head", "masks_head", int, choices=range(cfg.n_heads))
 kind = st.segmented_control("Mask", list(ui.GALLERY), default="causal", format_func=ui.GALLERY.get,
                             key="masks_kind") or "causal"
 c1, c2, _ = st.columns([1, 1, 2])

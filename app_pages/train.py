@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from viz_model.figures.common import png_config
 from viz_model.figures.train import attention_player
 from viz_model.tokenizer import load_tokenizer
+from viz_model.ui import chart
 from viz_model.ui import jobs as J
 from viz_model.ui import train as T
 from viz_model.ui.errors import guard
@@ -104,8 +104,8 @@ with evolution:
         if h.snaps:
             st.caption(f"{len(h.snaps)} snapshots of the probe “{T.probe_text(run.spec.task)}”: drag the slider "
                        "or press play. Reload the tab (or any control) to include newer snapshots.")
-            st.plotly_chart(attention_player(h.snaps, h.snap_steps, h.tokens), key="train_player",
-                            config=png_config("train_attention_evolution"))
+            chart.show(attention_player(h.snaps, h.snap_steps, h.tokens),
+                       key="train_player", name="train_attention_evolution")
         else:
             st.caption(f"The first snapshot comes at step {run.spec.every}.")
 with forcing:

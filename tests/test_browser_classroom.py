@@ -2,6 +2,7 @@
 
 import pytest
 from conftest import open_page, plot_data, screenshot, wait_idle
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -54,3 +55,17 @@ def test_every_figure_offers_csv_and_offline_html_exports(page):
     html = open(dl.value.path()).read()
     assert "<script" in html and len(html) > 1_000_000  # plotly.js inlined
     assert "src=\"http" not in html  # nothing fetched from a CDN
+
+
+def test_links_open_other_pages_exactly_too(page):
+    open_page(page, "explorer?text=I+like+cats&layer=1&head=2&mask=bidirectional")
+    expect(page.locator('input[aria-label="Sentence"]').first).to_have_value("I like cats")
+    assert "Layer 1, head 2" in page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').nth(1).evaluate(
+        "el => el.layout.title.text")
+    assert page.locator('[data-testid="stSidebar"]').get_by_text("Model").count() >= 1  # app.py ran: shared sidebar
+    open_page(page, "generate?text=please+send+the&strategy=sampling&temperature=0.5&seed=7", wait_chart=False)
+    expect(page.locator('input[aria-label="Prompt"]').first).to_have_value("please send the")
+    expect(page.locator('input[aria-label="Seed"]').first).to_have_value("7")
+    page.wait_for_function("() => location.search.includes('model=')")  # the URL mirrors the view
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.console.errors() == []

@@ -10,21 +10,25 @@ from viz_model.figures.export import figure_csv, figure_html, presenter_style
 from viz_model.ui.presenter import presenter_on
 
 
-def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = True, **kwargs):
-    """st.plotly_chart with the app's conventions. `name` names the exported files (defaults to key)."""
+def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = True, container=None, **kwargs):
+    """st.plotly_chart with the app's conventions. `name` names the exported files (defaults to key).
+
+    `container` (a column, tab...) is where to draw; exports=False for charts a live fragment redraws every second.
+    """
     name = name or key
+    target = container if container is not None else st
     if presenter_on():
         fig = presenter_style(go.Figure(fig))
-    event = st.plotly_chart(fig, key=key, config=png_config(name, scale=4 if presenter_on() else 3), **kwargs)
+    event = target.plotly_chart(fig, key=key, config=png_config(name, scale=4 if presenter_on() else 3), **kwargs)
     if exports:
-        _export_buttons(fig, key, name)
+        _export_buttons(target, fig, key, name)
     return event
 
 
-def _export_buttons(fig: go.Figure, key: str, name: str) -> None:
+def _export_buttons(target, fig: go.Figure, key: str, name: str) -> None:
     """Files are built only when clicked (deferred callables), so an unclicked button costs nothing."""
     safe = png_config(name)["toImageButtonOptions"]["filename"]
-    with st.popover("Export", icon=":material/download:", key=f"{key}__export"):
+    with target.popover("Export", icon=":material/download:", key=f"{key}__export"):
         st.caption("PNG: use the camera icon on the chart (sized for slides).")
         st.download_button("Data (CSV)", data=lambda: figure_csv(fig), file_name=f"{safe}.csv", mime="text/csv",
                            key=f"{key}__csv", on_click="ignore")

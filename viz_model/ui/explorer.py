@@ -16,9 +16,9 @@ from viz_model import demos
 from viz_model.checkpoint import Checkpoint
 from viz_model.data import LECTURE_SENTENCES
 from viz_model.figures.attention import attention_heatmap
-from viz_model.figures.common import png_config
 from viz_model.figures.pipeline import matrix_heatmap, query_bars, value_mix
 from viz_model.tokenizer import BOS, Encoded, encode, load_tokenizer
+from viz_model.ui import chart, share
 
 EXAMPLES = (*dict.fromkeys(LECTURE_SENTENCES), "send report <PAD> <PAD>")
 CUSTOM = "(type your own)"
@@ -35,6 +35,7 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
     """Example picker + text box; stops the page with a clear message when there is nothing to show."""
     cfg = ckpt.model.config
     limit = min(cfg.max_len, max_tokens or cfg.max_len)
+    share.bind_text("text", f"{prefix}_text", f"{prefix}_example", f"{prefix}_last_example", EXAMPLES, CUSTOM)
     c1, c2 = st.columns([1, 2])
     example = c1.selectbox("Example from the lecture", [CUSTOM, *EXAMPLES], index=1 + EXAMPLES.index(default),
                            key=f"{prefix}_example")
@@ -57,6 +58,17 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
         st.caption("Words this model has never seen become `<unk>`: "
                    + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
     return enc
+
+
+def bind_view(cfg) -> None:
+    """The Explorer's main settings live in the URL (a shared link reopens this exact view)."""
+    share.bind("layer", "explorer_layer", int, choices=range(cfg.n_layers))
+    share.bind("head", "explorer_head", int, choices=range(cfg.n_heads))
+    share.bind("scale", "explorer_scale", bool)
+    share.bind("temperature", "explorer_temp", float, lo=0.1, hi=5.0)
+    share.bind("mask", "explorer_mask", choices=["causal", "bidirectional"])
+    share.bind("average", "explorer_avg", bool)
+    share.bind("step", "explorer_step", int, choices=range(8))
 
 
 def uses_bos(ckpt: Checkpoint) -> bool:
@@ -208,7 +220,7 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
     key = (*key, i, layer, head)
     c = data["checks"][layer]
     allowed = data["allowed"]
-    cfg_png = png_config(f"pipeline_step{i + 1}_L{layer}_H{head}")
+    cfg_name = f"pipeline_step{i + 1}_L{layer}_H{head}"
     s = data["scores"][layer, head]
     if i == 0:
         cols = st.columns(3)
@@ -216,7 +228,7 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
             fig = cached_figure(name, key, lambda n=name: matrix_heatmap(
                 data[n][layer, head], tokens, title=n.upper(), value_name=n.upper(), row_title="token",
                 col_title="d_k", show_values=False))
-            col.plotly_chart(fig, key=f"{prefix}_step_{name}", config=cfg_png)
+            chart.show(fig, key=f"{prefix}_step_{name}", name=cfg_name, container=col)
         check_line(c["qkv"] < 1e-4, f"Q, K, V recomputed from X and the weights match the trace "
                                     f"(max error {c['qkv']:.1e}).")
         return
@@ -226,7 +238,7 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
         fig = cached_figure("step", key, lambda: matrix_heatmap(
             val, tokens, tokens, col_tokens=True, allowed=allowed if i != 1 else None, value_name=name,
             col_title="key", title=f"{name}, layer {layer} head {head}"))
-        st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
+        chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
         if i == 1:
             check_line(c["scores"] < 1e-4, f"S recomputed as Q·Kᵀ·{data['scale']:.4g} matches the trace "
                                            f"(max error {c['scores']:.1e}).")
@@ -234,7 +246,7 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
     if i == 4:
         fig = cached_figure("step", key, lambda: attention_heatmap(
             data["probs"][layer, head], tokens, allowed=allowed, title=f"A, layer {layer} head {head}"))
-        st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
+        chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
         check_line(c["row_sums"] < 1e-5, f"Rows sum to 1, max error {c['row_sums']:.0e}; blocked cells carry "
                                          f"weight {c['masked_weight']:.0e}.")
         return
@@ -242,7 +254,7 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
         fig = cached_figure("step", key, lambda: matrix_heatmap(
             data["head_out"][layer, head], tokens, value_name="A·V", row_title="query", col_title="d_k",
             title="head_out = A·V", show_values=False))
-        st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
+        chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
         check_line(c["head_out"] < 1e-4, f"A·V recomputed from the trace equals head_out "
                                          f"(max error {c['head_out']:.1e}).")
         return
@@ -253,13 +265,13 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
         fig = cached_figure("step", key, lambda: matrix_heatmap(
             concat, tokens, labels, value_name="concat", row_title="query", col_title="head:feature",
             title="All heads side by side", show_values=False))
-        st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
+        chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
         st.caption(f"Columns {head * d_k}–{(head + 1) * d_k - 1} are this head's output.")
         return
     fig = cached_figure("step", key, lambda: matrix_heatmap(
         data["attn_out"][layer], tokens, value_name="attn_out", row_title="query", col_title="d_model",
         title="attn_out = concat·W_O + b", show_values=False))
-    st.plotly_chart(fig, key=f"{prefix}_step_mat", config=cfg_png)
+    chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
     check_line(c["attn_out"] < 1e-4, f"concat·W_O + b recomputed equals the layer's attention output "
                                      f"(max error {c['attn_out']:.1e}).")
 
@@ -272,8 +284,7 @@ def render_query_focus(data: dict, layer: int, head: int, tokens: list[str], pre
     probs = data["probs"][layer, head]
     key = (*key, layer, head, qi)
     c1, c2 = st.columns(2)
-    c1.plotly_chart(cached_figure("bars", key, lambda: query_bars(probs[qi], tokens, tokens[qi],
-                                                                  allowed=data["allowed"][qi])),
-                    key=f"{prefix}_bars", config=png_config(f"query_{qi}"))
-    c2.plotly_chart(cached_figure("mix", key, lambda: value_mix(probs[qi], data["v"][layer, head], tokens, tokens[qi])),
-                    key=f"{prefix}_mix", config=png_config(f"value_mix_{qi}"))
+    bars = cached_figure("bars", key, lambda: query_bars(probs[qi], tokens, tokens[qi], allowed=data["allowed"][qi]))
+    chart.show(bars, key=f"{prefix}_bars", name=f"query_{qi}", container=c1)
+    chart.show(cached_figure("mix", key, lambda: value_mix(probs[qi], data["v"][layer, head], tokens, tokens[qi])),
+               key=f"{prefix}_mix", name=f"value_mix_{qi}", container=c2)

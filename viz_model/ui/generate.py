@@ -13,11 +13,22 @@ import torch
 from viz_model import generate as G
 from viz_model.figures import generate as F
 from viz_model.tokenizer import EOS, Encoded, display_token, encode
+from viz_model.ui import share
 from viz_model.ui.chart import show
 
 EXAMPLES = ["please send the", "The cat sat on the", "The trophy didn't fit in the suitcase because it",
             "She gave him the book because he", "Send the report before the", "The bank by the"]
 CUSTOM = "(type your own)"
+URL_PARAMS = [
+    ("strategy", "generate_kind", str, dict(choices=["greedy", "sampling"])),
+    ("temperature", "generate_temperature", float, dict(lo=0.05, hi=3.0)),
+    ("top_k", "generate_use_k", bool, {}),
+    ("k", "generate_k", int, dict(lo=1, hi=100)),
+    ("top_p", "generate_use_p", bool, {}),
+    ("p", "generate_p", float, dict(lo=0.05, hi=1.0)),
+    ("mode", "generate_mode", str, dict(choices=["step", "run"])),
+    ("seed", "generate_seed", int, dict(lo=0, hi=2**31 - 1)),
+]
 MAX_NEW = 128          # new tokens per run, whatever the context (bounds the work of one click)
 TOP_N = 10             # bars in the next-token chart
 TEMPERATURES = (0.5, 1.0, 1.5)
@@ -51,6 +62,7 @@ class StepView:
 def prompt_input(ckpt) -> Encoded:
     """Example picker + text box; the prompt starts with <bos> like the training sentences."""
     limit = ckpt.model.config.max_len - 1
+    share.bind_text("text", "generate_text", "generate_example", "generate_last_example", EXAMPLES, CUSTOM)
     c1, c2 = st.columns([1, 2])
     example = c1.selectbox("Lecture example", [CUSTOM, *EXAMPLES], index=1, key="generate_example")
     if st.session_state.get("generate_last_example") != example and example != CUSTOM:
@@ -73,6 +85,8 @@ def prompt_input(ckpt) -> Encoded:
 
 def controls(cfg, vocab: int) -> Settings:
     c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
+    for name, key, cast, extra in URL_PARAMS:  # a shared link reopens this exact strategy
+        share.bind(name, key, cast, **extra)
     kind = c1.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="generate_kind",
                     help="Greedy always takes the most probable token; sampling draws from the distribution.")
     off = kind == "greedy"

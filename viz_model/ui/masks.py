@@ -9,10 +9,10 @@ import torch
 
 from viz_model import demos, masks
 from viz_model.checkpoint import Checkpoint
-from viz_model.figures.common import png_config
 from viz_model.figures.masks import dependency_figure, mask_panels
 from viz_model.figures.pipeline import row_sum_bars
 from viz_model.tokenizer import PAD, encode
+from viz_model.ui import chart
 from viz_model.ui.explorer import cached_trace, check_line, mask_bits, model_id, uses_bos
 from viz_model.ui.models import available_models, load_model
 
@@ -63,8 +63,8 @@ def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: st
     data = cached_trace(ckpt.model, model_id(ckpt), tuple(ids), mask_bits(allowed))
     eff_allowed = data["allowed"]  # what the model really used (empty rows get their own key)
     s, p = data["scores"][layer, head], data["probs"][layer, head]
-    st.plotly_chart(mask_panels(eff_allowed, s, p, tokens, title=f"{GALLERY[kind]} mask, layer {layer} head {head}"),
-                    key="masks_panels", config=png_config(f"mask_{kind}_L{layer}_H{head}"))
+    chart.show(mask_panels(eff_allowed, s, p, tokens, title=f"{GALLERY[kind]} mask, layer {layer} head {head}"),
+               key="masks_panels", name=f"mask_{kind}_L{layer}_H{head}")
     if (eff_allowed != allowed).any():
         st.info("Some rows had no allowed key, so the model let those queries attend to themselves.")
     blocked = float(np.abs(np.where(eff_allowed, 0.0, p)).max())
@@ -77,8 +77,8 @@ def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: st
 def render_additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[str]) -> None:
     st.subheader("Why add −∞ instead of multiplying by 0?")
     eff = demos.mask_effects(torch.from_numpy(scores), torch.from_numpy(allowed))
-    st.plotly_chart(row_sum_bars(eff.row_sums, eff.row_sums_multiplied, tokens), key="masks_rowsums",
-                    config=png_config("row_sums_additive_vs_multiply"))
+    chart.show(row_sum_bars(eff.row_sums, eff.row_sums_multiplied, tokens),
+               key="masks_rowsums", name="row_sums_additive_vs_multiply")
     add_err = float((eff.row_sums - 1).abs().max())
     mul_min = float(eff.row_sums_multiplied.min())
     check_line(add_err < 1e-5, f"Additive −∞ before softmax: rows sum to 1 (max error {add_err:.0e}), blocked "
@@ -156,8 +156,8 @@ def render_dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> No
     c1, c2 = st.columns(2)
     for col, masked, name in ((c1, True, "causal mask"), (c2, False, "no mask")):
         j = cached_dependency(ckpt.model, model_id(ckpt), tuple(ids), masked)
-        col.plotly_chart(dependency_figure(j, tokens, title=f"‖∂h_t/∂e_s‖, {name}"), key=f"masks_dep_{masked}",
-                         config=png_config(f"dependency_{name.replace(' ', '_')}"))
+        chart.show(dependency_figure(j, tokens, title=f"‖∂h_t/∂e_s‖, {name}"),
+                   key=f"masks_dep_{masked}", name=f"dependency_{name.replace(' ', '_')}", container=col)
         upper = float(np.triu(j, 1).max()) if len(ids) > 1 else 0.0
         if masked:
             check_line(upper == 0.0, f"Causal: every output depends only on inputs at or before it (largest "

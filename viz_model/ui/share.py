@@ -1,6 +1,8 @@
 """Shareable views: a page's main settings live in the URL (?layer=1&head=2), so a link opens that view.
 
-Pages call `bind(...)` before creating the widget; app.py calls `publish()` after the page has run.
+Pages call `bind(...)` before creating the widget: it seeds the widget from the link and writes the current
+value back at once (so a page that ends early with st.stop() still has its URL). app.py calls `new_page(...)`
+before the page and `publish()` after it, for values that only exist once their widget has been drawn.
 Invalid values in a link fall back to the default with a notice, never an error.
 """
 
@@ -15,6 +17,7 @@ import streamlit as st
 _SEEN = "_url_seen"        # {param: raw value already applied}, so a link is applied once, not on every rerun
 _BOUND = "_url_bound"      # params bound during this run: {param: widget key}
 _NOTICES = "_url_notices"  # messages about ignored link values
+_PAGE = "_url_page"        # the page of the previous run: leaving it drops its parameters
 
 
 @dataclass(frozen=True)
@@ -52,14 +55,44 @@ def bind(name: str, key: str, cast: Callable[[str], Any] = str, *, choices=None,
     st.session_state.setdefault(_BOUND, {})[name] = p
     raw = st.query_params.get(name)
     seen = st.session_state.setdefault(_SEEN, {})
-    if raw is None or seen.get(name) == raw:
+    if raw is not None and seen.get(name) != raw:
+        seen[name] = raw
+        try:
+            st.session_state[key] = _parse(p, raw)
+        except (ValueError, TypeError):
+            st.session_state.setdefault(_NOTICES, []).append(
+                f"The link's value {raw[:40]!r} for “{name}” is not valid here, so the default is used.")
+    if key in st.session_state:
+        _write(name, _format(p, st.session_state[key]))
+
+
+def _format(p: Param, value: Any) -> str:
+    return ("1" if value else "0") if isinstance(value, bool) else p.fmt(value)
+
+
+def _write(name: str, raw: str) -> None:
+    st.session_state.setdefault(_SEEN, {})[name] = raw
+    if st.query_params.get(name) != raw:
+        st.query_params[name] = raw
+
+
+def mirror(name: str) -> None:
+    """Write a bound parameter's current value now (after the caller fixed up an invalid one)."""
+    p = st.session_state.get(_BOUND, {}).get(name)
+    if p is not None and p.key in st.session_state:
+        _write(name, _format(p, st.session_state[p.key]))
+
+
+def new_page(page_id: str) -> None:
+    """Called before the page runs: after navigating, the previous page's parameters leave the URL."""
+    previous = st.session_state.get(_PAGE)
+    st.session_state[_PAGE] = page_id
+    if previous is None or previous == page_id:
         return
-    seen[name] = raw
-    try:
-        st.session_state[key] = _parse(p, raw)
-    except (ValueError, TypeError):
-        st.session_state.setdefault(_NOTICES, []).append(
-            f"The link's value {raw[:40]!r} for “{name}” is not valid here, so the default is used.")
+    seen = st.session_state.get(_SEEN, {})
+    for name in list(st.query_params):
+        if seen.get(name) == st.query_params.get(name):  # ours from the last page, not a freshly pasted link
+            del st.query_params[name]
 
 
 def show_notices() -> None:
@@ -70,16 +103,21 @@ def show_notices() -> None:
 def publish() -> None:
     """Write the bound widgets' current values into the URL; drop params no page bound this run."""
     bound: dict[str, Param] = st.session_state.pop(_BOUND, {})
-    wanted = {}
+    for name in list(st.query_params):
+        if name not in bound:  # garbage or stale parameters do not linger in a shared link
+            del st.query_params[name]
     for name, p in bound.items():
         if p.key in st.session_state:
-            value = st.session_state[p.key]
-            wanted[name] = ("1" if value else "0") if isinstance(value, bool) else p.fmt(value)
-    seen = st.session_state.setdefault(_SEEN, {})
-    for name in list(st.query_params):
-        if name not in wanted:
-            del st.query_params[name]
-    for name, raw in wanted.items():
-        seen[name] = raw
-        if st.query_params.get(name) != raw:
-            st.query_params[name] = raw
+            _write(name, _format(p, st.session_state[p.key]))
+
+
+def bind_text(name: str, text_key: str, example_key: str, last_example_key: str, examples: list[str],
+              custom: str) -> None:
+    """Bind a text box that has an example picker: a linked text also selects its example (or 'custom'),
+    so the picker does not overwrite the text that came with the link."""
+    before = st.session_state.get(text_key)
+    bind(name, text_key)
+    text = st.session_state.get(text_key)
+    if text is not None and text != before:  # just seeded from the link
+        example = text if text in examples else custom
+        st.session_state[example_key] = st.session_state[last_example_key] = example

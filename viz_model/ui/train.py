@@ -448,17 +448,19 @@ def live_curves(job) -> None:
     """Loss (train + held-out) and the learning-rate schedule."""
     import streamlit as st
 
-    from viz_model.figures.common import png_config
     from viz_model.figures.train import loss_curves, lr_curve
+    from viz_model.ui import chart
 
     h = history(job.events_since())
     if not h.steps:
         st.caption("The charts appear with the first training step.")
         return
     c1, c2 = st.columns([3, 2])
-    c1.plotly_chart(loss_curves({job.title: h.curve()}, title="Loss: train (solid) and held-out (dashed)",
-                                total=job.total), key="train_loss_chart", config=png_config("train_loss"))
-    c2.plotly_chart(lr_curve(h.steps, h.lr, total=job.total), key="train_lr_chart", config=png_config("train_lr"))
+    chart.show(loss_curves({job.title: h.curve()}, title="Loss: train (solid) and held-out (dashed)",
+                                total=job.total),
+                                key="train_loss_chart", name="train_loss", container=c1, exports=False)
+    chart.show(lr_curve(h.steps, h.lr, total=job.total),
+               key="train_lr_chart", name="train_lr", container=c2, exports=False)
 
 
 def live_attention(job) -> None:
@@ -466,18 +468,18 @@ def live_attention(job) -> None:
     import pandas as pd
     import streamlit as st
 
-    from viz_model.figures.common import png_config
     from viz_model.figures.train import attention_now, role_timeline
+    from viz_model.ui import chart
 
     h = history(job.events_since())
     if h.snaps:
         d1, d2 = st.columns(2)
-        d1.plotly_chart(attention_now(h.snaps[-1], h.tokens, title=f"Probe attention now (step {h.snap_steps[-1]})"),
-                        key="train_attn_now", config=png_config("train_attention"))
+        chart.show(attention_now(h.snaps[-1], h.tokens, title=f"Probe attention now (step {h.snap_steps[-1]})"),
+                   key="train_attn_now", name="train_attention", container=d1, exports=False)
         role = d2.selectbox("Head role", list(h.roles), key="train_role",
                             index=list(h.roles).index("induction") if "induction" in h.roles else 0)
-        d2.plotly_chart(role_timeline(h.snap_steps, h.roles[role], role, h.steps, h.loss), key="train_roles",
-                        config=png_config("train_roles"))
+        chart.show(role_timeline(h.snap_steps, h.roles[role], role, h.steps, h.loss),
+                   key="train_roles", name="train_roles", container=d2, exports=False)
     if h.samples:
         st.dataframe(pd.DataFrame(h.samples[::-1][:12]), hide_index=True, key="train_samples")
 
@@ -515,8 +517,8 @@ def teacher_forcing_section(job) -> None:
 def ablation_section(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
     import streamlit as st
 
-    from viz_model.figures.common import png_config
     from viz_model.figures.train import loss_curves
+    from viz_model.ui import chart
     from viz_model.ui import jobs as J
 
     kind = st.radio("Vary", ["positional encoding", "causal mask"], horizontal=True, key="train_ablation_kind")
@@ -542,8 +544,8 @@ def ablation_section(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
         st.progress(min(j.step / max(j.total, 1), 1.0), text=f"{j.title}: {j.status}"
                     + (f" (queue position {pos})" if pos else f", step {j.step}/{j.total}"))
     curves = {j.title: history(j.events_since()).curve() for j in jobs}
-    st.plotly_chart(loss_curves(curves, title="Same setup, one thing changed", total=max(j.total for j in jobs)),
-                    key="train_ablation_chart", config=png_config("train_ablation"))
+    chart.show(loss_curves(curves, title="Same setup, one thing changed", total=max(j.total for j in jobs)),
+               key="train_ablation_chart", name="train_ablation")
     done = [j for j in jobs if j.status == J.DONE]
     if kind == "causal mask" and len(done) == 2:
         masked, free = sorted(done, key=lambda j: not j.meta["spec"].causal)
