@@ -7,6 +7,7 @@ delta, a widget change changes what the server draws, the message cache round-tr
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -85,7 +86,9 @@ def test_protocol_client_reruns_finish_and_widget_changes_reach_the_chart(server
             await s.close()
         return runs
 
-    runs = asyncio.run(asyncio.wait_for(lesson(), 120))
+    # A thread of its own: Playwright's sync API (browser tests in the same session) keeps a loop on this one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        runs = pool.submit(lambda: asyncio.run(asyncio.wait_for(lesson(), 120))).result()
     assert [r.status for r in runs] == ["FINISHED_SUCCESSFULLY"] * len(runs)
     assert all(not r.exceptions for r in runs), [r.exceptions for r in runs]
     assert all(r.seconds > 0 and r.n_msgs > 0 for r in runs)
