@@ -58,7 +58,7 @@ def test_classroom_model_has_a_coreference_head_and_a_previous_token_head():
 
 def test_induction_model_continues_repeats_well_above_chance():
     meta = load_checkpoint(ASSETS_DIR / "models" / "induction.safetensors").metadata
-    assert meta["next_token_accuracy"] > 0.4  # chance on the second copy is about 1/20
+    assert meta["next_token_accuracy"] > 0.85  # chance on the second copy is about 1/20
     assert heads.best_head(meta["head_roles"], "induction")["scores"]["induction"] >= 0.3
 
 

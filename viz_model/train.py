@@ -325,9 +325,9 @@ RECIPES: dict[str, dict[str, Any]] = {
     "classroom": dict(preset="classroom", model=dict(pos_encoding="rope"), task="lm", steps=2500, lr=2e-3,
                       batch_size=48, title="Classroom model (RoPE)",
                       description="The default: 2 layers x 4 heads, RoPE, trained on the classroom corpus."),
-    "induction": dict(preset="tiny", model=dict(SMALL, pos_encoding="rope"), task="induction", steps=4000,
+    "induction": dict(preset="tiny", model=dict(SMALL, pos_encoding="rope"), task="induction", steps=10000,
                       lr=3e-3, batch_size=32, title="Induction heads",
-                      description="Trained to continue repeated random letters: layer 1 holds an induction head."),
+                      description="Continues repeated random letters: attention jumps back to the earlier copy."),
 }
 for _enc in ("none", "sinusoidal", "learned", "rope"):
     RECIPES[f"enc-{_enc}"] = dict(
