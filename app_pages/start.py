@@ -11,6 +11,9 @@ from viz_model.ui import chart, share
 from viz_model.ui.explorer import token_chips, uses_bos
 from viz_model.ui.sidebar import current_model
 
+TASK_NAMES = {"lm": "the classroom corpus (next-word prediction)", "induction": "repeated random letters",
+              "copy": "copying letter sequences", "reverse": "reversing letter sequences"}
+
 st.title("Attention Lab")
 st.markdown(
     "See inside a small transformer **while it runs**. Every number on these pages is computed live "
@@ -34,7 +37,8 @@ card = {
 st.dataframe(pd.DataFrame({"": list(card.values())}, index=list(card), dtype=str).T, hide_index=True)
 meta = ckpt.metadata
 if meta.get("heldout_loss") is not None:
-    st.caption(f"Trained for {meta.get('steps', '?')} steps on *{meta.get('task', 'the classroom corpus')}*; "
+    task = TASK_NAMES.get(meta.get("task"), meta.get("task", "?"))
+    st.caption(f"Trained for {meta.get('steps', '?')} steps on {task}; "
                f"held-out loss {meta['heldout_loss']:.3f}.")
 
 st.subheader("One sentence, end to end")

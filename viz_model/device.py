@@ -39,4 +39,4 @@ def describe(device: torch.device) -> str:
     if device.type == "mps":
         return "Apple GPU (MPS)"
     n = torch.get_num_threads()
-    return f"CPU ({n} thread{'s' if n > 1 else ''} per request)"
+    return f"CPU ({n} thread{'s' if n > 1 else ''}/request)"
