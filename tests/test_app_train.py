@@ -21,8 +21,8 @@ def fresh_registry():
 
 def progress_step(at) -> tuple[int, str]:
     texts = [p.proto.text for p in at.get("progress")]
-    m = re.search(r"step (\d+)/\d+ · (\w+)", texts[0]) if texts else None
-    return (int(m.group(1)), m.group(2)) if m else (-1, "")
+    m = re.search(r"step ([\d,]+)/[\d,]+ · (\w+)", texts[0]) if texts else None
+    return (int(m.group(1).replace(",", "")), m.group(2)) if m else (-1, "")
 
 
 def poll(at, until, timeout: float = 60):
@@ -90,7 +90,7 @@ def test_a_started_run_shows_progress_loss_curves_samples_and_finishes(app_test,
 
 def test_pause_stops_progress_and_resume_continues(app_test):
     at = app_test("app_pages/train.py")
-    configure(at, steps=400, every=100, task="copy")
+    configure(at, steps=5000, every=500, task="copy")  # long enough that Stop comes first
     at.button(key="train_start").click().run()
     poll(at, lambda step, status: step >= 2)
     at.button(key="train_pause").click().run()
