@@ -121,14 +121,17 @@ def live_job(url: str, browser) -> float:
         page.close()
 
 
-def table_app(repeats: int) -> None:
+def table_app(repeats: int, pin: bool = False) -> None:
+    """pin: server on core 0, this process and its Chromium on core 1, so the browser's drawing does not
+    compete with the server (in class, the browsers run on the students' laptops)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from conftest import CHROMIUM_FLAGS, _free_port, chromium_path
     from playwright.sync_api import sync_playwright
 
     port = _free_port()
     env = dict(os.environ, ATTENTION_LAB_MAX_TRAINING="2")
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
+    server = subprocess.Popen([*(["taskset", "-c", "0"] if pin else []), sys.executable, "-m", "streamlit", "run",
+                               str(ROOT / "app.py"), "--server.headless",
                                "true", "--server.port", str(port), "--server.fileWatcherType", "none",
                                "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -141,6 +144,8 @@ def table_app(repeats: int) -> None:
             except OSError:
                 time.sleep(0.5)
         head, live = [], []
+        if pin:
+            os.sched_setaffinity(0, {1})  # inherited by Chromium and the headless job's thread
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
             for _ in range(repeats):
@@ -151,7 +156,8 @@ def table_app(repeats: int) -> None:
         server.terminate()
         server.wait(10)
     h, v = statistics.median(head), statistics.median(live)
-    print(f"\nA run inside the live app (page open, progress 0.5 s, curves 2 s, attention 4 s) vs headless job "
+    where = " — server pinned to core 0, browser to core 1" if pin else " — server, browser and job share both cores"
+    print(f"\nA run inside the live app (page open, progress 0.5 s, curves 2 s, attention 4 s){where}; vs headless job "
           f"({SPEC.preset}, {SPEC.task}, {SPEC.steps} steps, snapshots every {SPEC.every}; median of {repeats})")
     print(f"{'headless steps/s':>17} {'live app steps/s':>17} {'ratio':>7}   runs (headless | live)")
     print(f"{h:>17.1f} {v:>17.1f} {v / h:>6.2f}x   {[round(x, 1) for x in head]} | {[round(x, 1) for x in live]}")
@@ -161,8 +167,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-app", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--pin", action="store_true", help="server on core 0, browser on core 1")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     table_trainer(args.repeats)
     if not args.no_app:
-        table_app(args.repeats)
+        table_app(args.repeats, pin=args.pin)
