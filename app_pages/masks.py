@@ -5,6 +5,7 @@ import streamlit as st
 from viz_model.tokenizer import PAD
 from viz_model.ui import masks as ui
 from viz_model.ui import share
+from viz_model.ui.errors import section
 from viz_model.ui.explorer import sentence_input
 from viz_model.ui.sidebar import current_model
 
@@ -18,20 +19,27 @@ enc = sentence_input("masks", ckpt, max_tokens=ui.MAX_GALLERY_T, default="The ca
 ids, tokens, T = enc.ids, enc.tokens, len(enc.ids)
 
 st.header("Mask gallery")
-share.bind("mask", "masks_kind", choices=list(ui.GALLERY))
-share.bind("layer", "masks_layer", int, choices=range(cfg.n_layers))
-share.bind("head", "masks_head", int, choices=range(cfg.n_heads))
-kind = st.segmented_control("Mask", list(ui.GALLERY), default="causal", format_func=ui.GALLERY.get,
-                            key="masks_kind") or "causal"
-c1, c2, _ = st.columns([1, 1, 2])
-layer = c1.selectbox("Layer", range(cfg.n_layers), key="masks_layer")
-head = c2.selectbox("Head", range(cfg.n_heads), key="masks_head")
-allowed = ui.gallery_mask(kind, T, "masks", ids, ckpt.tokenizer.token_to_id(PAD))
-model_mask = "causal" if cfg.causal else "bidirectional"
-if kind not in (model_mask, "padding"):
-    st.caption(f"This model was trained with a {model_mask} mask; under another mask it runs off-distribution. "
-               "The mask mechanics (exact zeros, rows summing to 1) hold for any mask.")
-ui.render_gallery(ckpt, ids, tokens, kind, allowed, layer, head)
+
+
+@section("the mask gallery")  # switching the mask, layer or head reruns only this part of the page
+def gallery() -> None:
+    share.bind("mask", "masks_kind", choices=list(ui.GALLERY))
+    share.bind("layer", "masks_layer", int, choices=range(cfg.n_layers))
+    share.bind("head", "masks_head", int, choices=range(cfg.n_heads))
+    kind = st.segmented_control("Mask", list(ui.GALLERY), default="causal", format_func=ui.GALLERY.get,
+                                key="masks_kind") or "causal"
+    c1, c2, _ = st.columns([1, 1, 2])
+    layer = c1.selectbox("Layer", range(cfg.n_layers), key="masks_layer")
+    head = c2.selectbox("Head", range(cfg.n_heads), key="masks_head")
+    allowed = ui.gallery_mask(kind, T, "masks", ids, ckpt.tokenizer.token_to_id(PAD))
+    model_mask = "causal" if cfg.causal else "bidirectional"
+    if kind not in (model_mask, "padding"):
+        st.caption(f"This model was trained with a {model_mask} mask; under another mask it runs off-distribution. "
+                   "The mask mechanics (exact zeros, rows summing to 1) hold for any mask.")
+    ui.render_gallery(ckpt, ids, tokens, kind, allowed, layer, head)
+
+
+gallery()
 
 st.header("Padding: a batch of unequal sentences")
 st.markdown(f"The lecture's batch: *{ui.PAD_BATCH[0]}* and *{ui.PAD_BATCH[1]}*. The short sentence is filled with "

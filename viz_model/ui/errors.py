@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Iterator
 
@@ -25,3 +26,15 @@ def guard(what: str = "this view") -> Iterator[None]:
         log.exception("unexpected error in %s", what)
         st.error(f"Sorry — something went wrong while drawing {what}. The error was logged; "
                  "try another input or reload the page. Your settings are kept.")
+
+
+def section(what: str):
+    """One part of a page: its own widgets rerun only it (st.fragment), and its errors stay inside it."""
+    def wrap(fn):
+        @st.fragment
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with guard(what):
+                fn(*args, **kwargs)
+        return run
+    return wrap

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -14,21 +12,9 @@ from viz_model.positional import shift_matrix
 from viz_model.tokenizer import encode
 from viz_model.ui import position as pos
 from viz_model.ui.chart import show
-from viz_model.ui.errors import guard
+from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, current_model
-
-
-def section(what: str):
-    """One tab of a page: its own widgets rerun only it (st.fragment), and its errors stay inside it."""
-    def wrap(fn):
-        @st.fragment
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
-            with guard(what):
-                fn(*args, **kwargs)
-        return run
-    return wrap
 
 
 @st.cache_resource(max_entries=6, show_spinner=False)
