@@ -22,6 +22,15 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 IGNORED_CONSOLE = ("/_stcore/health", "/_stcore/host-config")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """As app.py does: tiny tensors on a shared 2-core machine run far faster on one torch thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

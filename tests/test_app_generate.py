@@ -6,18 +6,8 @@ import re
 
 import numpy as np
 import pytest
-import torch
 
 PAGE = "app_pages/generate.py"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """On a shared 2-core machine, 2 torch threads on tiny tensors spin against each other (12x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def generated_rows(at):

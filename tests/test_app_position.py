@@ -7,17 +7,6 @@ import numpy as np
 import pytest
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """app.py runs torch with one thread; match it so the sidebar's device label is the same on every run."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def chart(at, key):
     return json.loads(at.get_by_key(key).proto.spec)
 

@@ -1,7 +1,6 @@
 """Every shipped checkpoint loads, reproduces its recorded held-out loss, and its head roles recompute."""
 
 import pytest
-import torch
 
 from viz_model import ASSETS_DIR, heads
 from viz_model.checkpoint import load_checkpoint
@@ -11,14 +10,6 @@ from viz_model.train import evaluate
 MODELS = ("classroom", "enc-none", "enc-sinusoidal", "enc-learned", "enc-rope", "induction")
 KEYS = ("title", "description", "task", "pos_encoding", "steps", "seed", "train_loss", "heldout_loss",
         "next_token_accuracy", "train_seconds", "head_roles")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module", params=MODELS)

@@ -24,15 +24,6 @@ from viz_model.train import (
 QUIET = dict(eval_every=0, snapshot_every=0, sample_every=0)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """These matrices are tiny: one thread is faster, and much faster on a busy 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def tok():
     return load_tokenizer("word")
