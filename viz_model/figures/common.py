@@ -49,6 +49,31 @@ def base_layout(fig: go.Figure, title: str | None = None, height: int | None = N
     return fig
 
 
+def layout_dict(title: str | None = None, height: int | None = None, *, top: int | None = None,
+                title_top: bool = False, **extra) -> dict:
+    """base_layout's styling as a plain dict, for figures built in one go.Figure call (see fast_figure).
+
+    `top` overrides the top margin; `title_top` pins the title to the top edge (clear of axis labels on top).
+    """
+    margin = dict(l=10, r=10, t=top if top is not None else (50 if title else 20), b=10)
+    head = dict(text=title, x=0.01, xanchor="left", **(dict(y=0.99, yanchor="top") if title_top else {}))
+    return dict(**({"title": head} if title else {}), font=FONT, margin=margin, height=height, **extra)
+
+
+def fast_figure(data: list[dict], layout: dict) -> go.Figure:
+    """One go.Figure from plain dicts with Plotly's per-property validation skipped: no update_* calls, each of
+    which walks Plotly's property tree (5-7 ms a figure on a busy server instead of ~0.5 ms). Every factory that
+    uses it has a test that round-trips its figure through validation (go.Figure(fig.to_dict())); axis titles
+    must be dicts (dict(text=...)), as a validated figure would store them."""
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
+
+
+def category_axis(labels: list[str], title: str | None = None, **extra) -> dict:
+    """A categorical axis whose ticks are exactly `labels` (escaped, numbered token labels)."""
+    return dict(type="category", tickmode="array", tickvals=labels, ticktext=labels,
+                **({"title": dict(text=title)} if title is not None else {}), **extra)
+
+
 def png_config(name: str, scale: int = 3) -> dict:
     """st.plotly_chart config: the modebar camera saves a slide-ready PNG named after the view."""
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:80] or "figure"
