@@ -26,9 +26,14 @@ def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = T
 
 
 def _export_buttons(target, fig: go.Figure, key: str, name: str) -> None:
-    """Files are built only when clicked (deferred callables), so an unclicked button costs nothing."""
+    """A lazy popover: its buttons exist only while it is open (opening it reruns the page, every figure then
+    comes from its cache), so a closed one costs one element instead of four on every rerun. The files are built
+    only when clicked (deferred callables)."""
     safe = png_config(name)["toImageButtonOptions"]["filename"]
-    with target.popover("Export", icon=":material/download:", key=f"{key}__export"):
+    pop = target.popover("Export", icon=":material/download:", key=f"{key}__export", on_change="rerun")
+    if not pop.open:
+        return
+    with pop:
         st.caption("PNG: use the camera icon on the chart (sized for slides).")
         st.download_button("Data (CSV)", data=lambda: figure_csv(fig), file_name=f"{safe}.csv", mime="text/csv",
                            key=f"{key}__csv", on_click="ignore")
