@@ -51,12 +51,12 @@ with st.expander("Knobs that re-run the model", expanded=False):
 mask = np.tri(T, dtype=bool) if mask_kind == "causal" else np.ones((T, T), dtype=bool)
 bits = ui.mask_bits(mask)
 data = ui.cached_trace(model, ui.model_id(ckpt), tuple(enc.ids), bits, scale_on, float(temperature))
-tkey = (ui.model_id(ckpt), tuple(enc.ids), tuple(tokens), bits, scale_on, float(temperature))  # figure cache key
+tkey = ui.input_key(ui.model_id(ckpt), enc.ids, tokens, bits, scale_on, float(temperature))  # figure cache key
 probs = data["probs"]  # (L, H, T, T)
 roles = ui.head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
 
 st.subheader("All heads at a glance")
-grid = ui.cached_figure("grid", (*tkey, str(roles)), lambda: attention_grid(
+grid = ui.cached_figure("grid", (tkey, str(roles)), lambda: attention_grid(
     probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads", allowed=data["allowed"]))
 chart.show(grid, key="explorer_grid", name="attention_grid")
 if roles is None:
@@ -77,7 +77,7 @@ if roles and roles[layer][head]:
 
 big = probs[layer].mean(0) if average else probs[layer, head]
 title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
-fig = ui.cached_figure("head", (*tkey, layer, head, average),
+fig = ui.cached_figure("head", (tkey, layer, head, average),
                        lambda: attention_heatmap(big, tokens, allowed=data["allowed"], title=title))
 chart.show(fig, key="explorer_head_map", name=f"attention_L{layer}_H{'avg' if average else head}")
 err = float(np.abs(big.sum(-1) - 1).max())
@@ -104,7 +104,7 @@ ui.render_query_focus(data, layer, head, tokens, "explorer", tkey)
 st.subheader("How sharp is each row?")
 ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
 uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
-chart.show(ui.cached_figure("entropy", (*tkey, layer, head, average),
+chart.show(ui.cached_figure("entropy", (tkey, layer, head, average),
                                  lambda: entropy_bars(ent, tokens, max_entropy=uniform)),
                                  key="explorer_entropy", name="row_entropy")
 st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "

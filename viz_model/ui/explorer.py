@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -132,6 +133,12 @@ def mask_bits(mask: torch.Tensor | np.ndarray | None) -> bytes | None:
     return None if mask is None else np.packbits(np.asarray(mask, dtype=bool)).tobytes()
 
 
+def input_key(*parts) -> str:
+    """A short digest of everything a view depends on (model, ids, tokens, mask bits, knobs): the figure cache
+    then hashes one 32-character string per figure instead of walking T ids and T tokens every time."""
+    return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
+
+
 @st.cache_resource(max_entries=96, show_spinner=False)
 def _figure(name: str, key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
     return _build()
@@ -139,7 +146,8 @@ def _figure(name: str, key: tuple, _build: Callable[[], go.Figure]) -> go.Figure
 
 def cached_figure(name: str, key: tuple, build: Callable[[], go.Figure]) -> go.Figure:
     """Build a figure once per exact input (key) for the whole server: 60 students on the same example sentence
-    share it. Safe because st.plotly_chart only reads the figure (it serialises a copy via to_dict)."""
+    share it. Safe because st.plotly_chart only reads the figure (it serialises a copy via to_dict).
+    Keep key small (input_key(...) plus a few ints): it is hashed on every rerun."""
     return _figure(name, key, build)
 
 
@@ -215,9 +223,11 @@ def check_line(ok: bool, text: str) -> None:
     (st.success if ok else st.error)(("✓ " if ok else "✗ ") + text)
 
 
-def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: tuple) -> None:
-    """Draw pipeline step i (0-based) for one head, with its live check; figures cached per exact input."""
-    key = (*key, i, layer, head)
+def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: str) -> None:
+    """Draw pipeline step i (0-based) for one head, with its live check; figures cached per exact input.
+
+    key: input_key(...) of everything data and tokens were computed from."""
+    key = (key, i, layer, head)
     c = data["checks"][layer]
     allowed = data["allowed"]
     cfg_name = f"pipeline_step{i + 1}_L{layer}_H{head}"
@@ -276,13 +286,14 @@ def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], pr
                                      f"(max error {c['attn_out']:.1e}).")
 
 
-def render_query_focus(data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: tuple) -> None:
-    """Pick a query token: its attention row as bars and the value vectors it mixes (this head)."""
+def render_query_focus(data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: str) -> None:
+    """Pick a query token: its attention row as bars and the value vectors it mixes (this head); key as in
+    render_step."""
     labels = [f"{i} {t}" for i, t in enumerate(tokens)]
     qi = st.selectbox("Query token", range(len(tokens)), format_func=lambda i: labels[i],
                       index=len(tokens) - 1, key=f"{prefix}_query")
     probs = data["probs"][layer, head]
-    key = (*key, layer, head, qi)
+    key = (key, layer, head, qi)
     c1, c2 = st.columns(2)
     bars = cached_figure("bars", key, lambda: query_bars(probs[qi], tokens, tokens[qi], allowed=data["allowed"][qi]))
     chart.show(bars, key=f"{prefix}_bars", name=f"query_{qi}", container=c1)
