@@ -1,7 +1,6 @@
 """Explorer: every head at a glance, one head large, and every step of attention for it, live."""
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from viz_model.figures.attention import attention_grid, attention_heatmap
@@ -61,7 +60,7 @@ grid = ui.cached_figure("grid", (tkey, str(roles)), lambda: attention_grid(
 chart.show(grid, key="explorer_grid", name="attention_grid")
 if roles is None:
     st.caption("Head roles appear here once the model's metadata has them (measured by viz_model/heads.py).")
-elif (table := ui.head_roles_table(ckpt.metadata)) is not None:
+elif (table := ui.head_roles_table(ckpt)) is not None:
     with st.expander("Head roles, measured on held-out text when the model was trained"):
         st.dataframe(table, hide_index=True, width="stretch")
         st.caption("previous-token: attends to t−1 · first-token: parks attention on <bos> (a sink) · self: attends "
@@ -88,10 +87,7 @@ st.subheader(f"The pipeline of head {layer}.{head}")
 steps = ui.pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
 chk = data["checks"][layer]
 errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None, chk["attn_out"]]
-st.dataframe(pd.DataFrame({"step": [s.title for s in steps], "formula": [s.formula for s in steps],
-                           "shape": [s.shape for s in steps],
-                           "recomputed, max error": ["—" if e is None else f"{e:.1e}" for e in errors]}),
-             hide_index=True, width="stretch")
+st.dataframe(ui.pipeline_table(steps, errors), hide_index=True, width="stretch")
 step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step",
                             format_func=lambda i: steps[i].title.split(". ")[1])
 if step is not None:

@@ -187,14 +187,20 @@ def head_roles(metadata: dict, n_layers: int, n_heads: int) -> list[list[str]] |
     return grid if any(any(row) for row in grid) else None
 
 
-def head_roles_table(metadata: dict) -> pd.DataFrame | None:
-    """Every head's measured role, its score and the score of every role (heads.py's list of dicts)."""
-    raw = (metadata or {}).get("head_roles")
+def head_roles_table(ckpt: Checkpoint) -> pa.Table | None:
+    """Every head's measured role, its score and the score of every role (heads.py's list of dicts), as an Arrow
+    table built once per loaded model (st.dataframe converts a pandas frame again on every rerun)."""
+    return _roles_table(model_id(ckpt), ckpt.metadata)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _roles_table(model_key: str, _metadata: dict) -> pa.Table | None:
+    raw = (_metadata or {}).get("head_roles")
     if not isinstance(raw, list) or not all(isinstance(r, dict) and "layer" in r for r in raw):
         return None
     rows = [{"head": f"{r['layer']}.{r['head']}", "role": r.get("role", ""), "score": r.get("score"),
              **{k: v for k, v in (r.get("scores") or {}).items()}} for r in raw]
-    return pd.DataFrame(rows)
+    return pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False)
 
 
 # -- pipeline ---------------------------------------------------------------------------------------
@@ -217,6 +223,13 @@ def pipeline_steps(T: int, d_model: int, H: int, d_k: int) -> list[Step]:
         Step("7. Concat", "[head_0 | … | head_H−1]", f"{H} × ({T}×{d_k}) → {T}×{d_model}"),
         Step("8. W_O", "attn_out = concat·W_O + b", f"({T}×{d_model})·({d_model}×{d_model}) → {T}×{d_model}"),
     ]
+
+
+def pipeline_table(steps: list[Step], errors: list[float | None]) -> pa.Table:
+    """The steps with their formula, shape and measured recomputation error (an all-string Arrow table)."""
+    return pa.table({"step": [s.title for s in steps], "formula": [s.formula for s in steps],
+                     "shape": [s.shape for s in steps],
+                     "recomputed, max error": ["—" if e is None else f"{e:.1e}" for e in errors]})
 
 
 def check_line(ok: bool, text: str) -> None:
