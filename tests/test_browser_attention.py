@@ -38,6 +38,11 @@ def test_explorer_renders_and_hover_names_query_and_key(page):
     page.wait_for_function(f"() => document.querySelectorAll('{CHART}').length >= 4")
     grid = plot_data(page, 0)
     assert all(t["type"] == "heatmap" for t in grid) and len(grid) >= 4
+    # causal: query 0 cannot read key 1; that cell is grey and hovers as masked, a readable one with its weight
+    masked = _hover_cell(page, 0, 1, 0)
+    assert "L0 H0: query '0 " in masked and "→ key '1 " in masked and masked.endswith("masked (−∞)")
+    seen = _hover_cell(page, 0, 0, 1)
+    assert "query '1 " in seen and "→ key '0 " in seen and "masked" not in seen
     big = plot_data(page, 1, "attention")
     ticks = page.locator(CHART).nth(1).evaluate("el => el.layout.yaxis.ticktext")
     assert len(big["z"]) == len(big["z"][0]) == len(ticks) >= 10  # "The trophy didn't fit ... too big"
