@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +33,19 @@ class ModelEntry:
 
 
 def _shipped() -> list[ModelEntry]:
+    """Every page asks this (sidebar, current model, ...) several times a rerun: re-read the metadata only when a
+    file in the folder changed (a directory listing with mtimes costs a fraction of parsing every JSON)."""
+    try:
+        stamp = tuple(sorted((e.name, i.st_mtime_ns, i.st_size) for e in os.scandir(MODELS_DIR) for i in [e.stat()]))
+    except OSError:
+        stamp = ()
+    return list(_read_shipped(str(MODELS_DIR), stamp))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_shipped(folder: str, stamp: tuple) -> tuple[ModelEntry, ...]:
     entries = []
-    for js in sorted(MODELS_DIR.glob("*.json")):
+    for js in sorted(Path(folder).glob("*.json")):
         try:
             meta = json.loads(js.read_text()).get("metadata", {})
         except (OSError, json.JSONDecodeError):
@@ -41,7 +54,7 @@ def _shipped() -> list[ModelEntry]:
         if weights.exists():
             entries.append(ModelEntry(js.stem, meta.get("title", js.stem), meta.get("description", ""), str(weights)))
     entries.sort(key=lambda e: (e.key != DEFAULT_MODEL, e.key))
-    return entries
+    return tuple(entries)
 
 
 def available_models() -> list[ModelEntry]:
