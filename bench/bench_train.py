@@ -4,7 +4,9 @@
     .venv/bin/python bench/bench_train.py --no-app   # only the Trainer vs reference table
 
 Steps/s is measured between consecutive steps (model set-up excluded) and repeated alternately (A B A B ...) so
-that load from other processes on the machine hits both sides alike; the table shows medians.
+that load from other processes on the machine hits both sides alike; the table shows medians. The live and the
+headless job both train in a child process (viz_model/ui/train_process.py), as the app does; with
+ATTENTION_LAB_TRAIN_PROCESS=0 both train in a server thread instead (the server's GIL then slows the live run).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -87,7 +90,7 @@ def table_trainer(repeats: int) -> None:
 
 
 # -- the live app ----------------------------------------------------------------------------------------
-SPEC = TrainSpec(preset="tiny", task="lm", steps=200, every=20)  # the page's defaults, snapshots every 20
+SPEC = TrainSpec(preset="tiny", task="lm", steps=1000, every=20)  # the page's defaults but 1,000 steps (~7 s)
 
 
 def headless_job() -> float:
@@ -101,7 +104,8 @@ def headless_job() -> float:
 
 
 def live_job(url: str, browser) -> float:
-    """Open the Train page, press Start with the defaults (= SPEC), keep the page open until it finishes."""
+    """Open the Train page, press Start with the defaults (= SPEC but for the steps typed in), keep the page open
+    until it finishes."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(url)  # the root first: (historic: a pages/ folder made Streamlit run v1 MPA)
@@ -109,6 +113,10 @@ def live_job(url: str, browser) -> float:
         page.wait_for_timeout(1500)
         page.goto(f"{url}/train")
         page.wait_for_selector('[data-testid="stButton"] button')
+        page.wait_for_timeout(1500)
+        steps = page.get_by_label("Steps")
+        steps.fill(str(SPEC.steps))
+        steps.press("Enter")
         page.wait_for_timeout(1500)
         page.locator('[data-testid="stButton"] button', has_text="Start").first.click()
         page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stAlert"]')]
@@ -168,7 +176,9 @@ if __name__ == "__main__":
     ap.add_argument("--no-app", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pin", action="store_true", help="server on core 0, browser on core 1")
+    ap.add_argument("--steps", type=int, default=SPEC.steps, help="steps of the live and headless runs")
     args = ap.parse_args()
+    SPEC = replace(SPEC, steps=args.steps)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     table_trainer(args.repeats)
     if not args.no_app:

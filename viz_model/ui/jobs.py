@@ -233,6 +233,8 @@ class JobRegistry:
                     end_status, message = job.meta.get("stop_status", STOPPED), job.message or "stopped"
                     break
                 if job._pause.is_set():
+                    if hasattr(job._gen, "pause"):  # a source that runs ahead (a child process) must be told
+                        job._gen.pause()
                     break
                 with job.model_lock:
                     event = next(job._gen, None)
@@ -247,6 +249,8 @@ class JobRegistry:
             log.exception("training job %s failed", job.id)
             end_status, message = FAILED, f"training failed: {e}"
         finally:
+            if end_status not in (None, DONE):
+                self._close_source(job)  # outside the registry lock: a child process may take a step to stop
             with self.lock:
                 job.run_seconds += time.time() - job._slice_start
                 job._slice_start = 0.0
@@ -260,10 +264,19 @@ class JobRegistry:
     def _finish(self, job: Job, status: str, message: str) -> None:
         job.status, job.message = status, message
         job.meta["finished_at"] = time.time()
-        gen, job._gen = job._gen, None
-        if gen is not None and hasattr(gen, "close") and status != DONE:
+        if status != DONE:
+            self._close_source(job)
+        job._gen = None
+
+    @staticmethod
+    def _close_source(job: Job) -> None:
+        """Close the event source once: runs a generator's finally: (e.g. restores last good weights), or stops a
+        child process and takes its final weights."""
+        gen = job._gen
+        if gen is not None and hasattr(gen, "close") and not job.meta.get("source_closed"):
+            job.meta["source_closed"] = True
             try:
-                gen.close()  # runs the generator's finally: (e.g. restores last good weights)
+                gen.close()
             except Exception:  # noqa: BLE001
                 log.exception("closing job %s", job.id)
 
@@ -332,6 +345,10 @@ def _make_registry() -> JobRegistry:
     import sys
 
     sys.setswitchinterval(float(os.environ.get("ATTENTION_LAB_SWITCH_INTERVAL", "0.001")))
+    from viz_model.ui import train_process
+
+    if train_process.use_processes():
+        train_process.warm_up()
     return JobRegistry()
 
 

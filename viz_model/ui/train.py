@@ -185,9 +185,20 @@ class Run:
                 yield {"kind": "diverged", "step": ev.restored_step, "message": ev.message}
 
 
-def make_events(spec: TrainSpec):
-    """Factory for JobRegistry.submit: builds the Run inside the worker thread (never on the page)."""
+def make_events(spec: TrainSpec, process: bool | None = None):
+    """Factory for JobRegistry.submit, called in the registry's worker thread (never on the page).
+
+    process=True (the default, see train_process.use_processes): the Run lives in a child process, out of the
+    server's GIL; job.result is a ProcessRun whose model copy follows the child's. False: the Run trains in the
+    worker thread itself and job.result is the Run.
+    """
+    from viz_model.ui import train_process
+
+    in_child = train_process.use_processes() if process is None else process
+
     def start(job):
+        if in_child:
+            return train_process.ChildEvents(job, spec)
         run = Run(spec)
         job.result = run
         return run.events()
