@@ -85,14 +85,14 @@ ui.check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells are b
 
 st.subheader(f"The pipeline of head {layer}.{head}")
 steps = ui.pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
-chk = data["checks"][layer]
+chk = ui.cached_checks(model, ui.model_id(ckpt), tuple(enc.ids), bits, scale_on, float(temperature), layer)
 errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None, chk["attn_out"]]
 st.dataframe(ui.pipeline_table(steps, errors), hide_index=True, width="stretch")
 step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step",
                             format_func=lambda i: steps[i].title.split(". ")[1])
 if step is not None:
     st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")
-    ui.render_step(step, data, layer, head, tokens, "explorer", tkey)
+    ui.render_step(step, data, chk, layer, head, tokens, "explorer", tkey)
 
 st.subheader("Query focus")
 ui.render_query_focus(data, layer, head, tokens, "explorer", tkey)

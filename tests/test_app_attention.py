@@ -69,6 +69,26 @@ def test_explorer_every_pipeline_step_renders_with_its_check(explorer):
         assert any(claim in s for s in texts(at.success)), (step, texts(at.success))
 
 
+@pytest.mark.parametrize("causal, scale_scores, temperature", [(True, True, 1.0), (False, False, 0.3)])
+def test_explorer_checks_one_layer_from_the_cached_arrays_exactly_like_the_trace(causal, scale_scores, temperature):
+    import torch
+
+    from viz_model import demos
+    from viz_model.ui import explorer as ui
+    from viz_model.ui.models import DEFAULT_MODEL, load_model
+
+    model = load_model(DEFAULT_MODEL).model
+    ids = tuple(range(5, 25))
+    mask = np.tri(len(ids), dtype=bool) if causal else np.ones((len(ids), len(ids)), dtype=bool)
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), trace=True, attn_mask=torch.from_numpy(mask), scale_scores=scale_scores,
+                    temperature=temperature)
+    scale = demos.score_scale(model, scale_scores, temperature)
+    for layer in range(model.config.n_layers):
+        got = ui.cached_checks(model, "test", ids, ui.mask_bits(mask), scale_scores, temperature, layer)
+        assert got == demos.pipeline_check(model, out.trace, layer, scale)
+
+
 def test_explorer_knobs_rerun_the_model(explorer):
     at = explorer
     base = arr(spec(at, "explorer_entropy")["data"][0]["y"]).sum()

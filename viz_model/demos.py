@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from viz_model.attention import LayerTrace
 from viz_model.model import TinyTransformer, Trace
 from viz_model.rope import rotate_interleaved
 
@@ -51,9 +52,15 @@ def score_scale(model: TinyTransformer, scale_scores: bool = True, temperature: 
 @torch.no_grad()
 def pipeline_check(model: TinyTransformer, trace: Trace, layer: int, scale: float) -> dict[str, float]:
     """Recompute every step of layer `layer` from its own inputs; max |recomputed - traced| per step."""
-    lt = trace.layers[layer]
-    x = attention_input(model, trace, layer)
-    q, k, v = project_qkv(model, x, layer, trace.positions)
+    return layer_check(model, attention_input(model, trace, layer), trace.layers[layer], layer, trace.positions, scale)
+
+
+@torch.no_grad()
+def layer_check(model: TinyTransformer, x: torch.Tensor, lt: LayerTrace, layer: int, positions: torch.Tensor | None,
+                scale: float) -> dict[str, float]:
+    """pipeline_check from the pieces: x (B, T, d_model) entering the layer's attention and its traced internals
+    (e.g. kept as arrays and checked only for the layer on screen)."""
+    q, k, v = project_qkv(model, x, layer, positions)
     scores = (lt.q @ lt.k.transpose(-2, -1)) * scale                       # (B, H, T, T)
     probs = torch.softmax(lt.scores + lt.mask, dim=-1)
     head_out = lt.probs @ lt.v                                             # (B, H, T, d_k)
@@ -199,6 +206,6 @@ def permutation_distances(model: TinyTransformer, ids_a: list[int], ids_b: list[
     return torch.stack([(ha[i] - hb[j]).norm() for i, j in pairs])
 
 
-__all__ = ["MaskEffects", "PaddingCheck", "attention_input", "dependency_map", "final_hidden", "mask_effects",
-           "match_positions", "padding_check", "permutation_distances", "pipeline_check", "prefix_check",
-           "project_qkv", "row_entropy", "score_scale"]
+__all__ = ["MaskEffects", "PaddingCheck", "attention_input", "dependency_map", "final_hidden", "layer_check",
+           "mask_effects", "match_positions", "padding_check", "permutation_distances", "pipeline_check",
+           "prefix_check", "project_qkv", "row_entropy", "score_scale"]

@@ -14,10 +14,12 @@ import streamlit as st
 import torch
 
 from viz_model import demos
+from viz_model.attention import LayerTrace
 from viz_model.checkpoint import Checkpoint
 from viz_model.data import LECTURE_SENTENCES
 from viz_model.figures.attention import attention_heatmap
 from viz_model.figures.pipeline import matrix_heatmap, query_bars, value_mix
+from viz_model.masks import to_additive
 from viz_model.tokenizer import BOS, Encoded, encode, load_tokenizer
 from viz_model.ui import chart, share
 
@@ -104,7 +106,7 @@ def tokenizer_comparison(text: str, model_tok) -> pd.DataFrame | None:
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None = None,
                  scale_scores: bool = True, temperature: float = 1.0) -> dict:
-    """One traced forward pass as numpy arrays (B dropped), plus the recomputation checks per layer.
+    """One traced forward pass as numpy arrays (B dropped); cached_checks recomputes it step by step per layer.
 
     attn_mask is mask_bits(mask): packed bytes hash fast, a T x T tuple of bools would not.
     """
@@ -123,9 +125,22 @@ def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes 
         data["x_in"] = torch.stack([demos.attention_input(model, tr, i)[0] for i in range(len(tr.layers))]).numpy()
         data["allowed"] = torch.isfinite(tr.layers[0].mask).expand(tr.layers[0].probs.shape)[0, 0].cpu().numpy()
         data["entropy"] = demos.row_entropy(torch.from_numpy(data["probs"])).numpy()  # (L, H, T)
-        data["checks"] = [demos.pipeline_check(model, tr, i, scale) for i in range(len(tr.layers))]
         data["scale"] = scale
     return data
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def cached_checks(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None, scale_scores: bool,
+                  temperature: float, layer: int) -> dict[str, float]:
+    """demos.pipeline_check for one layer of cached_trace's pass, from its arrays: only the layer on screen is
+    recomputed (the same arguments as cached_trace, plus the layer)."""
+    data = cached_trace(_model, model_key, ids, attn_mask, scale_scores, temperature)
+    dev = _model.device
+    arr = lambda name: torch.from_numpy(data[name][layer][None]).to(dev)  # noqa: E731  (1, ...) like a trace
+    additive = to_additive(torch.from_numpy(data["allowed"]).to(dev), torch.float32)
+    lt = LayerTrace(q=arr("q"), k=arr("k"), v=arr("v"), scores=arr("scores"), mask=additive, probs=arr("probs"),
+                    head_out=arr("head_out"), attn_out=arr("attn_out"))
+    return demos.layer_check(_model, arr("x_in"), lt, layer, torch.arange(len(ids), device=dev), data["scale"])
 
 
 def mask_bits(mask: torch.Tensor | np.ndarray | None) -> bytes | None:
@@ -236,12 +251,12 @@ def check_line(ok: bool, text: str) -> None:
     (st.success if ok else st.error)(("✓ " if ok else "✗ ") + text)
 
 
-def render_step(i: int, data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: str) -> None:
-    """Draw pipeline step i (0-based) for one head, with its live check; figures cached per exact input.
-
-    key: input_key(...) of everything data and tokens were computed from."""
+def render_step(i: int, data: dict, checks: dict[str, float], layer: int, head: int, tokens: list[str], prefix: str,
+                key: str) -> None:
+    """Draw pipeline step i (0-based) for one head, with its live check (checks: cached_checks of this layer);
+    figures cached per exact input. key: input_key(...) of everything data and tokens were computed from."""
     key = (key, i, layer, head)
-    c = data["checks"][layer]
+    c = checks
     allowed = data["allowed"]
     cfg_name = f"pipeline_step{i + 1}_L{layer}_H{head}"
     s = data["scores"][layer, head]
