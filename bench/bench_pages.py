@@ -1,9 +1,9 @@
 """Server-side cost of an Explorer rerun after a widget change, side by side with a bare page of the same charts.
 
-For T = 16 and 64 tokens: AppTest of the real app on the Explorer page, warmed up (first run fills the trace cache),
-then the time of `at.run()` after switching the head selector (the trace comes from st.cache_data, the figures are
-rebuilt), against bench/bare_page.py drawing the same number and size of Plotly charts with random data.
-Also shown: a knob change that re-runs the model (new temperature, trace not cached yet).
+For T = 16 and 64 tokens: AppTest of the real app on the Explorer page, then the time of `at.run()` after a widget
+change, against bench/bare_page.py drawing the same number and size of Plotly charts with random data: switching
+the head (to one already drawn, or a first view: trace cached, its figures built) and the knobs that re-run the model
+(temperature, 1/sqrt(d_k) scaling, mask; a value not seen before, so nothing comes from a cache).
 
 Compiled scripts: a Streamlit server compiles app.py and each page once (one ScriptCache per Runtime), but AppTest
 makes a fresh ScriptCache on every run, so each measured rerun would also re-read, magic-transform and compile the
@@ -69,23 +69,35 @@ def open_bare(T: int, shape: tuple[int, int, int]) -> AppTest:
     return at
 
 
-def measure(T: int, repeats: int) -> dict[str, float]:
-    """Interleaved, so load from other processes hits both pages alike."""
+def measure(T: int, repeats: int) -> dict[str, tuple[float, float]]:
+    """{what: (median ms, median ratio)}, "bare": (median ms, 1). Each Explorer run is followed by a bare run and its
+    ratio is taken against that run: a burst of load from another process then spoils one pair, not a whole column
+    (on a quiet machine this equals median / median). Each round sets a temperature not seen before, so each knob
+    change below re-runs the model and rebuilds every figure, and a first view of a head builds its figures (the
+    trace is cached): nothing comes from a cache by accident."""
     ex, shape = open_explorer(T)
     bare = open_bare(T, shape)
     H = shape[1]
-    cold = []
-    for h in range(H):  # first view of each head: figures built (trace cached)
-        cold.append(timed(ex, lambda a, h=h: a.selectbox(key="explorer_head").set_value((h + 1) % H)))
-        timed(bare, lambda a, h=h: a.selectbox(key="bare_head").set_value((h + 1) % H))
-    warm, floor, knob = [], [], []
+    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in ("warm", "cold", "knob", "scale", "mask")}
+
+    def pair(what: str, change, n: int) -> None:
+        ms = timed(ex, change)
+        runs[what].append((ms, timed(bare, lambda a: a.selectbox(key="bare_head").set_value(n % H))))
+
+    head = lambda h: lambda a: a.selectbox(key="explorer_head").set_value(h % H)  # noqa: E731
     for i in range(1, repeats + 1):
-        warm.append(timed(ex, lambda a, i=i: a.selectbox(key="explorer_head").set_value(i % H)))
-        floor.append(timed(bare, lambda a, i=i: a.selectbox(key="bare_head").set_value(i % H)))
-        knob.append(timed(ex, lambda a, i=i: a.slider(key="explorer_temp").set_value(round(1.0 + 0.1 * i, 1))))
-        timed(ex, lambda a: a.slider(key="explorer_temp").set_value(1.0))
+        temp = round(1.0 + 0.1 * i, 1)  # 1.1, 1.2, ...: a new trace every round
+        pair("knob", lambda a, v=temp: a.slider(key="explorer_temp").set_value(v), i)
+        pair("cold", head(i + 1), i + 1)  # first view of this head at this temperature
+        pair("warm", head(i), i)          # back to the head drawn by the knob change: all cached
+        pair("scale", lambda a: a.toggle(key="explorer_scale").set_value(False), i + 1)
+        timed(ex, lambda a: a.toggle(key="explorer_scale").set_value(True))
+        pair("mask", lambda a: a.radio(key="explorer_mask").set_value("bidirectional"), i)
+        timed(ex, lambda a: a.radio(key="explorer_mask").set_value("causal"))
     med = statistics.median
-    return {"warm": med(warm), "cold": med(cold), "knob": med(knob), "bare": med(floor)}
+    out = {k: (med(e for e, _ in v), med(e / b for e, b in v)) for k, v in runs.items()}
+    out["bare"] = (med(b for v in runs.values() for _, b in v), 1.0)
+    return out
 
 
 def main() -> None:
@@ -97,17 +109,18 @@ def main() -> None:
     if not args.recompile:
         share_script_cache()
     rows = [(T, measure(T, args.repeats)) for T in (16, 64)]
-    print("\nExplorer rerun after a widget change: median ms, server side (AppTest), interleaved with the bare page")
-    print("  head (warm): switch head, trace and figures cached | head (first view): figures built once per input")
-    print("  temperature: new knob value, model re-run + every figure rebuilt")
+    print("\nExplorer rerun after a widget change: median ms, server side (AppTest); ratio: median of (this run / the")
+    print("bare-page run right after it)")
+    print("  head (warm): switch to a head already drawn, trace and figures cached")
+    print("  head (first view): its figures are built (trace cached)")
+    print("  temperature / scale / mask: a knob value not seen before: model re-run + every figure rebuilt")
     print("  scripts compiled " + ("on every run (AppTest default)" if args.recompile else "once, as on a server"))
-    print(f"{'T':>4} | {'bare page':>9} | {'head (warm)':>11} | {'ratio':>6} | {'head (first view)':>17} | "
-          f"{'ratio':>6} | {'temperature':>11} | {'ratio':>6}")
+    cols = [("head (warm)", "warm"), ("head (first view)", "cold"), ("temperature", "knob"), ("scale off", "scale"),
+            ("mask", "mask")]
+    print(f"{'T':>4} | {'bare page':>9} | " + " | ".join(f"{name:>{len(name)}} | {'ratio':>6}" for name, _ in cols))
     for T, r in rows:
-        b = r["bare"]
-        print(f"{T:>4} | {b:>9.1f} | {r['warm']:>11.1f} | {r['warm'] / b:>5.2f}x | {r['cold']:>17.1f} | "
-              f"{r['cold'] / b:>5.2f}x | {r['knob']:>11.1f} | {r['knob'] / b:>5.2f}x")
-
+        print(f"{T:>4} | {r['bare'][0]:>9.1f} | "
+              + " | ".join(f"{r[k][0]:>{len(name)}.1f} | {r[k][1]:>5.2f}x" for name, k in cols))
 
 if __name__ == "__main__":
     main()
