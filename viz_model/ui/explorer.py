@@ -103,44 +103,55 @@ def tokenizer_comparison(text: str, model_tok) -> pd.DataFrame | None:
 
 
 # -- cached traces ----------------------------------------------------------------------------------
-@st.cache_data(max_entries=64, show_spinner=False)
 def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None = None,
                  scale_scores: bool = True, temperature: float = 1.0) -> dict:
     """One traced forward pass as numpy arrays (B dropped); cached_checks recomputes it step by step per layer.
 
-    attn_mask is mask_bits(mask): packed bytes hash fast, a T x T tuple of bools would not.
-    """
-    model = _model
-    T = len(ids)
-    mask = None if attn_mask is None else torch.from_numpy(
-        np.unpackbits(np.frombuffer(attn_mask, dtype=np.uint8))[: T * T].reshape(T, T).astype(bool))
+    attn_mask is mask_bits(mask). Cached under input_key of the arguments: st.cache_data hashes a tuple of T ids
+    one element at a time, every rerun, for every cached call."""
+    ids = tuple(ids)
+    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature))
+    return _trace(_model, key, ids, attn_mask, bool(scale_scores), float(temperature))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _trace(_model, key: str, _ids: tuple[int, ...], _attn_mask: bytes | None, _scale_scores: bool,
+           _temperature: float) -> dict:
+    model, ids, T = _model, _ids, len(_ids)
+    mask = None if _attn_mask is None else torch.from_numpy(
+        np.unpackbits(np.frombuffer(_attn_mask, dtype=np.uint8))[: T * T].reshape(T, T).astype(bool))
     with torch.no_grad():
         out = model(torch.tensor([ids], device=model.device), trace=True, attn_mask=mask,
-                    scale_scores=scale_scores, temperature=temperature)
+                    scale_scores=_scale_scores, temperature=_temperature)
         tr = out.trace
-        scale = demos.score_scale(model, scale_scores, temperature)
-        stack = lambda name: torch.stack([getattr(lt, name)[0] for lt in tr.layers]).float().cpu().numpy()  # noqa: E731
-        data = {n: stack(n) for n in ("q", "k", "v", "scores", "probs", "head_out")}  # (L, H, T, .)
-        data["attn_out"] = stack("attn_out")                                            # (L, T, d_model)
-        data["x_in"] = torch.stack([demos.attention_input(model, tr, i)[0] for i in range(len(tr.layers))]).numpy()
+        stack = lambda xs: torch.stack(xs).float().cpu().numpy()  # noqa: E731
+        data = {n: stack([getattr(lt, n)[0] for lt in tr.layers])
+                for n in ("q", "k", "v", "scores", "probs", "head_out", "attn_out")}  # (L, H, T, .), (L, T, d_model)
+        data["x_in"] = stack([demos.attention_input(model, tr, i)[0] for i in range(len(tr.layers))])
         data["allowed"] = torch.isfinite(tr.layers[0].mask).expand(tr.layers[0].probs.shape)[0, 0].cpu().numpy()
         data["entropy"] = demos.row_entropy(torch.from_numpy(data["probs"])).numpy()  # (L, H, T)
-        data["scale"] = scale
+        data["scale"] = demos.score_scale(model, _scale_scores, _temperature)
     return data
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
 def cached_checks(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None, scale_scores: bool,
                   temperature: float, layer: int) -> dict[str, float]:
     """demos.pipeline_check for one layer of cached_trace's pass, from its arrays: only the layer on screen is
     recomputed (the same arguments as cached_trace, plus the layer)."""
-    data = cached_trace(_model, model_key, ids, attn_mask, scale_scores, temperature)
+    ids = tuple(ids)
+    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature))
+    return _checks(_model, key, layer, ids, attn_mask, bool(scale_scores), float(temperature), model_key)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _checks(_model, key: str, layer: int, _ids, _attn_mask, _scale_scores, _temperature, _model_key) -> dict:
+    data = cached_trace(_model, _model_key, _ids, _attn_mask, _scale_scores, _temperature)
     dev = _model.device
     arr = lambda name: torch.from_numpy(data[name][layer][None]).to(dev)  # noqa: E731  (1, ...) like a trace
     additive = to_additive(torch.from_numpy(data["allowed"]).to(dev), torch.float32)
     lt = LayerTrace(q=arr("q"), k=arr("k"), v=arr("v"), scores=arr("scores"), mask=additive, probs=arr("probs"),
                     head_out=arr("head_out"), attn_out=arr("attn_out"))
-    return demos.layer_check(_model, arr("x_in"), lt, layer, torch.arange(len(ids), device=dev), data["scale"])
+    return demos.layer_check(_model, arr("x_in"), lt, layer, torch.arange(len(_ids), device=dev), data["scale"])
 
 
 def mask_bits(mask: torch.Tensor | np.ndarray | None) -> bytes | None:
