@@ -49,7 +49,8 @@ def test_explorer_renders_and_hover_names_query_and_key(page):
     the = [t for t in ticks if t.split(" ", 1)[1].lower() == "the"]
     assert len(the) == 2 and the[0] != the[1]  # the duplicate "the" keeps its own row
     text = _hover_cell(page, 1, 0, 2)
-    assert "query '2 " in text and "→ key '0 " in text
+    assert "query '2 " in text and "→ key '0 " in text and "masked" not in text
+    assert _hover_cell(page, 1, 2, 0).endswith("masked (−∞)")  # query 0 cannot read key 2
     page.wait_for_selector("text=How sharp is each row?")
     wait_idle(page)
     screenshot(page, "explorer")

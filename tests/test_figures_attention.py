@@ -9,6 +9,7 @@ import torch
 
 from viz_model import masks
 from viz_model.figures.attention import attention_grid, attention_heatmap
+from viz_model.figures.common import MASKED_COLOR
 from viz_model.figures.masks import dependency_figure, mask_panels
 from viz_model.figures.pipeline import entropy_bars, matrix_heatmap, query_bars, row_sum_bars, value_mix
 
@@ -42,7 +43,8 @@ def test_heatmap_hover_names_query_and_key_and_masked_cells_differ_from_zero():
     assert list(att.y) == list(att.x) == list(fig.layout.yaxis.ticktext) and fig.layout.yaxis.type == "category"
     assert "masked (−∞)" in grey.hovertemplate
     assert math.isnan(att.z[0][1]) and att.z[1][0] == pytest.approx(p[1, 0])  # a hole, not a 0 ...
-    assert grey.z[0][1] == 1.0 and math.isnan(grey.z[1][0])                   # ... drawn grey beneath
+    assert grey.z[0][1] == 1 and grey.z[1][0] == 0                            # ... drawn grey beneath
+    assert all(c[1] == MASKED_COLOR for c in grey.colorscale)                 # (grey at 0 and 1: the hole shows it)
     assert fig.data[0].name == "masked"                                       # underlay first
     assert att.text[1][0] == str(round(p[1, 0], 2)) and att.text[0][1] == ""  # values printed when T <= 16
     assert grey.text[0][1] == "×"
@@ -62,6 +64,9 @@ def test_grid_has_one_panel_per_head_and_greys_masked_cells():
     assert heads[0].hovertemplate.startswith("L0 H0: query '%{y}' → key '%{x}'")
     assert list(heads[0].x)[2] == "2 &lt;pad&gt;"
     assert all("masked (−∞)" in t.hovertemplate for t in fig.data if t.name.endswith("masked"))
+    grey, first = trace(fig, "L0H0 masked"), trace(fig, "L0H0")  # grey beneath (1 = blocked), holes on top
+    assert grey.z[0][1] == 1 and grey.z[1][0] == 0 and math.isnan(first.z[0][1]) and not math.isnan(first.z[1][0])
+    assert fig.data.index(grey) < fig.data.index(first)
     assert "prev 0.9" in fig.layout.annotations[0].text
     assert all(t.zmin == 0 and t.zmax == 1 for t in heads)  # one shared colour scale
     go.Figure(fig.to_dict())  # built without validation for speed: it must still be a valid figure
@@ -80,7 +85,7 @@ def test_matrix_heatmap_shows_minus_infinity_as_text_and_a_grey_cell():
     s[~masks.causal_mask(T).numpy()] = -np.inf
     fig = matrix_heatmap(s, TOKENS, TOKENS, col_tokens=True, value_name="S + M", col_title="key")
     main, grey = trace(fig, "S + M"), trace(fig, "masked")
-    assert grey.text[0][1] == "−∞" and grey.z[0][1] == 1.0 and math.isnan(grey.z[1][0])
+    assert grey.text[0][1] == "−∞" and grey.z[0][1] == 1 and grey.z[1][0] == 0 and fig.data[0] is grey
     assert math.isnan(main.z[0][1]) and main.z[1][0] == s[1, 0] and main.text[1][0] == f"{s[1, 0]:.2f}"
     assert main.hovertemplate == "query token %{y} · key %{x}: %{z:.3g}<extra></extra>"
     assert grey.hovertemplate == "query token %{y} · key %{x}: −∞<extra></extra>"

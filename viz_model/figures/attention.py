@@ -14,6 +14,7 @@ from viz_model.figures.common import (
     escape,
     fast_figure,
     layout_dict,
+    masked_layer,
     to_numpy,
     token_labels,
 )
@@ -51,7 +52,7 @@ def attention_heatmap(
     traces = []
     if not ok.all():  # a grey layer beneath, so "blocked" never looks like "learned 0"
         traces.append(dict(type="heatmap",
-            z=np.where(ok, np.nan, 1.0).astype(np.float32), x=kl, y=ql, name="masked", showscale=False,
+            z=masked_layer(ok), x=kl, y=ql, name="masked", showscale=False,
             hoverongaps=False,
             colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertemplate=_hover("masked (−∞)"),
             text=np.where(ok, "", "×") if show_values else None, texttemplate="%{text}" if show_values else None,
@@ -91,7 +92,7 @@ def attention_grid(
     L, H, T, _ = a.shape
     ok = np.ones((T, T), dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
     labels = token_labels(tokens)
-    grey = np.where(ok, np.nan, 1.0).astype(np.float32)  # float32 halves the payload
+    grey = masked_layer(ok)
     hs, vs = 0.02, ((0.12 if roles else 0.08) if L > 1 else 0.0)
     w, h_ = (1 - hs * (H - 1)) / H, (1 - vs * (L - 1)) / L
     data, layout, notes = [], {}, []

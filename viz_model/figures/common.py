@@ -51,6 +51,14 @@ def base_layout(fig: go.Figure, title: str | None = None, height: int | None = N
     return fig
 
 
+def masked_layer(ok: np.ndarray) -> np.ndarray:
+    """z of the grey layer drawn beneath a heatmap whose blocked cells are holes (NaN): 1 where blocked, 0 where
+    allowed, one uint8 per cell (a quarter of float32 with NaN holes) on a colour scale that is grey at both ends.
+    It needs no holes of its own: where both layers have a cell, Plotly's hover reports the top one (the values),
+    so only a blocked cell (a hole on top) hovers as this layer's "masked" (checked in a real browser)."""
+    return (~np.asarray(ok, dtype=bool)).astype(np.uint8)
+
+
 def layout_dict(title: str | None = None, height: int | None = None, *, top: int | None = None,
                 title_top: bool = False, **extra) -> dict:
     """base_layout's styling as a plain dict, for figures built in one go.Figure call (see fast_figure).

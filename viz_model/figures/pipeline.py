@@ -16,6 +16,7 @@ from viz_model.figures.common import (
     escape,
     fast_figure,
     layout_dict,
+    masked_layer,
     to_numpy,
     token_labels,
     visible,
@@ -57,7 +58,7 @@ def matrix_heatmap(
     traces = []
     if not ok.all():  # grey underlay for blocked (−∞) cells
         traces.append(dict(type="heatmap",
-            z=np.where(ok, np.nan, 1.0).astype(np.float32), x=cols, y=rows, name="masked", showscale=False,
+            z=masked_layer(ok), x=cols, y=rows, name="masked", showscale=False,
             colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hoverongaps=False,
             hovertemplate=where + "−∞<extra></extra>",
             text=np.where(ok, "", "−∞") if show_values else None, texttemplate="%{text}" if show_values else None,
