@@ -3,6 +3,7 @@ stops the child, weights that come back at every snapshot and at the end, clear 
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -71,6 +72,8 @@ def test_pausing_stops_the_child_and_hands_back_its_exact_weights(reg):
     reg.pause(job.id)
     reg.wait(job.id, 30)
     assert job.status == J.PAUSED and source.proc.is_alive()  # idle, waiting for resume
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, source.proc.pid) == min(19, mine + P.nice_increment())  # yields to pages
     at = job.step
     time.sleep(0.3)
     assert job.step == at and source.conn.poll() is False  # the child sends nothing while paused

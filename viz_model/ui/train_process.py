@@ -35,6 +35,18 @@ START_TIMEOUT_S = 120.0     # a cold forkserver imports torch first
 REPLY_TIMEOUT_S = 60.0      # one step plus a weight transfer, on a loaded machine
 
 
+def nice_increment() -> int:
+    """How much lower than the server a training process runs (env ATTENTION_LAB_TRAIN_NICE, default 5).
+
+    Only matters when cores are short: with two runs on a 2-core server, the students' page reruns then win the
+    contested core (CFS weight 1024 vs 335) instead of sharing it evenly with a training step. 0 turns it off.
+    """
+    try:
+        return max(0, min(19, int(os.environ.get("ATTENTION_LAB_TRAIN_NICE", "5"))))
+    except ValueError:
+        return 5
+
+
 def use_processes() -> bool:
     """Train in child processes (env ATTENTION_LAB_TRAIN_PROCESS, default 1); 0 trains in server threads."""
     return os.environ.get("ATTENTION_LAB_TRAIN_PROCESS", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -76,11 +88,13 @@ def _weights(model: torch.nn.Module) -> dict[str, np.ndarray]:
     return {k: v.detach().float().cpu().numpy().copy() for k, v in model.state_dict().items()}
 
 
-def child_main(spec, conn, threads: int) -> None:
+def child_main(spec, conn, threads: int, nice: int = 0) -> None:
     """Entry point of the child: build the Run, then train, checking for commands between steps."""
     from viz_model.ui.train import Run
 
     torch.set_num_threads(threads)
+    if nice and hasattr(os, "nice"):
+        os.nice(nice)
     try:
         try:
             run = Run(spec)
@@ -154,7 +168,7 @@ class ChildEvents:
         self._ended = False
         ctx = context()
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=child_main, args=(spec, child, worker_threads()),
+        self.proc = ctx.Process(target=child_main, args=(spec, child, worker_threads(), nice_increment()),
                                 name=f"train-{job.id}", daemon=True)
         self.proc.start()
         child.close()
