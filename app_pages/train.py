@@ -59,7 +59,7 @@ active = job is not None and job.active
 st.session_state[T.WAS_ACTIVE_KEY] = active
 
 
-@st.fragment(run_every=0.5 if active else None)
+@st.fragment(run_every=1.0 if active else None)
 def progress() -> None:
     j = reg.get(st.session_state.get(T.JOB_KEY))
     if j is None:
@@ -73,7 +73,7 @@ def progress() -> None:
         st.rerun()  # full rerun: stops the timers and enables the controls
 
 
-@st.fragment(run_every=2.0 if active else None)
+@st.fragment(run_every=3.0 if active else None)
 def curves() -> None:
     j = reg.get(st.session_state.get(T.JOB_KEY))
     if j is not None:
@@ -81,7 +81,7 @@ def curves() -> None:
             T.live_curves(j)
 
 
-@st.fragment(run_every=4.0 if active else None)
+@st.fragment(run_every=5.0 if active else None)
 def attention() -> None:  # snapshots arrive every N steps: a slower timer is enough
     j = reg.get(st.session_state.get(T.JOB_KEY))
     if j is not None:

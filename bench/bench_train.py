@@ -165,7 +165,7 @@ def table_app(repeats: int, pin: bool = False) -> None:
         server.wait(10)
     h, v = statistics.median(head), statistics.median(live)
     where = " — server pinned to core 0, browser to core 1" if pin else " — server, browser and job share both cores"
-    print(f"\nA run inside the live app (page open, progress 0.5 s, curves 2 s, attention 4 s){where}; vs headless job "
+    print(f"\nA run inside the live app (page open, progress 1 s, curves 3 s, attention 5 s){where}; vs headless job "
           f"({SPEC.preset}, {SPEC.task}, {SPEC.steps} steps, snapshots every {SPEC.every}; median of {repeats})")
     print(f"{'headless steps/s':>17} {'live app steps/s':>17} {'ratio':>7}   runs (headless | live)")
     print(f"{h:>17.1f} {v:>17.1f} {v / h:>6.2f}x   {[round(x, 1) for x in head]} | {[round(x, 1) for x in live]}")
