@@ -212,3 +212,20 @@ def test_masks_handles_awkward_input(masks_page, text):
     elif len(text) > 1000:
         assert any("at most 16" in i for i in texts(at.info))
         assert len(arr(named(spec(at, "masks_panels"), "mask")["z"])) == 16
+
+
+def test_coming_back_to_the_explorer_keeps_the_sentence_and_the_view(app_test):
+    """Streamlit drops a widget's value when its page is left; the bound settings must come back with the page
+    (before the fix the sentence box came back empty and the page stopped at 'Type at least one word')."""
+    at = app_test("app_pages/explorer.py")
+    at.selectbox(key="explorer_example").set_value("(type your own)").run()
+    at.text_input(key="explorer_text").set_value("I like cats").run()
+    at.selectbox(key="explorer_layer").set_value(1).run()
+    at.switch_page("app_pages/masks.py").run()
+    assert "explorer_text" not in at.session_state  # Streamlit did drop it
+    at.switch_page("app_pages/explorer.py").run()
+    assert_clean(at)
+    assert at.text_input(key="explorer_text").value == "I like cats"
+    assert at.selectbox(key="explorer_layer").value == 1
+    assert not [w for w in texts(at.warning) if "Type at least one word" in w]
+    assert arr(named(spec(at, "explorer_head_map"), "attention")["z"]).shape[0] == 4  # <bos> I like cats

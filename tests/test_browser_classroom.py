@@ -69,3 +69,23 @@ def test_links_open_other_pages_exactly_too(page):
     page.wait_for_function("() => location.search.includes('model=')")  # the URL mirrors the view
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.console.errors() == []
+
+
+def test_a_page_left_and_opened_again_from_the_sidebar_keeps_its_sentence(page):
+    """Streamlit drops a page's widget values when the student navigates away; the sentence and the view must
+    come back with the page (the Explorer used to return with an empty box and no chart)."""
+    open_page(page, "explorer")
+    nav = page.locator('[data-testid="stSidebarNav"] a')
+    box = page.locator('input[aria-label="Sentence"]').first
+    box.fill("I like cats")
+    box.press("Enter")
+    wait_idle(page)
+    page.wait_for_function("() => location.search.includes('cats')")
+    for name in ("Masks", "Start", "Explorer"):
+        nav.filter(has_text=name).first.click()
+        wait_idle(page)
+    page.wait_for_selector('[data-testid="stPlotlyChart"] .js-plotly-plot')
+    expect(box).to_have_value("I like cats")
+    assert len(plot_data(page, 1, "attention")["z"]) == 4  # the large head map: <bos> I like cats
+    assert page.get_by_text("Type at least one word").count() == 0
+    assert page.console.errors() == []

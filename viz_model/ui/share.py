@@ -4,6 +4,9 @@ Pages call `bind(...)` before creating the widget: it seeds the widget from the 
 value back at once (so a page that ends early with st.stop() still has its URL). app.py calls `new_page(...)`
 before the page and `publish()` after it, for values that only exist once their widget has been drawn.
 Invalid values in a link fall back to the default with a notice, never an error.
+
+Bound settings are also remembered per session: Streamlit drops a widget's value when its page is left, so
+without this a student coming back to the Explorer would find the sentence box empty and the view reset.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ _SEEN = "_url_seen"        # {param: raw value already applied}, so a link is ap
 _BOUND = "_url_bound"      # params bound during this run: {param: widget key}
 _NOTICES = "_url_notices"  # messages about ignored link values
 _PAGE = "_url_page"        # the page of the previous run: leaving it drops its parameters
+_KEPT = "_url_kept"        # {widget key: last value}: what a bound widget showed, restored on coming back
 
 
 @dataclass(frozen=True)
@@ -33,11 +37,15 @@ class Param:
 
 def _parse(p: Param, raw: str) -> Any:
     value = p.cast(raw)
-    if p.choices is not None and value not in list(p.choices):
-        raise ValueError
-    if (p.lo is not None and value < p.lo) or (p.hi is not None and value > p.hi):
+    if not _allowed(p, value):
         raise ValueError
     return value
+
+
+def _allowed(p: Param, value: Any) -> bool:
+    if p.choices is not None and value not in list(p.choices):
+        return False
+    return not ((p.lo is not None and value < p.lo) or (p.hi is not None and value > p.hi))
 
 
 def _bool(raw: str) -> bool:
@@ -50,11 +58,13 @@ def _bool(raw: str) -> bool:
 
 def bind(name: str, key: str, cast: Callable[[str], Any] = str, *, choices=None, lo=None, hi=None,
          fmt: Callable[[Any], str] = str) -> None:
-    """Seed session_state[key] from ?name= (once per distinct link value) and mirror it back later."""
+    """Seed session_state[key] from ?name= (once per distinct link value), or else from the value it had when
+    the student left this page, and mirror it back into the URL."""
     p = Param(name, key, _bool if cast is bool else cast, choices, lo, hi, fmt)
     st.session_state.setdefault(_BOUND, {})[name] = p
     raw = st.query_params.get(name)
     seen = st.session_state.setdefault(_SEEN, {})
+    kept = st.session_state.setdefault(_KEPT, {})
     if raw is not None and seen.get(name) != raw:
         seen[name] = raw
         try:
@@ -62,7 +72,10 @@ def bind(name: str, key: str, cast: Callable[[str], Any] = str, *, choices=None,
         except (ValueError, TypeError):
             st.session_state.setdefault(_NOTICES, []).append(
                 f"The link's value {raw[:40]!r} for “{name}” is not valid here, so the default is used.")
+    elif key not in st.session_state and key in kept and _allowed(p, kept[key]):
+        st.session_state[key] = kept[key]  # back on this page (another model may have fewer layers: checked)
     if key in st.session_state:
+        kept[key] = st.session_state[key]
         _write(name, _format(p, st.session_state[key]))
 
 
@@ -106,8 +119,10 @@ def publish() -> None:
     for name in list(st.query_params):
         if name not in bound:  # garbage or stale parameters do not linger in a shared link
             del st.query_params[name]
+    kept = st.session_state.setdefault(_KEPT, {})
     for name, p in bound.items():
         if p.key in st.session_state:
+            kept[p.key] = st.session_state[p.key]
             _write(name, _format(p, st.session_state[p.key]))
 
 
