@@ -23,22 +23,17 @@ live_base = cfg.rope_base if cfg.pos_encoding == "rope" else 10000.0
 st.caption(f"Pair and score views use d_k = {live_dk} and base {live_base:,.0f}"
            + (" (the sidebar model's heads)." if cfg.pos_encoding == "rope" else "."))
 
-# Each tab is a fragment: moving one of its sliders reruns that tab only.
-tabs = st.tabs(["Worked example", "Pair rotation", "Angles", "Relative scores", "Context extension",
-                "Length test", "Where it acts", "Conventions"])
-with tabs[0]:
-    sections.worked_example()
-with tabs[1]:
-    sections.pair_rotation(live_dk, live_base)
-with tabs[2]:
-    sections.angles_and_wavelengths(live_dk, live_base)
-with tabs[3]:
-    sections.relative_scores(live_dk, live_base)
-with tabs[4]:
-    sections.context_extension(cfg.max_len if cfg.pos_encoding == "rope" else 4096)
-with tabs[5]:
-    sections.length_experiment()
-with tabs[6]:
-    sections.where_rope_acts()
-with tabs[7]:
-    sections.conventions()
+# Only the open tab runs; each tab is a fragment: moving one of its sliders reruns that tab only.
+TABS = {
+    "Worked example": sections.worked_example,
+    "Pair rotation": lambda: sections.pair_rotation(live_dk, live_base),
+    "Angles": lambda: sections.angles_and_wavelengths(live_dk, live_base),
+    "Relative scores": lambda: sections.relative_scores(live_dk, live_base),
+    "Context extension": lambda: sections.context_extension(cfg.max_len if cfg.pos_encoding == "rope" else 4096),
+    "Length test": sections.length_experiment,
+    "Where it acts": sections.where_rope_acts,
+    "Conventions": sections.conventions,
+}
+label, tab = share.tabs(list(TABS), key="rope_tab")
+with tab:
+    TABS[label]()

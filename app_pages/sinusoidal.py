@@ -22,17 +22,14 @@ n_pos = c2.slider("number of positions", 8, 8192, 128, step=8, key="sinusoidal_n
 base = c3.select_slider("base", BASES, value=10000.0, key="sinusoidal_base",
                         format_func=lambda b: f"{b:,.0f}")
 
-# Each tab is a fragment: its own sliders rerun that tab only; the three above rerun the page.
-curves, grid, shift, similarity, model_tab = st.tabs(
-    ["Curves", "Table & binary analogy", "Shift matrix M_k", "Similarity", "Inside the model"])
-with curves:
-    sections.curves_tab(d, n_pos, base)
-with grid:
-    sections.table_tab(d, n_pos, base)
-with shift:
-    sections.shift_tab(d, n_pos, base)
-with similarity:
-    sections.similarity_tab(d, n_pos, base)
-with model_tab:
-    sections.same_token_two_positions()
-    sections.learned_vs_sinusoidal()
+# Only the open tab runs; each tab is a fragment: its own sliders rerun that tab only, the three above the page.
+TABS = {
+    "Curves": lambda: sections.curves_tab(d, n_pos, base),
+    "Table & binary analogy": lambda: sections.table_tab(d, n_pos, base),
+    "Shift matrix M_k": lambda: sections.shift_tab(d, n_pos, base),
+    "Similarity": lambda: sections.similarity_tab(d, n_pos, base),
+    "Inside the model": lambda: (sections.same_token_two_positions(), sections.learned_vs_sinusoidal()),
+}
+label, tab = share.tabs(list(TABS), key="sinusoidal_tab")
+with tab:
+    TABS[label]()

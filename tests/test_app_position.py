@@ -27,6 +27,17 @@ def frame(at, text):
     return next(d.value for d in at.dataframe if text in words(d.value))
 
 
+def open_tab(at, key: str, label: str):
+    """Click a tab (AppTest has no tab clicks: set the tabs' state, as the browser's click does, and rerun)."""
+    at.session_state[key] = label
+    return at.run()
+
+
+SINUS_TABS = ["Curves", "Table & binary analogy", "Shift matrix M_k", "Similarity", "Inside the model"]
+ROPE_TABS = ["Worked example", "Pair rotation", "Angles", "Relative scores", "Context extension", "Length test",
+             "Where it acts", "Conventions"]
+
+
 def metric(at, label):
     return next(m.value for m in at.metric if m.label.startswith(label))
 
@@ -55,25 +66,46 @@ def rope_page():
 
 def test_sinusoidal_page_runs_and_every_check_passes(sinus):
     assert not sinus.exception and not sinus.error
-    assert len(sinus.success) >= 2 and all(s.value.startswith("✓") for s in sinus.success)
     curves = chart(sinus, "sinusoidal_curves")["data"]
     assert len(arr(curves[0]["y"])) == 128  # the default number of positions
     assert curves[0]["name"].startswith("dim 0 (sin")
+    checks = []
+    for label in SINUS_TABS:
+        open_tab(sinus, "sinusoidal_tab", label)
+        assert not sinus.exception and not sinus.error, label
+        checks += [s.value for s in sinus.success]
+    assert len(checks) >= 2 and all(c.startswith("✓") for c in checks)
+    open_tab(sinus, "sinusoidal_tab", "Curves")
+
+
+def test_only_the_open_tab_runs(sinus):
+    open_tab(sinus, "sinusoidal_tab", "Curves")
+    assert sinus.get_by_key("sinusoidal_curves") is not None
+    with pytest.raises(KeyError):
+        sinus.get_by_key("sinusoidal_mk")  # the shift tab's chart is not computed while its tab is closed
+    open_tab(sinus, "sinusoidal_tab", "Shift matrix M_k")
+    assert sinus.get_by_key("sinusoidal_mk") is not None
+    with pytest.raises(KeyError):
+        sinus.get_by_key("sinusoidal_curves")
 
 
 def test_sinusoidal_largest_settings_stay_bounded(sinus):
+    open_tab(sinus, "sinusoidal_tab", "Table & binary analogy")
     sinus.slider(key="sinusoidal_d").set_value(1024)
     sinus.slider(key="sinusoidal_npos").set_value(8192).run()
     assert not sinus.exception and not sinus.error
     heat = chart(sinus, "sinusoidal_heatmap")["data"][0]
     assert len(arr(heat["x"])) <= 256 and len(arr(heat["y"])) <= 256  # decimated: the browser never gets 8M cells
     assert "every" in chart(sinus, "sinusoidal_heatmap")["layout"]["title"]["text"]
+    assert all(s.value.startswith("✓") for s in sinus.success)
+    open_tab(sinus, "sinusoidal_tab", "Similarity")
     sim = chart(sinus, "sinusoidal_sim")["data"][0]
     assert len(arr(sim["x"])) <= 256 and arr(sim["x"])[-1] == 8191
     assert all(s.value.startswith("✓") for s in sinus.success)
 
 
 def test_sinusoidal_shift_slider_changes_the_matrix(sinus):
+    open_tab(sinus, "sinusoidal_tab", "Shift matrix M_k")
     sinus.slider(key="sinusoidal_d").set_value(8)
     sinus.slider(key="sinusoidal_k").set_value(5).run()
     mk = chart(sinus, "sinusoidal_mk")
@@ -84,13 +116,19 @@ def test_sinusoidal_shift_slider_changes_the_matrix(sinus):
 def test_rope_page_runs_and_every_check_passes(rope_page):
     at = rope_page
     assert not at.exception and not at.error
-    assert len(at.success) >= 5 and all(s.value.startswith("✓") for s in at.success)
+    checks, infos = [], []
+    for label in ROPE_TABS:
+        open_tab(at, "rope_tab", label)
+        assert not at.exception and not at.error, label
+        checks += [s.value for s in at.success]
+        infos += [i.value for i in at.info]
+    assert len(checks) >= 5 and all(c.startswith("✓") for c in checks)
     # the lecture note shows the corrected NTK base
-    assert any("82,684.6" in i.value and "500,000" in i.value for i in at.info)
+    assert any("82,684.6" in i and "500,000" in i for i in infos)
 
 
 def test_rope_shift_keeps_the_score(rope_page):
-    at = rope_page
+    at = open_tab(rope_page, "rope_tab", "Pair rotation")
     before = metric(at, "score ⟨R_t q")
     at.slider(key="rope_shift").set_value(777).run()
     assert metric(at, "score ⟨R_t q") == before
@@ -98,7 +136,7 @@ def test_rope_shift_keeps_the_score(rope_page):
 
 
 def test_rope_extension_readouts_follow_the_method_and_lengths(rope_page):
-    at = rope_page
+    at = open_tab(rope_page, "rope_tab", "Context extension")
     at.number_input(key="rope_ext_L").set_value(4096)
     at.number_input(key="rope_ext_Lp").set_value(8 * 4096)
     at.radio(key="rope_ext_method").set_value("yarn").run()
@@ -111,7 +149,7 @@ def test_rope_extension_readouts_follow_the_method_and_lengths(rope_page):
 
 
 def test_rope_target_shorter_than_training_gives_a_message(rope_page):
-    at = rope_page
+    at = open_tab(rope_page, "rope_tab", "Context extension")
     at.number_input(key="rope_ext_L").set_value(4096)
     at.number_input(key="rope_ext_Lp").set_value(1024).run()
     assert any("shorter than the training length" in w.value for w in at.warning)
@@ -119,7 +157,7 @@ def test_rope_target_shorter_than_training_gives_a_message(rope_page):
 
 
 def test_rope_bad_llama3_parameters_give_a_message(rope_page):
-    at = rope_page
+    at = open_tab(rope_page, "rope_tab", "Context extension")
     at.number_input(key="rope_ext_Lp").set_value(8 * 4096)
     at.number_input(key="rope_ext_lo").set_value(4.0)
     at.number_input(key="rope_ext_hi").set_value(1.0).run()
@@ -129,7 +167,7 @@ def test_rope_bad_llama3_parameters_give_a_message(rope_page):
 
 
 def test_editing_q_changes_the_rotated_values(rope_page):
-    at = rope_page
+    at = open_tab(rope_page, "rope_tab", "Worked example")
     at.session_state["rope_q_editor"] = {"edited_rows": {2: {"q0": 0.0, "q1": 1.0}}, "added_rows": [],
                                          "deleted_rows": []}
     at.run()
@@ -141,18 +179,20 @@ def test_editing_q_changes_the_rotated_values(rope_page):
 
 @pytest.mark.parametrize("cell, message", [(None, "no empty cells"), (1e12, "between")])
 def test_a_bad_q_cell_gives_a_message_and_the_other_tabs_still_work(rope_page, cell, message):
-    at = rope_page
+    at = open_tab(rope_page, "rope_tab", "Worked example")
     at.session_state["rope_q_editor"] = {"edited_rows": {1: {"q3": cell}}, "added_rows": [], "deleted_rows": []}
     at.run()
     assert not at.exception
     assert any(message in w.value for w in at.warning)
-    assert any("shifting both positions" in s.value for s in at.success)  # the pair tab still ran
+    open_tab(at, "rope_tab", "Pair rotation")
+    assert any("shifting both positions" in s.value for s in at.success)  # the pair tab still works
+    open_tab(at, "rope_tab", "Worked example")
     at.session_state["rope_q_editor"] = {"edited_rows": {}, "added_rows": [], "deleted_rows": []}
     at.run()
 
 
 def test_length_experiment_runs_and_plots(rope_page):
-    at = rope_page
+    at = open_tab(rope_page, "rope_tab", "Length test")
     at.button(key="rope_len_run").click().run()
     assert not at.exception
     fig = chart(at, "rope_len_fig")
@@ -182,7 +222,7 @@ def shipped_encodings(tmp_path, monkeypatch):
 
 
 def test_model_views_read_the_shipped_sinusoidal_and_learned_models(shipped_encodings, app_test):
-    at = app_test("app_pages/sinusoidal.py")
+    at = open_tab(app_test("app_pages/sinusoidal.py"), "sinusoidal_tab", "Inside the model")
     assert not at.exception and not at.error
     assert any("differ by exactly P_2 − P_0" in s.value for s in at.success)
     rows = chart(at, "sinusoidal_same_token")["layout"]["yaxis"]["ticktext"]
@@ -193,7 +233,7 @@ def test_model_views_read_the_shipped_sinusoidal_and_learned_models(shipped_enco
 
 
 def test_length_experiment_says_the_learned_model_cannot_go_past_its_table(shipped_encodings, app_test):
-    at = app_test("app_pages/rope.py")
+    at = open_tab(app_test("app_pages/rope.py"), "rope_tab", "Length test")
     at.button(key="rope_len_run").click().run()
     assert not at.exception
     notes = " ".join(c.value for c in at.caption)
@@ -214,3 +254,6 @@ def test_a_shared_link_opens_the_same_view_and_bad_values_fall_back():
     assert not at.exception
     assert at.slider(key="sinusoidal_d").value == 8
     assert at.slider(key="sinusoidal_npos").value == 128
+    at.query_params["tab"] = "Shift matrix M_k"  # a link can open a tab
+    at.run()
+    assert at.get_by_key("sinusoidal_mk") is not None and at.session_state["sinusoidal_tab"] == "Shift matrix M_k"

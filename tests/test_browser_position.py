@@ -17,9 +17,14 @@ def test_sinusoidal_page_renders_curves_and_checks_without_console_errors(page):
     open_page(page, "sinusoidal")
     curves = plot_data(page, 0)
     assert curves[0]["name"].startswith("dim 0 (sin") and len(curves[0]["y"]) == 128
-    page.get_by_role("tab", name="Shift matrix M_k").click()
-    page.wait_for_timeout(500)
+    n_curves = page.locator(CHART).count()
+    page.get_by_role("tab", name="Shift matrix M_k").click()  # only the open tab runs: this reruns the page
+    page.get_by_text("M_3·P_t = P_(t+3)").first.wait_for()
+    wait_idle(page)
     assert "✓ M_3·P_t = P_(t+3)" in page.locator('[data-testid="stAlert"]').first.inner_text()
+    assert "tab=Shift" in page.url  # the open tab is part of a shared link
+    assert page.locator(CHART).filter(has=page.locator("text=dim 0 (sin")).count() == 0  # curves not drawn
+    assert n_curves >= 1
     screenshot(page, "sinusoidal_shift")
     assert page.console.errors() == []
 
@@ -47,6 +52,8 @@ def test_rope_shift_slider_keeps_the_displayed_score(page):
     screenshot(page, "rope_pair_rotation")
     for tab in ("Context extension", "Where it acts"):
         page.get_by_role("tab", name=tab).click()
-        page.wait_for_timeout(500)
+        page.wait_for_function("(t) => decodeURIComponent(location.search.replace(/\\+/g, ' ')).includes(t)", arg=tab)
+        wait_idle(page)
+        page.locator(CHART).first.wait_for()
         screenshot(page, "rope_" + tab.split()[0].lower())
     assert page.console.errors() == []

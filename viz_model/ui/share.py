@@ -126,6 +126,15 @@ def publish() -> None:
             _write(name, _format(p, st.session_state[p.key]))
 
 
+def tabs(labels: list[str], key: str, name: str = "tab") -> tuple[str, Any]:
+    """st.tabs where only the open tab runs (on_change="rerun"): opening the page computes and draws one tab's
+    charts, not every tab's. The open tab is a setting like the others: in the URL (?tab=...) and kept when the
+    student comes back. Returns (label of the open tab, its container)."""
+    bind(name, key, choices=labels)
+    containers = st.tabs(labels, key=key, on_change="rerun")
+    return next(((label, c) for label, c in zip(labels, containers) if c.open), (labels[0], containers[0]))
+
+
 def bind_text(name: str, text_key: str, example_key: str, last_example_key: str, examples: list[str],
               custom: str) -> None:
     """Bind a text box that has an example picker: a linked text also selects its example (or 'custom'),
