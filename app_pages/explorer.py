@@ -5,7 +5,7 @@ import streamlit as st
 
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.pipeline import entropy_bars
-from viz_model.ui import chart
+from viz_model.ui import chart, share
 from viz_model.ui import explorer as ui
 from viz_model.ui.sidebar import current_model
 
@@ -45,7 +45,7 @@ with st.expander("Knobs that re-run the model", expanded=False):
                    "shows what the weights do with inputs they never saw, not what they learned.")
     if not scale_on:
         st.caption(f"Without 1/√d_k (= 1/{np.sqrt(cfg.d_k):.3g}) the scores are larger, so softmax rows saturate: "
-                   "watch the row entropies drop below.")
+                   "watch the row entropies drop in the tab “How sharp is each row?”.")
 
 mask = np.tri(T, dtype=bool) if mask_kind == "causal" else np.ones((T, T), dtype=bool)
 bits = ui.mask_bits(mask)
@@ -83,25 +83,27 @@ err = float(np.abs(big.sum(-1) - 1).max())
 ui.check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells are blocked by the mask "
                           "(weight exactly 0), not learned zeros.")
 
-st.subheader(f"The pipeline of head {layer}.{head}")
-steps = ui.pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
-chk = ui.cached_checks(model, ui.model_id(ckpt), tuple(enc.ids), bits, scale_on, float(temperature), layer)
-errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None, chk["attn_out"]]
-st.dataframe(ui.pipeline_table(steps, errors), hide_index=True, width="stretch")
-step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step",
-                            format_func=lambda i: steps[i].title.split(". ")[1])
-if step is not None:
-    st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")
-    ui.render_step(step, data, chk, layer, head, tokens, "explorer", tkey)
-
-st.subheader("Query focus")
-ui.render_query_focus(data, layer, head, tokens, "explorer", tkey)
-
-st.subheader("How sharp is each row?")
-ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
-uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
-chart.show(ui.cached_figure("entropy", (tkey, layer, head, average),
-                                 lambda: entropy_bars(ent, tokens, max_entropy=uniform)),
-                                 key="explorer_entropy", name="row_entropy")
-st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "
-           "Turn off the 1/√d_k scaling or lower the temperature: rows saturate towards one key.")
+# Only the open tab runs: opening the page draws the grid, the head and one more chart.
+label, tab = share.tabs(["Pipeline", "Query focus", "How sharp is each row?"], key="explorer_tab")
+with tab:
+    if label == "Pipeline":
+        st.markdown(f"**Every step of head {layer}.{head}**, recomputed from the trace and checked.")
+        steps = ui.pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
+        chk = ui.cached_checks(model, ui.model_id(ckpt), tuple(enc.ids), bits, scale_on, float(temperature), layer)
+        errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None, chk["attn_out"]]
+        st.dataframe(ui.pipeline_table(steps, errors), hide_index=True, width="stretch")
+        step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step",
+                                    format_func=lambda i: steps[i].title.split(". ")[1])
+        if step is not None:
+            st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")
+            ui.render_step(step, data, chk, layer, head, tokens, "explorer", tkey)
+    elif label == "Query focus":
+        ui.render_query_focus(data, layer, head, tokens, "explorer", tkey)
+    else:
+        ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
+        uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
+        chart.show(ui.cached_figure("entropy", (tkey, layer, head, average),
+                                    lambda: entropy_bars(ent, tokens, max_entropy=uniform)),
+                   key="explorer_entropy", name="row_entropy")
+        st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "
+                   "Turn off the 1/√d_k scaling or lower the temperature: rows saturate towards one key.")

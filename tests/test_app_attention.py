@@ -29,6 +29,12 @@ def texts(elements) -> list[str]:
     return [e.value for e in elements]
 
 
+def open_tab(at, key: str, label: str):
+    """Click a tab (AppTest cannot: set the tabs' state as the browser's click does, and rerun)."""
+    at.session_state[key] = label
+    return at.run()
+
+
 def assert_clean(at):
     assert not at.exception, texts(at.exception)
     assert not [e for e in texts(at.error) if not e.startswith("✗")], texts(at.error)  # only measured ✗ claims
@@ -58,7 +64,7 @@ def test_explorer_shows_every_head_and_one_head_large(explorer):
 
 
 def test_explorer_every_pipeline_step_renders_with_its_check(explorer):
-    at = explorer
+    at = open_tab(explorer, "explorer_tab", "Pipeline")
     for step in range(8):
         at.segmented_control(key="explorer_step").set_value(step).run()
         assert_clean(at)
@@ -90,7 +96,7 @@ def test_explorer_checks_one_layer_from_the_cached_arrays_exactly_like_the_trace
 
 
 def test_explorer_knobs_rerun_the_model(explorer):
-    at = explorer
+    at = open_tab(explorer, "explorer_tab", "How sharp is each row?")
     base = arr(spec(at, "explorer_entropy")["data"][0]["y"]).sum()
     at.slider(key="explorer_temp").set_value(0.1).run()
     at.toggle(key="explorer_scale").set_value(False).run()
@@ -107,10 +113,19 @@ def test_explorer_knobs_rerun_the_model(explorer):
     at.radio(key="explorer_mask").set_value("causal").run()
     at.toggle(key="explorer_avg").set_value(False).run()
     assert_clean(at)
+    open_tab(at, "explorer_tab", "Pipeline")
+
+
+def test_explorer_opens_on_the_pipeline_and_runs_only_the_open_tab(explorer):
+    at = open_tab(explorer, "explorer_tab", "Pipeline")
+    assert at.get_by_key("explorer_step_mat") is not None
+    for closed in ("explorer_bars", "explorer_entropy"):
+        with pytest.raises(KeyError):
+            at.get_by_key(closed)
 
 
 def test_explorer_query_focus_and_bpe_explanation(explorer):
-    at = explorer
+    at = open_tab(explorer, "explorer_tab", "Query focus")
     at.selectbox(key="explorer_query").set_value(1).run()
     bars = spec(at, "explorer_bars")["data"][0]
     assert bars["type"] == "bar" and bars["text"][2] == "masked"  # query 1 cannot read key 2
@@ -118,6 +133,7 @@ def test_explorer_query_focus_and_bpe_explanation(explorer):
     assert_clean(at)
     assert any("tokenizer it was trained with" in c for c in texts(at.caption))
     at.radio(key="explorer_tokenizer").set_value("word").run()
+    open_tab(at, "explorer_tab", "Pipeline")
 
 
 @pytest.mark.parametrize("text", AWKWARD, ids=["empty", "spaces", "5000-chars", "emoji-html", "script"])
