@@ -71,6 +71,7 @@ class Step:
     key: str = ""             # widget key (from the page file)
     values: object = None     # literal, list (pick one at random) or "random"
     label: str = ""
+    needs: tuple[str, str] | None = None   # (tabs key, tab label) that must be open for this widget to exist
 
     @property
     def name(self) -> str:
@@ -88,14 +89,19 @@ LESSON = [
     Step("explorer", "set", "explorer_layer", "random", "explorer: layer"),
     Step("explorer", "set", "explorer_head", "random", "explorer: head"),
     Step("explorer", "set", "explorer_mask", "random", "explorer: switch the mask"),
+    Step("explorer", "set", "explorer_tab", ["Query focus", "How sharp is each row?", "Pipeline"],
+         "explorer: open a tab"),
     Step("masks", "open"),
     Step("masks", "set", "masks_kind", "random", "masks: switch the mask"),
     Step("masks", "set", "masks_head", "random", "masks: head"),
     Step("sinusoidal", "open"),
-    Step("sinusoidal", "set", "sinusoidal_k", list(range(1, 12)), "sinusoidal: shift k"),
+    Step("sinusoidal", "set", "sinusoidal_tab", "Shift matrix M_k", "sinusoidal: open a tab"),
+    Step("sinusoidal", "set", "sinusoidal_k", list(range(1, 12)), "sinusoidal: shift k",
+         needs=("sinusoidal_tab", "Shift matrix M_k")),
     Step("rope", "open"),
-    Step("rope", "set", "rope_t", list(range(0, 20)), "rope: query position"),
-    Step("rope", "set", "rope_pair", "random", "rope: pair"),
+    Step("rope", "set", "rope_tab", "Pair rotation", "rope: open a tab"),
+    Step("rope", "set", "rope_t", list(range(0, 20)), "rope: query position", needs=("rope_tab", "Pair rotation")),
+    Step("rope", "set", "rope_pair", "random", "rope: pair", needs=("rope_tab", "Pair rotation")),
     Step("generate", "open"),
     Step("generate", "set", "generate_text", ["the cat", "the dog sat", "a bird"], "generate: type a prompt"),
     Step("generate", "click", "generate_next", None, "generate: next token"),
@@ -304,6 +310,8 @@ async def _on_page(s: ProtocolSession, step: Step, rng, stats) -> bool:
         return False
     if s.page_hash != target:
         await do_step(s, Step(step.page, "open"), rng, stats)
+    if step.needs and step.key not in s.widgets and step.needs[0] in s.widgets:   # open its tab first
+        await do_step(s, Step(step.page, "set", *step.needs, f"{step.page}: open a tab"), rng, stats)
     return True
 
 
@@ -363,6 +371,7 @@ class BrowserStudent:
     CHART_JS = """() => { const ps = Array.from(document.querySelectorAll('.js-plotly-plot'));
         return ps.length > 0 && ps.every(p => p._fullData) && ps.some(p => !window.__oldPlots.includes(p.data)); }"""
     KIND_JS = """(key) => { const c = document.querySelector('.st-key-' + CSS.escape(key)); if (!c) return null;
+        if (c.matches('[data-testid=stTabs]')) return 'tabs';
         const has = (id) => c.querySelector('[data-testid=' + id + ']');
         for (const [id, kind] of [['stButtonGroup', 'button_group'], ['stSelectbox', 'selectbox'],
              ['stSlider', 'slider'], ['stRadio', 'radio'], ['stTextInput', 'text'], ['stTextArea', 'text'],
@@ -436,6 +445,9 @@ class BrowserStudent:
                 if isinstance(r, str):
                     return r
             kind = await pg.evaluate(self.KIND_JS, step.key)
+            if kind is None and step.needs:       # the widget lives in a tab that runs only when open
+                await self.step(Step(step.page, "set", *step.needs, f"{step.page}: open a tab"))
+                kind = await pg.evaluate(self.KIND_JS, step.key)
             if kind is None:
                 return f"no widget .st-key-{step.key} on {step.page}"
             if not await pg.locator(f".st-key-{step.key}").first.is_visible():
@@ -511,6 +523,16 @@ class BrowserStudent:
                 return None
             t0 = time.perf_counter()
             await buttons.nth(rng.choice(free)).click()
+        elif kind == "tabs":
+            tabs = box.first.locator("[role=tab]")
+            labels = [t.strip() for t in await tabs.all_inner_texts()]
+            current = await box.first.locator("[role=tab][aria-selected=true]").inner_text()
+            wanted = step.values if isinstance(step.values, list) else [step.values]
+            free = [lab for lab in wanted if lab in labels and lab != current.strip()]
+            if not free:
+                return None
+            t0 = time.perf_counter()
+            await tabs.nth(labels.index(rng.choice(free))).click()
         elif kind in ("button", "checkbox"):
             t0 = time.perf_counter()
             await box.locator("button, label").first.click()

@@ -233,6 +233,13 @@ class ProtocolSession:
 
     @staticmethod
     def _read_delta(fm: ForwardMsg, res: RunResult, widgets: dict[str, Widget]) -> None:
+        if fm.delta.WhichOneof("type") == "add_block":
+            # st.tabs(key=..., on_change="rerun") is a widget too: its state is the open tab's label
+            tabs = fm.delta.add_block.tab_container if fm.delta.add_block.HasField("tab_container") else None
+            if tabs is not None and tabs.id.startswith("$$ID"):
+                key = tabs.id.split("-", maxsplit=2)[-1]
+                widgets[key] = Widget(key, "tabs", tabs.id, tabs, fm.delta.fragment_id)
+            return
         if fm.delta.WhichOneof("type") != "new_element":
             return
         el = fm.delta.new_element
@@ -295,6 +302,8 @@ def widget_state(w: Widget, value: Any, rng: random.Random) -> WidgetState:
         s.string_value = str(_pick([], value, rng) if value != "random" else value)
     elif w.kind == "button":
         s.trigger_value = True
+    elif w.kind == "tabs":   # the label of the tab to open (the client cannot list the labels: give them)
+        s.string_value = str(_pick([], value, rng))
     else:
         raise LoadClientError(f"widget kind {w.kind!r} is not supported by the load client")
     return s
