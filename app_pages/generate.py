@@ -5,6 +5,7 @@ import streamlit as st
 from viz_model import generate as G
 from viz_model.figures import generate as F
 from viz_model.ui import generate as ui
+from viz_model.ui import share
 from viz_model.ui.chart import show
 from viz_model.ui.sidebar import current_model
 
@@ -18,7 +19,7 @@ model, cfg = ckpt.model, ckpt.model.config
 if not cfg.causal:
     st.warning("This model attends in both directions (an encoder): it cannot write left to right. "
                "Pick a decoder model in the sidebar.")
-    st.stop()
+    share.stop()
 enc = ui.prompt_input(ckpt)
 settings = ui.controls(cfg, cfg.vocab_size)
 all_steps = ui.full_run(ckpt, enc.ids, settings)
@@ -30,7 +31,7 @@ if steps and steps[-1].stop_reason:
     reason = G.stop_message(steps[-1].stop_reason, cfg.max_len)
     (st.warning if steps[-1].stop_reason == "context" else st.caption)(f"Stopped: {reason}")
 if not steps:
-    st.stop()
+    share.stop()
 
 st.header("1 · The next-token distribution")
 pick = len(steps) - 1

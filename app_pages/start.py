@@ -54,7 +54,7 @@ if enc.truncated:
             "so only the first ones are shown.")
 if not enc.ids or enc.tokens == ["<bos>"]:
     st.warning("Type at least one word to see its tokens and attention.")
-    st.stop()
+    share.stop()
 if enc.unknown:
     st.caption("Words this model has never seen become `<unk>`: " + ", ".join(f"`{w}`" for w in enc.unknown[:12]))
 

@@ -54,7 +54,7 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
                 f"so only the first {limit} are used.")
     if len(enc.ids) <= int(bos):
         st.warning("Type at least one word (the box is empty or holds only spaces) to see attention.")
-        st.stop()
+        share.stop()
     if bos:
         st.caption("A `<bos>` token is put in front, as in training: many heads park their spare attention on it.")
     if enc.unknown:

@@ -76,7 +76,7 @@ def prompt_input(ckpt) -> Encoded:
                 f"first {limit} are kept to leave room for at least one new token.")
     if len(enc.ids) <= 1:
         st.warning("Type a prompt (at least one word) for the model to continue.")
-        st.stop()
+        share.stop()
     if enc.unknown:
         st.caption("Words this model has never seen become `<unk>`: "
                    + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))

@@ -1,8 +1,8 @@
 """Shareable views: a page's main settings live in the URL (?layer=1&head=2), so a link opens that view.
 
-Pages call `bind(...)` before creating the widget: it seeds the widget from the link and writes the current
-value back at once (so a page that ends early with st.stop() still has its URL). app.py calls `new_page(...)`
-before the page and `publish()` after it, for values that only exist once their widget has been drawn.
+Pages call `bind(...)` before creating the widget: it seeds the widget from the link. app.py calls `new_page(...)`
+before the page and `publish()` after it, which sends the whole URL in one message. A page that ends early calls
+`share.stop()` instead of st.stop(), so its URL is published first (after st.stop() nothing more can be sent).
 Invalid values in a link fall back to the default with a notice, never an error.
 
 Bound settings are also remembered per session: Streamlit drops a widget's value when its page is left, so
@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 _SEEN = "_url_seen"        # {param: raw value already applied}, so a link is applied once, not on every rerun
 _BOUND = "_url_bound"      # params bound during this run: {param: widget key}
 _NOTICES = "_url_notices"  # messages about ignored link values
 _PAGE = "_url_page"        # the page of the previous run: leaving it drops its parameters
 _KEPT = "_url_kept"        # {widget key: last value}: what a bound widget showed, restored on coming back
+_PUBLISHED = "_url_published"  # set by stop(): this run's URL is out already
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,12 @@ def _format(p: Param, value: Any) -> str:
 
 
 def _write(name: str, raw: str) -> None:
+    """Record the URL value; a full run sends the whole URL once, in publish(). Each st.query_params write is a
+    message the browser turns into a history.pushState (a page switch wrote ~18: 96 ms of the browser's time).
+    A fragment run never reaches publish(), so it writes at once."""
     st.session_state.setdefault(_SEEN, {})[name] = raw
-    if st.query_params.get(name) != raw:
+    ctx = get_script_run_ctx()
+    if ctx is not None and ctx.fragment_ids_this_run and st.query_params.get(name) != raw:
         st.query_params[name] = raw
 
 
@@ -97,15 +103,17 @@ def mirror(name: str) -> None:
 
 
 def new_page(page_id: str) -> None:
-    """Called before the page runs: after navigating, the previous page's parameters leave the URL."""
+    """Called before the page runs, every run: after navigating, the previous page's parameters leave the URL."""
+    st.session_state.pop(_PUBLISHED, None)  # a flag of an earlier run (if st.stop() ended it before publish())
     previous = st.session_state.get(_PAGE)
     st.session_state[_PAGE] = page_id
     if previous is None or previous == page_id:
         return
     seen = st.session_state.get(_SEEN, {})
-    for name in list(st.query_params):
-        if seen.get(name) == st.query_params.get(name):  # ours from the last page, not a freshly pasted link
-            del st.query_params[name]
+    current = st.query_params.to_dict()
+    remaining = {n: v for n, v in current.items() if seen.get(n) != v}  # ours go; a freshly pasted link stays
+    if remaining != current:
+        st.query_params.from_dict(remaining)  # one message, not one per parameter
 
 
 def show_notices() -> None:
@@ -114,16 +122,30 @@ def show_notices() -> None:
 
 
 def publish() -> None:
-    """Write the bound widgets' current values into the URL; drop params no page bound this run."""
+    """Write the bound widgets' current values into the URL, in one message; params no page bound this run are
+    dropped (garbage or stale parameters do not linger in a shared link)."""
+    if st.session_state.pop(_PUBLISHED, False):
+        return
     bound: dict[str, Param] = st.session_state.pop(_BOUND, {})
-    for name in list(st.query_params):
-        if name not in bound:  # garbage or stale parameters do not linger in a shared link
-            del st.query_params[name]
     kept = st.session_state.setdefault(_KEPT, {})
+    seen = st.session_state.setdefault(_SEEN, {})
+    current = st.query_params.to_dict()
+    final = {}
     for name, p in bound.items():
         if p.key in st.session_state:
             kept[p.key] = st.session_state[p.key]
-            _write(name, _format(p, st.session_state[p.key]))
+            final[name] = seen[name] = _format(p, st.session_state[p.key])
+        elif name in current:  # bound, but its widget has no value yet: the link's value stays
+            final[name] = current[name]
+    if final != current:
+        st.query_params.from_dict(final)
+
+
+def stop() -> None:
+    """st.stop() for a page that ends early: its settings go into the URL first, so a link still reopens it."""
+    publish()
+    st.session_state[_PUBLISHED] = True
+    st.stop()
 
 
 def tabs(labels: list[str], key: str, name: str = "tab") -> tuple[str, Any]:
