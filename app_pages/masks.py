@@ -41,28 +41,44 @@ def gallery() -> None:
 
 gallery()
 
-st.header("Padding: a batch of unequal sentences")
-st.markdown(f"The lecture's batch: *{ui.PAD_BATCH[0]}* and *{ui.PAD_BATCH[1]}*. The short sentence is filled with "
-            "`<pad>`; the **key mask** hides pads from every query and the **loss mask** drops pad targets.")
-ui.render_padding(ckpt)
 
-st.header("Causal ≠ sequential")
-st.markdown("Training runs the whole sentence **once**. The causal mask makes position *t* blind to later tokens, "
-            "so its output equals running the prefix 0..*t* alone. Measured: the sentence once, then each prefix "
-            "separately.")
-ui.render_prefix(ckpt, ids, tokens)
+def padding() -> None:
+    st.subheader("Padding: a batch of unequal sentences")
+    st.markdown(f"The lecture's batch: *{ui.PAD_BATCH[0]}* and *{ui.PAD_BATCH[1]}*. The short sentence is filled "
+                "with `<pad>`; the **key mask** hides pads from every query and the **loss mask** drops pad targets.")
+    ui.render_padding(ckpt)
 
-st.header("Dependency map (autograd)")
-st.markdown("How much does the output at position *t* change when the input embedding at *s* changes? "
-            "Each cell is the Jacobian norm ‖∂h_t/∂e_s‖ computed by autograd through the whole model.")
-if T > ui.MAX_DEP_T:
-    st.info(f"The dependency map uses the first {ui.MAX_DEP_T} tokens (one backward pass per output number).")
-ui.render_dependency(ckpt, ids, tokens)
 
-st.header("A mask restricts access; a position signal encodes location")
-st.markdown(f"*{ui.PERMUTATION[0]}* vs *{ui.PERMUTATION[1]}*: the same tokens in another order. Distance between "
-            "the final vectors of **report** in the two sentences, for models with each kind of position signal.")
-ui.render_permutation()
+def causal_vs_sequential() -> None:
+    st.subheader("Causal ≠ sequential")
+    st.markdown("Training runs the whole sentence **once**. The causal mask makes position *t* blind to later "
+                "tokens, so its output equals running the prefix 0..*t* alone. Measured: the sentence once, then "
+                "each prefix separately.")
+    ui.render_prefix(ckpt, ids, tokens)
 
-st.header("Check yourself")
-ui.render_quiz()
+
+def dependency_map() -> None:
+    st.subheader("Dependency map (autograd)")
+    st.markdown("How much does the output at position *t* change when the input embedding at *s* changes? "
+                "Each cell is the Jacobian norm ‖∂h_t/∂e_s‖ computed by autograd through the whole model.")
+    if T > ui.MAX_DEP_T:
+        st.info(f"The dependency map uses the first {ui.MAX_DEP_T} tokens (one backward pass per output number).")
+    ui.render_dependency(ckpt, ids, tokens)
+
+
+def mask_vs_position() -> None:
+    st.subheader("A mask restricts access; a position signal encodes location")
+    st.markdown(f"*{ui.PERMUTATION[0]}* vs *{ui.PERMUTATION[1]}*: the same tokens in another order. Distance "
+                "between the final vectors of **report** in the two sentences, for models with each kind of "
+                "position signal.")
+    ui.render_permutation()
+
+
+# Each claim in its own tab; only the open one runs (the prefix runs and the Jacobian are not recomputed for tabs
+# nobody is looking at).
+TABS = {"Padding": padding, "Causal ≠ sequential": causal_vs_sequential, "Dependency map": dependency_map,
+        "Mask vs position": mask_vs_position, "Check yourself": ui.render_quiz}
+st.header("What a mask does, and what it does not")
+label, tab = share.tabs(list(TABS), key="masks_tab")
+with tab:
+    TABS[label]()

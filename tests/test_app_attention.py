@@ -164,15 +164,23 @@ def masks_page():
     return at
 
 
+MASK_TABS = ["Padding", "Causal ≠ sequential", "Dependency map", "Mask vs position", "Check yourself"]
+
+
 def test_masks_live_proofs_pass(masks_page):
     at = masks_page
     assert_clean(at)
-    ok = " ".join(texts(at.success))
+    ok, bad = texts(at.success), texts(at.error)  # the gallery, then every tab in turn (only the open one runs)
+    for label in MASK_TABS:
+        open_tab(at, "masks_tab", label)
+        assert_clean(at)
+        ok, bad = ok + texts(at.success), bad + texts(at.error)
+    ok, bad = " ".join(ok), " ".join(bad)
     for claim in ("Blocked cells get weight exactly 0", "rows sum to 1", "Replacing every `<pad>`",
                   "Causal: one pass gives the same logits", "Causal: every output depends only on inputs"):
         assert claim in ok, claim
-    bad = " ".join(texts(at.error))
     assert "rows no longer sum to 1" in bad and "one pass no longer equals the prefix runs" in bad
+    open_tab(at, "masks_tab", "Padding")
 
 
 @pytest.mark.parametrize("kind", ["bidirectional", "padding", "sliding_window", "prefix_lm", "custom", "causal"])
@@ -207,7 +215,7 @@ def test_masks_window_slider_changes_the_mask(masks_page):
 
 
 def test_masks_quiz_gives_feedback_for_right_and_wrong_answers(masks_page):
-    at = masks_page
+    at = open_tab(masks_page, "masks_tab", "Check yourself")
     quiz = at.radio(key="masks_quiz_0")
     quiz.set_value(quiz.options[0]).run()
     assert any("Not quite" in e and "Try another" in e for e in texts(at.error))
@@ -216,6 +224,7 @@ def test_masks_quiz_gives_feedback_for_right_and_wrong_answers(masks_page):
     for n, right in ((1, 0), (2, 0)):
         at.radio(key=f"masks_quiz_{n}").set_value(at.radio(key=f"masks_quiz_{n}").options[right]).run()
     assert sum(s.startswith("✓ Right.") for s in texts(at.success)) == 3
+    open_tab(at, "masks_tab", "Padding")
 
 
 @pytest.mark.parametrize("text", AWKWARD, ids=["empty", "spaces", "5000-chars", "emoji-html", "script"])
