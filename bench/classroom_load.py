@@ -804,6 +804,8 @@ def render(res: dict) -> str:
 
 # ---------------------------------------------------------------------------------------------------------
 async def main_async(args, procs: Procs) -> dict:
+    if args.replicas > 1 and not (shutil.which("haproxy") or Path("/usr/sbin/haproxy").exists()):  # fail now
+        raise SystemExit("haproxy is not installed (apt-get install -y haproxy), or pass --replicas 1")
     lesson = [s for s in LESSON if not args.pages or s.page in args.pages]
     res = {"when": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0],
            "duration": args.duration, "seed": args.seed, "saturation": [], "classes": []}

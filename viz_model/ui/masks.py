@@ -13,7 +13,7 @@ from viz_model.figures.masks import dependency_figure, mask_panels
 from viz_model.figures.pipeline import row_sum_bars
 from viz_model.tokenizer import PAD, encode
 from viz_model.ui import chart
-from viz_model.ui.explorer import cached_trace, check_line, mask_bits, model_id, uses_bos
+from viz_model.ui.explorer import cached_figure, cached_trace, check_line, input_key, mask_bits, model_id, uses_bos
 from viz_model.ui.models import available_models, load_model
 
 GALLERY = {"causal": "Causal (decoder)", "bidirectional": "Bidirectional (encoder)", "padding": "Padding",
@@ -60,10 +60,13 @@ def custom_editor(T: int, prefix: str) -> np.ndarray:
 def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: str, allowed: np.ndarray,
                    layer: int, head: int) -> None:
     """Run the live model under the mask; the four panels; ✓ on blocked weight and row sums."""
-    data = cached_trace(ckpt.model, model_id(ckpt), tuple(ids), mask_bits(allowed))
+    bits = mask_bits(allowed)
+    data = cached_trace(ckpt.model, model_id(ckpt), tuple(ids), bits)
     eff_allowed = data["allowed"]  # what the model really used (empty rows get their own key)
     s, p = data["scores"][layer, head], data["probs"][layer, head]
-    chart.show(mask_panels(eff_allowed, s, p, tokens, title=f"{GALLERY[kind]} mask, layer {layer} head {head}"),
+    key = (input_key(model_id(ckpt), ids, tokens, bits), kind, layer, head)  # figures built once per exact view
+    chart.show(cached_figure("mask_panels", key, lambda: mask_panels(
+        eff_allowed, s, p, tokens, title=f"{GALLERY[kind]} mask, layer {layer} head {head}")),
                key="masks_panels", name=f"mask_{kind}_L{layer}_H{head}")
     if (eff_allowed != allowed).any():
         st.info("Some rows had no allowed key, so the model let those queries attend to themselves.")
@@ -71,13 +74,13 @@ def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: st
     rows = float(np.abs(p.sum(-1) - 1).max())
     check_line(blocked == 0.0 and rows < 1e-5, f"Blocked cells get weight exactly {blocked:g}; every row still "
                                                f"sums to 1 (max error {rows:.0e}).")
-    render_additive_vs_multiply(s, eff_allowed, tokens)
+    render_additive_vs_multiply(s, eff_allowed, tokens, key)
 
 
-def render_additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[str]) -> None:
+def render_additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[str], key: tuple) -> None:
     st.subheader("Why add −∞ instead of multiplying by 0?")
     eff = demos.mask_effects(torch.from_numpy(scores), torch.from_numpy(allowed))
-    chart.show(row_sum_bars(eff.row_sums, eff.row_sums_multiplied, tokens),
+    chart.show(cached_figure("row_sums", key, lambda: row_sum_bars(eff.row_sums, eff.row_sums_multiplied, tokens)),
                key="masks_rowsums", name="row_sums_additive_vs_multiply")
     add_err = float((eff.row_sums - 1).abs().max())
     mul_min = float(eff.row_sums_multiplied.min())
