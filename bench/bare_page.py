@@ -1,8 +1,9 @@
 """The floor for bench/bench_pages.py: a bare Streamlit page drawing Plotly figures the size of the Explorer's.
 
-No model, no hover text, no checks: the same charts (a layers x heads grid of T x T heatmaps, one large T x T
-heatmap, one T x T pipeline step, two bar charts of T and one (T+1) x d_k heatmap) filled with random numbers.
-Size comes from st.session_state: bare_T (default 16), bare_L (2), bare_H (4), bare_dk (32).
+No model, no hover text, no checks: the charts the Explorer draws with its default tab (Pipeline) open — a layers x
+heads grid of T x T heatmaps, one large T x T heatmap and one T x T pipeline step — filled with random numbers.
+(The Query focus and row-sharpness tabs run only when opened.) Size comes from st.session_state: bare_T (default
+16), bare_L (2), bare_H (4).
 """
 
 import numpy as np
@@ -11,7 +12,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 T = int(st.session_state.get("bare_T", 16))
-L, H, d_k = (int(st.session_state.get(k, v)) for k, v in (("bare_L", 2), ("bare_H", 4), ("bare_dk", 32)))
+L, H = (int(st.session_state.get(k, v)) for k, v in (("bare_L", 2), ("bare_H", 4)))
 st.title("Bare page")
 head = st.selectbox("Head", range(H), key="bare_head")
 rng = np.random.default_rng(head)
@@ -23,7 +24,4 @@ for i in range(L):
 st.plotly_chart(grid, key="bare_grid")
 for name in ("big", "step"):
     st.plotly_chart(go.Figure(go.Heatmap(z=rng.random((T, T)))), key=f"bare_{name}")
-c1, c2 = st.columns(2)
-c1.plotly_chart(go.Figure(go.Bar(y=rng.random(T))), key="bare_bars")
-c2.plotly_chart(go.Figure(go.Heatmap(z=rng.random((T + 1, d_k)))), key="bare_mix")
-st.plotly_chart(go.Figure(go.Bar(y=rng.random(T))), key="bare_entropy")
+

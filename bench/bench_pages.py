@@ -49,21 +49,20 @@ def timed(at: AppTest, change) -> float:
     return ms
 
 
-def open_explorer(T: int) -> tuple[AppTest, tuple[int, int, int]]:
+def open_explorer(T: int) -> tuple[AppTest, tuple[int, int]]:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.switch_page("app_pages/explorer.py").run()
     at.text_input(key="explorer_text").set_value(sentence(T)).run()
     n_heads = len(at.selectbox(key="explorer_head").options)
     n_layers = len(at.selectbox(key="explorer_layer").options)
-    z = json.loads(at.get_by_key("explorer_mix").proto.spec)["data"][0]["z"]  # (T + 1, d_k) value mix
-    d_k = int(str(z["shape"]).split(",")[1]) if isinstance(z, dict) else len(z[0])
-    return at, (n_layers, n_heads, d_k)
+    assert json.loads(at.get_by_key("explorer_step_mat").proto.spec)["data"]  # the Pipeline tab is the open one
+    return at, (n_layers, n_heads)
 
 
-def open_bare(T: int, shape: tuple[int, int, int]) -> AppTest:
+def open_bare(T: int, shape: tuple[int, int]) -> AppTest:
     at = AppTest.from_file(str(ROOT / "bench" / "bare_page.py"), default_timeout=60)
-    for k, v in zip(("bare_T", "bare_L", "bare_H", "bare_dk"), (T, *shape)):
+    for k, v in zip(("bare_T", "bare_L", "bare_H"), (T, *shape)):
         at.session_state[k] = v
     at.run()
     return at
