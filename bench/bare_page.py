@@ -24,4 +24,3 @@ for i in range(L):
 st.plotly_chart(grid, key="bare_grid")
 for name in ("big", "step"):
     st.plotly_chart(go.Figure(go.Heatmap(z=rng.random((T, T)))), key=f"bare_{name}")
-

@@ -95,13 +95,6 @@ def _write(name: str, raw: str) -> None:
         st.query_params[name] = raw
 
 
-def mirror(name: str) -> None:
-    """Write a bound parameter's current value now (after the caller fixed up an invalid one)."""
-    p = st.session_state.get(_BOUND, {}).get(name)
-    if p is not None and p.key in st.session_state:
-        _write(name, _format(p, st.session_state[p.key]))
-
-
 def new_page(page_id: str) -> None:
     """Called before the page runs, every run: after navigating, the previous page's parameters leave the URL."""
     st.session_state.pop(_PUBLISHED, None)  # a flag of an earlier run (if st.stop() ended it before publish())

@@ -20,7 +20,6 @@ def render() -> None:
     share.bind("presenter", presenter.PRESENTER_KEY, bool)
     if st.session_state.get(MODEL_KEY) not in keys:
         st.session_state[MODEL_KEY] = DEFAULT_MODEL if DEFAULT_MODEL in keys else keys[0]
-    share.mirror("model")
     with st.sidebar:
         st.selectbox("Model", keys, key=MODEL_KEY, format_func=lambda k: by_key[k].title,
                      help="Every page runs this model live.")
