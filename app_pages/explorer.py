@@ -4,8 +4,8 @@ import numpy as np
 import streamlit as st
 
 from viz_model.figures.attention import attention_grid, attention_heatmap
-from viz_model.figures.pipeline import entropy_bars
-from viz_model.ui import chart, share
+from viz_model.figures.explorer import entropy_bars
+from viz_model.ui import cache, chart, share, widgets
 from viz_model.ui import explorer as ui
 from viz_model.ui.sidebar import current_model
 
@@ -15,14 +15,14 @@ st.markdown("Every head of the model in the sidebar, on your sentence, computed 
 
 ckpt = current_model()
 model, cfg = ckpt.model, ckpt.model.config
-enc = ui.sentence_input("explorer", ckpt)
+enc = widgets.sentence_input("explorer", ckpt)
 tokens, T = enc.tokens, len(enc.ids)
 
 tok_choice = st.radio("Tokenizer", ["word", "bpe"], horizontal=True, key="explorer_tokenizer",
                       help="The model always reads its own tokenizer's ids.")
-ui.token_chips(enc)
+widgets.token_chips(enc)
 if tok_choice == "bpe":
-    table = ui.tokenizer_comparison(st.session_state.get("explorer_text", ""), ckpt.tokenizer)
+    table = widgets.tokenizer_comparison(st.session_state.get("explorer_text", ""), ckpt.tokenizer)
     if table is None:
         st.info("The BPE tokenizer is not installed, so there is nothing to compare.")
     else:
@@ -48,14 +48,15 @@ with st.expander("Knobs that re-run the model", expanded=False):
                    "watch the row entropies drop in the tab “How sharp is each row?”.")
 
 mask = np.tri(T, dtype=bool) if mask_kind == "causal" else np.ones((T, T), dtype=bool)
-bits = ui.mask_bits(mask)
-data = ui.cached_trace(model, ui.model_id(ckpt), tuple(enc.ids), bits, scale_on, float(temperature))
-tkey = ui.input_key(ui.model_id(ckpt), enc.ids, tokens, bits, scale_on, float(temperature))  # figure cache key
+bits = cache.mask_bits(mask)
+mid = cache.model_id(ckpt)
+data = cache.cached_trace(model, mid, tuple(enc.ids), bits, scale_on, float(temperature))
+tkey = cache.input_key(mid, enc.ids, tokens, bits, scale_on, float(temperature))  # figure cache key
 probs = data["probs"]  # (L, H, T, T)
 roles = ui.head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
 
 st.subheader("All heads at a glance")
-grid = ui.cached_figure("grid", (tkey, str(roles)), lambda: attention_grid(
+grid = cache.cached_figure("grid", (tkey, str(roles)), lambda: attention_grid(
     probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads", allowed=data["allowed"]))
 chart.show(grid, key="explorer_grid", name="attention_grid")
 if roles is None:
@@ -76,11 +77,11 @@ if roles and roles[layer][head]:
 
 big = probs[layer].mean(0) if average else probs[layer, head]
 title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
-fig = ui.cached_figure("head", (tkey, layer, head, average),
+fig = cache.cached_figure("head", (tkey, layer, head, average),
                        lambda: attention_heatmap(big, tokens, allowed=data["allowed"], title=title))
 chart.show(fig, key="explorer_head_map", name=f"attention_L{layer}_H{'avg' if average else head}")
 err = float(np.abs(big.sum(-1) - 1).max())
-ui.check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells are blocked by the mask "
+widgets.check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells are blocked by the mask "
                           "(weight exactly 0), not learned zeros.")
 
 # Only the open tab runs: opening the page draws the grid, the head and one more chart.
@@ -89,7 +90,7 @@ with tab:
     if label == "Pipeline":
         st.markdown(f"**Every step of head {layer}.{head}**, recomputed from the trace and checked.")
         steps = ui.pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
-        chk = ui.cached_checks(model, ui.model_id(ckpt), tuple(enc.ids), bits, scale_on, float(temperature), layer)
+        chk = cache.cached_checks(model, mid, tuple(enc.ids), bits, scale_on, float(temperature), layer)
         errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None, chk["attn_out"]]
         st.dataframe(ui.pipeline_table(steps, errors), hide_index=True, width="stretch")
         step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step",
@@ -102,7 +103,7 @@ with tab:
     else:
         ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
         uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
-        chart.show(ui.cached_figure("entropy", (tkey, layer, head, average),
+        chart.show(cache.cached_figure("entropy", (tkey, layer, head, average),
                                     lambda: entropy_bars(ent, tokens, max_entropy=uniform)),
                    key="explorer_entropy", name="row_entropy")
         st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "

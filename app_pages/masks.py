@@ -6,8 +6,8 @@ from viz_model.tokenizer import PAD
 from viz_model.ui import masks as ui
 from viz_model.ui import share
 from viz_model.ui.errors import section
-from viz_model.ui.explorer import sentence_input
 from viz_model.ui.sidebar import current_model
+from viz_model.ui.widgets import sentence_input
 
 st.title("Masks")
 st.markdown("A mask decides **which keys each query may read**. It is added to the scores as 0 or −∞ before the "

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from viz_model import rope
-from viz_model.ui import rope_sections as sections
+from viz_model.ui import rope as sections
 from viz_model.ui import share
 from viz_model.ui.sidebar import current_model
 

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from viz_model.ui import position_sections as sections
 from viz_model.ui import share
+from viz_model.ui import sinusoidal as sections
 
 st.title("Sinusoidal position encodings")
 st.markdown(

@@ -8,8 +8,8 @@ from viz_model.device import describe
 from viz_model.figures.attention import attention_heatmap
 from viz_model.tokenizer import encode
 from viz_model.ui import chart, share
-from viz_model.ui.explorer import token_chips, uses_bos
 from viz_model.ui.sidebar import current_model
+from viz_model.ui.widgets import token_chips, uses_bos
 
 TASK_NAMES = {"lm": "the classroom corpus (next-word prediction)", "induction": "repeated random letters",
               "copy": "copying letter sequences", "reverse": "reversing letter sequences"}

@@ -79,8 +79,8 @@ def test_explorer_every_pipeline_step_renders_with_its_check(explorer):
 def test_explorer_checks_one_layer_from_the_cached_arrays_exactly_like_the_trace(causal, scale_scores, temperature):
     import torch
 
-    from viz_model import demos
-    from viz_model.ui import explorer as ui
+    from viz_model.lessons import explorer as lesson
+    from viz_model.ui import cache
     from viz_model.ui.models import DEFAULT_MODEL, load_model
 
     model = load_model(DEFAULT_MODEL).model
@@ -89,10 +89,10 @@ def test_explorer_checks_one_layer_from_the_cached_arrays_exactly_like_the_trace
     with torch.no_grad():
         out = model(torch.tensor([ids]), trace=True, attn_mask=torch.from_numpy(mask), scale_scores=scale_scores,
                     temperature=temperature)
-    scale = demos.score_scale(model, scale_scores, temperature)
+    scale = lesson.score_scale(model, scale_scores, temperature)
     for layer in range(model.config.n_layers):
-        got = ui.cached_checks(model, "test", ids, ui.mask_bits(mask), scale_scores, temperature, layer)
-        assert got == demos.pipeline_check(model, out.trace, layer, scale)
+        got = cache.cached_checks(model, "test", ids, cache.mask_bits(mask), scale_scores, temperature, layer)
+        assert got == lesson.pipeline_check(model, out.trace, layer, scale)
 
 
 def test_explorer_knobs_rerun_the_model(explorer):

@@ -10,8 +10,8 @@ import torch
 from viz_model import masks
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.common import MASKED_COLOR
-from viz_model.figures.masks import dependency_figure, mask_panels
-from viz_model.figures.pipeline import entropy_bars, matrix_heatmap, query_bars, row_sum_bars, value_mix
+from viz_model.figures.explorer import entropy_bars, matrix_heatmap, query_bars, value_mix
+from viz_model.figures.masks import dependency_figure, mask_panels, row_sum_bars
 
 TOKENS = ["the", "cat", "<pad>", "the", "<b>x</b>"]  # a duplicate, a special token, HTML-looking text
 T = len(TOKENS)

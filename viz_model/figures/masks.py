@@ -92,3 +92,20 @@ def dependency_figure(norms, tokens: Sequence[str], *, title: str | None = None)
     fig = base_layout(fig, title, height=max(320, 130 + 28 * T))
     fig.update_layout(margin=dict(t=110 if title else 80), title=dict(y=0.99, yanchor="top"))
     return fig
+
+
+def row_sum_bars(sums_additive, sums_multiplied, tokens: Sequence[str]) -> go.Figure:
+    """Measured row sums: additive −∞ mask (always 1) vs multiplying a 0/1 mask after softmax (< 1)."""
+    a, m = to_numpy(sums_additive).astype(float), to_numpy(sums_multiplied).astype(float)
+    labels = token_labels(tokens)
+    fig = go.Figure([
+        go.Bar(x=list(range(len(a))), y=a, name="softmax(S + M), M = 0 / −∞",
+               hovertext=[f"row {labels[i]}: sum {a[i]:.6f}" for i in range(len(a))], hoverinfo="text"),
+        go.Bar(x=list(range(len(m))), y=m, name="softmax(S) × mask (0/1)",
+               hovertext=[f"row {labels[i]}: sum {m[i]:.6f}" for i in range(len(m))], hoverinfo="text"),
+    ])
+    fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(a))), ticktext=labels, title="query row", tickangle=-45)
+    fig.update_yaxes(title="row sum", range=[0, 1.15])
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.35))
+    return base_layout(fig, "Row sums, measured", height=360)

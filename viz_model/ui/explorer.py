@@ -2,65 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import pyarrow as pa
 import streamlit as st
-import torch
 
-from viz_model import demos
-from viz_model.attention import LayerTrace
 from viz_model.checkpoint import Checkpoint
-from viz_model.data import LECTURE_SENTENCES
 from viz_model.figures.attention import attention_heatmap
-from viz_model.figures.pipeline import matrix_heatmap, query_bars, value_mix
-from viz_model.masks import to_additive
-from viz_model.tokenizer import BOS, Encoded, encode, load_tokenizer
+from viz_model.figures.explorer import matrix_heatmap, query_bars, value_mix
 from viz_model.ui import chart, share
-
-EXAMPLES = (*dict.fromkeys(LECTURE_SENTENCES), "send report <PAD> <PAD>")
-CUSTOM = "(type your own)"
-MAX_CHARS = 5000
-
-
-def model_id(ckpt: Checkpoint) -> str:
-    """Cache identity of a loaded (cached, read-only) model."""
-    return f"{ckpt.path}:{id(ckpt.model)}"
-
-
-def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
-                   default: str = EXAMPLES[1]) -> Encoded:
-    """Example picker + text box; stops the page with a clear message when there is nothing to show."""
-    cfg = ckpt.model.config
-    limit = min(cfg.max_len, max_tokens or cfg.max_len)
-    share.bind_text("text", f"{prefix}_text", f"{prefix}_example", f"{prefix}_last_example", EXAMPLES, CUSTOM)
-    c1, c2 = st.columns([1, 2])
-    example = c1.selectbox("Example from the lecture", [CUSTOM, *EXAMPLES], index=1 + EXAMPLES.index(default),
-                           key=f"{prefix}_example")
-    if st.session_state.get(f"{prefix}_last_example") != example and example != CUSTOM:
-        st.session_state[f"{prefix}_text"] = example  # picking an example fills the box
-    st.session_state[f"{prefix}_last_example"] = example
-    text = c2.text_input("Sentence", key=f"{prefix}_text", max_chars=MAX_CHARS,
-                         help="Any text; it is cut to the model's context length.")
-    bos = uses_bos(ckpt)
-    enc = encode(ckpt.tokenizer, text, max_len=limit, bos=bos)
-    if enc.truncated:
-        st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
-                f"so only the first {limit} are used.")
-    if len(enc.ids) <= int(bos):
-        st.warning("Type at least one word (the box is empty or holds only spaces) to see attention.")
-        share.stop()
-    if bos:
-        st.caption("A `<bos>` token is put in front, as in training: many heads park their spare attention on it.")
-    if enc.unknown:
-        st.caption("Words this model has never seen become `<unk>`: "
-                   + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
-    return enc
+from viz_model.ui.cache import cached_figure, model_id
+from viz_model.ui.widgets import check_line
 
 
 def bind_view(cfg) -> None:
@@ -74,107 +28,7 @@ def bind_view(cfg) -> None:
     share.bind("step", "explorer_step", int, choices=range(8))
 
 
-def uses_bos(ckpt: Checkpoint) -> bool:
-    """Shipped models were trained on '<bos> text' (metadata "bos"); feed them the same."""
-    return bool((ckpt.metadata or {}).get("bos")) and ckpt.tokenizer.token_to_id(BOS) is not None
-
-
-def token_chips(enc: Encoded) -> None:
-    """Tokens as a row of labelled cells with their ids (st.dataframe: no HTML, shown exactly as typed).
-
-    Built as an all-string Arrow table: a transposed pandas frame of mixed types is slow to convert at T = 64.
-    """
-    cols = {"": ["token", "vocabulary entry", "id"]}
-    cols.update({str(i): [t, p, str(x)] for i, (t, p, x) in enumerate(zip(enc.tokens, enc.pieces, enc.ids))})
-    st.dataframe(pa.table(cols), hide_index=True, width="stretch")
-
-
-def tokenizer_comparison(text: str, model_tok) -> pd.DataFrame | None:
-    """The same text under the shipped BPE tokenizer vs the model's own (word) tokenizer."""
-    try:
-        bpe = load_tokenizer("bpe")
-    except ValueError:
-        return None
-    a, b = encode(model_tok, text, max_len=64), encode(bpe, text, max_len=64)
-    n = max(len(a.ids), len(b.ids))
-    pad = lambda xs: [*xs, *[""] * (n - len(xs))]  # noqa: E731
-    return pd.DataFrame({"word (the model's)": pad(a.pieces), "word id": pad([str(i) for i in a.ids]),
-                         "bpe piece": pad(b.pieces), "bpe id": pad([str(i) for i in b.ids])})
-
-
 # -- cached traces ----------------------------------------------------------------------------------
-def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None = None,
-                 scale_scores: bool = True, temperature: float = 1.0) -> dict:
-    """One traced forward pass as numpy arrays (B dropped); cached_checks recomputes it step by step per layer.
-
-    attn_mask is mask_bits(mask). Cached under input_key of the arguments: st.cache_data hashes a tuple of T ids
-    one element at a time, every rerun, for every cached call."""
-    ids = tuple(ids)
-    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature))
-    return _trace(_model, key, ids, attn_mask, bool(scale_scores), float(temperature))
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _trace(_model, key: str, _ids: tuple[int, ...], _attn_mask: bytes | None, _scale_scores: bool,
-           _temperature: float) -> dict:
-    model, ids, T = _model, _ids, len(_ids)
-    mask = None if _attn_mask is None else torch.from_numpy(
-        np.unpackbits(np.frombuffer(_attn_mask, dtype=np.uint8))[: T * T].reshape(T, T).astype(bool))
-    with torch.no_grad():
-        out = model(torch.tensor([ids], device=model.device), trace=True, attn_mask=mask,
-                    scale_scores=_scale_scores, temperature=_temperature)
-        tr = out.trace
-        stack = lambda xs: torch.stack(xs).float().cpu().numpy()  # noqa: E731
-        data = {n: stack([getattr(lt, n)[0] for lt in tr.layers])
-                for n in ("q", "k", "v", "scores", "probs", "head_out", "attn_out")}  # (L, H, T, .), (L, T, d_model)
-        data["x_in"] = stack([demos.attention_input(model, tr, i)[0] for i in range(len(tr.layers))])
-        data["allowed"] = torch.isfinite(tr.layers[0].mask).expand(tr.layers[0].probs.shape)[0, 0].cpu().numpy()
-        data["entropy"] = demos.row_entropy(torch.from_numpy(data["probs"])).numpy()  # (L, H, T)
-        data["scale"] = demos.score_scale(model, _scale_scores, _temperature)
-    return data
-
-
-def cached_checks(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None, scale_scores: bool,
-                  temperature: float, layer: int) -> dict[str, float]:
-    """demos.pipeline_check for one layer of cached_trace's pass, from its arrays: only the layer on screen is
-    recomputed (the same arguments as cached_trace, plus the layer)."""
-    ids = tuple(ids)
-    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature))
-    return _checks(_model, key, layer, ids, attn_mask, bool(scale_scores), float(temperature), model_key)
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def _checks(_model, key: str, layer: int, _ids, _attn_mask, _scale_scores, _temperature, _model_key) -> dict:
-    data = cached_trace(_model, _model_key, _ids, _attn_mask, _scale_scores, _temperature)
-    dev = _model.device
-    arr = lambda name: torch.from_numpy(data[name][layer][None]).to(dev)  # noqa: E731  (1, ...) like a trace
-    additive = to_additive(torch.from_numpy(data["allowed"]).to(dev), torch.float32)
-    lt = LayerTrace(q=arr("q"), k=arr("k"), v=arr("v"), scores=arr("scores"), mask=additive, probs=arr("probs"),
-                    head_out=arr("head_out"), attn_out=arr("attn_out"))
-    return demos.layer_check(_model, arr("x_in"), lt, layer, torch.arange(len(_ids), device=dev), data["scale"])
-
-
-def mask_bits(mask: torch.Tensor | np.ndarray | None) -> bytes | None:
-    """A (T, T) bool mask as packed bytes: a cheap, exact cache key."""
-    return None if mask is None else np.packbits(np.asarray(mask, dtype=bool)).tobytes()
-
-
-def input_key(*parts) -> str:
-    """A short digest of everything a view depends on (model, ids, tokens, mask bits, knobs): the figure cache
-    then hashes one 32-character string per figure instead of walking T ids and T tokens every time."""
-    return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
-
-
-@st.cache_resource(max_entries=96, show_spinner=False)
-def _figure(name: str, key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
-    return _build()
-
-
-def cached_figure(name: str, key: tuple, build: Callable[[], go.Figure]) -> go.Figure:
-    """Build a figure once per exact input (key) for the whole server: 60 students on the same example sentence
-    share it. Safe because st.plotly_chart only reads the figure (it serialises a copy via to_dict).
-    Keep key small (input_key(...) plus a few ints): it is hashed on every rerun."""
-    return _figure(name, key, build)
 
 
 # -- head roles -------------------------------------------------------------------------------------
@@ -256,10 +110,6 @@ def pipeline_table(steps: list[Step], errors: list[float | None]) -> pa.Table:
     return pa.table({"step": [s.title for s in steps], "formula": [s.formula for s in steps],
                      "shape": [s.shape for s in steps],
                      "recomputed, max error": ["—" if e is None else f"{e:.1e}" for e in errors]})
-
-
-def check_line(ok: bool, text: str) -> None:
-    (st.success if ok else st.error)(("✓ " if ok else "✗ ") + text)
 
 
 def render_step(i: int, data: dict, checks: dict[str, float], layer: int, head: int, tokens: list[str], prefix: str,

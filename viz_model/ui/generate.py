@@ -12,13 +12,12 @@ import torch
 
 from viz_model import generate as G
 from viz_model.figures import generate as F
+from viz_model.lecture import PROMPTS
 from viz_model.tokenizer import EOS, Encoded, display_token, encode
 from viz_model.ui import share
 from viz_model.ui.chart import show
+from viz_model.ui.widgets import CUSTOM
 
-EXAMPLES = ["please send the", "The cat sat on the", "The trophy didn't fit in the suitcase because it",
-            "She gave him the book because he", "Send the report before the", "The bank by the"]
-CUSTOM = "(type your own)"
 URL_PARAMS = [
     ("strategy", "generate_kind", str, dict(choices=["greedy", "sampling"])),
     ("temperature", "generate_temperature", float, dict(lo=0.05, hi=3.0)),
@@ -62,9 +61,9 @@ class StepView:
 def prompt_input(ckpt) -> Encoded:
     """Example picker + text box; the prompt starts with <bos> like the training sentences."""
     limit = ckpt.model.config.max_len - 1
-    share.bind_text("text", "generate_text", "generate_example", "generate_last_example", EXAMPLES, CUSTOM)
+    share.bind_text("text", "generate_text", "generate_example", "generate_last_example", PROMPTS, CUSTOM)
     c1, c2 = st.columns([1, 2])
-    example = c1.selectbox("Lecture example", [CUSTOM, *EXAMPLES], index=1, key="generate_example")
+    example = c1.selectbox("Lecture example", [CUSTOM, *PROMPTS], index=1, key="generate_example")
     if st.session_state.get("generate_last_example") != example and example != CUSTOM:
         st.session_state["generate_text"] = example
     st.session_state["generate_last_example"] = example

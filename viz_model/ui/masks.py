@@ -7,21 +7,21 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from viz_model import demos, masks
+from viz_model import masks
 from viz_model.checkpoint import Checkpoint
-from viz_model.figures.masks import dependency_figure, mask_panels
-from viz_model.figures.pipeline import row_sum_bars
+from viz_model.figures.masks import dependency_figure, mask_panels, row_sum_bars
+from viz_model.lecture import PAD_BATCH, PERMUTATION
+from viz_model.lessons import masks as lesson
 from viz_model.tokenizer import PAD, encode
 from viz_model.ui import chart
-from viz_model.ui.explorer import cached_figure, cached_trace, check_line, input_key, mask_bits, model_id, uses_bos
+from viz_model.ui.cache import cached_figure, cached_trace, input_key, mask_bits, model_id
 from viz_model.ui.models import available_models, load_model
+from viz_model.ui.widgets import check_line, uses_bos
 
 GALLERY = {"causal": "Causal (decoder)", "bidirectional": "Bidirectional (encoder)", "padding": "Padding",
            "sliding_window": "Sliding window", "prefix_lm": "Prefix-LM", "custom": "Custom (edit cells)"}
 MAX_GALLERY_T = 16   # the custom editor and four panels stay readable up to here
 MAX_DEP_T = 12       # one backward pass per output coordinate: bounded for a 2-core server
-PERMUTATION = ("Send the report before the slides", "Send the slides before the report")
-PAD_BATCH = ("please send the report", "send report <pad> <pad>")
 POSITION_MODELS = ("enc-none", "enc-sinusoidal", "enc-learned", "enc-rope")
 
 
@@ -79,7 +79,7 @@ def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: st
 
 def render_additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[str], key: tuple) -> None:
     st.subheader("Why add −∞ instead of multiplying by 0?")
-    eff = demos.mask_effects(torch.from_numpy(scores), torch.from_numpy(allowed))
+    eff = lesson.mask_effects(torch.from_numpy(scores), torch.from_numpy(allowed))
     chart.show(cached_figure("row_sums", key, lambda: row_sum_bars(eff.row_sums, eff.row_sums_multiplied, tokens)),
                key="masks_rowsums", name="row_sums_additive_vs_multiply")
     add_err = float((eff.row_sums - 1).abs().max())
@@ -102,7 +102,7 @@ def render_padding(ckpt: Checkpoint) -> None:
     pad_id = tok.token_to_id(PAD)
     ids = torch.tensor([[*e.ids, *[pad_id] * (T - len(e.ids))] for e in encs])  # (2, T)
     replacement = next(i for i in range(5, tok.get_vocab_size()) if i != pad_id) if tok.get_vocab_size() > 5 else 1
-    chk = demos.padding_check(model, ids, pad_id, replacement)
+    chk = lesson.padding_check(model, ids, pad_id, replacement)
     labels = [[t for t in e.tokens] + [PAD] * (T - len(e.ids)) for e in encs]
     key = pd.DataFrame([[("✓ " if m else "✗ ") + t for m, t in zip(row, lab)] for row, lab in
                         zip(chk.key_mask.tolist(), labels)], columns=[f"{j}" for j in range(T)],
@@ -126,7 +126,7 @@ def render_padding(ckpt: Checkpoint) -> None:
 def cached_prefix(_model, model_key: str, ids: tuple[int, ...], masked: bool) -> np.ndarray:
     T = len(ids)
     mask = None if masked else torch.ones(T, T, dtype=torch.bool)
-    return demos.prefix_check(_model, list(ids), mask).numpy()
+    return lesson.prefix_check(_model, list(ids), mask).numpy()
 
 
 def render_prefix(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
@@ -151,7 +151,7 @@ def render_prefix(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
 def cached_dependency(_model, model_key: str, ids: tuple[int, ...], masked: bool) -> np.ndarray:
     T = len(ids)
     mask = torch.ones(T, T, dtype=torch.bool)
-    return demos.dependency_map(_model, list(ids), mask.tril() if masked else mask).numpy()
+    return lesson.dependency_map(_model, list(ids), mask.tril() if masked else mask).numpy()
 
 
 def render_dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
@@ -176,7 +176,7 @@ def cached_permutation(_ckpt: Checkpoint, model_key: str, masked: bool) -> float
     a, b = (encode(tok, s, bos=uses_bos(_ckpt)).ids for s in PERMUTATION)
     rep = tok.token_to_id("report")
     i = a.index(rep) if rep in a else len(a) // 2
-    return demos.permutation_distances(_ckpt.model, a, b, attn_mask=masked)[i].item()
+    return lesson.permutation_distances(_ckpt.model, a, b, attn_mask=masked)[i].item()
 
 
 def render_permutation() -> None:

@@ -95,3 +95,5 @@ def load_model(key: str, device: str = "auto") -> Checkpoint:
     if entry is None or entry.path is None:
         raise ValueError(f"there is no model called {key!r}.")
     return _load(entry.path, Path(entry.path).stat().st_mtime, dev)
+
+

@@ -40,3 +40,17 @@ def current_model() -> Checkpoint:
     if key not in entries:
         key = next(iter(entries))
     return load_model(key, st.session_state.get(DEVICE_KEY, "auto"))
+
+
+def model_with(encoding: str, preferred: tuple[str, ...]) -> tuple[Checkpoint | None, str]:
+    """The sidebar model if it uses `encoding`, else the first shipped model in `preferred` that does."""
+    current = current_model()
+    if current.model.config.pos_encoding == encoding:
+        return current, "the sidebar model"
+    shipped = {e.key for e in available_models()}
+    for key in preferred:
+        if key in shipped:
+            ckpt = load_model(key, st.session_state.get(DEVICE_KEY, "auto"))
+            if ckpt.model.config.pos_encoding == encoding:
+                return ckpt, f"the shipped model “{key}”"
+    return None, ""

@@ -1,4 +1,4 @@
-"""Figures for the attention pipeline of one head: matrices, query focus, value mixing, row entropy."""
+"""Figures of the Explorer: one head's pipeline matrices, query focus, value mixing, row entropy."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from viz_model.figures.common import (
     DIVERGING,
     MASKED_COLOR,
     SEQUENTIAL,
-    base_layout,
     category_axis,
     escape,
     fast_figure,
@@ -128,20 +127,3 @@ def entropy_bars(entropy, tokens: Sequence[str], *, max_entropy=None, title: str
         xaxis=dict(tickmode="array", tickvals=list(range(len(e))), ticktext=labels, title=dict(text="query"),
                    tickangle=-45),
         yaxis=dict(title=dict(text="row entropy (nats)"), rangemode="tozero")))
-
-
-def row_sum_bars(sums_additive, sums_multiplied, tokens: Sequence[str]) -> go.Figure:
-    """Measured row sums: additive −∞ mask (always 1) vs multiplying a 0/1 mask after softmax (< 1)."""
-    a, m = to_numpy(sums_additive).astype(float), to_numpy(sums_multiplied).astype(float)
-    labels = token_labels(tokens)
-    fig = go.Figure([
-        go.Bar(x=list(range(len(a))), y=a, name="softmax(S + M), M = 0 / −∞",
-               hovertext=[f"row {labels[i]}: sum {a[i]:.6f}" for i in range(len(a))], hoverinfo="text"),
-        go.Bar(x=list(range(len(m))), y=m, name="softmax(S) × mask (0/1)",
-               hovertext=[f"row {labels[i]}: sum {m[i]:.6f}" for i in range(len(m))], hoverinfo="text"),
-    ])
-    fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(a))), ticktext=labels, title="query row", tickangle=-45)
-    fig.update_yaxes(title="row sum", range=[0, 1.15])
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.35))
-    return base_layout(fig, "Row sums, measured", height=360)

@@ -1,88 +1,19 @@
-"""Live proofs for the Attention pages: every claim is a computation on the real model (torch only).
-
-- pipeline_check: recompute each attention step from the trace and measure the error
-- mask_effects: additive -inf mask vs multiplying a 0/1 mask after softmax
-- padding_check: pads change nothing at the real positions
-- prefix_check: one causal pass equals running every prefix alone
-- dependency_map: Jacobian norms |d out_t / d x_s| from autograd
-- permutation_distances: without positions, self-attention is permutation-equivariant
-"""
+"""What the Masks page proves: additive -inf vs multiplied masks, padding invisibility, causal = prefix runs,
+the dependency map, and permutation equivariance without positions."""
 
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 
 import torch
 
-from viz_model.attention import LayerTrace
-from viz_model.model import TinyTransformer, Trace
-from viz_model.rope import rotate_interleaved
+from viz_model.model import TinyTransformer
 
 
 def _ids2d(ids) -> torch.Tensor:
     ids = torch.as_tensor(ids, dtype=torch.long)
     return ids[None] if ids.ndim == 1 else ids  # (B, T)
-
-
-# -- the pipeline of one layer ------------------------------------------------------------------
-def attention_input(model: TinyTransformer, trace: Trace, layer: int) -> torch.Tensor:
-    """X entering layer `layer`'s attention: (B, T, d_model) (after LayerNorm for a pre-norm model)."""
-    stream = trace.embeddings + trace.positional if layer == 0 else trace.residual[layer - 1]
-    block = model.blocks[layer]
-    return block.ln1(stream) if block.pre else stream
-
-
-def project_qkv(model: TinyTransformer, x: torch.Tensor, layer: int, positions: torch.Tensor | None):
-    """X -> Q, K, V per head, (B, H, T, d_k) each; RoPE on Q and K when the model uses it."""
-    attn = model.blocks[layer].attn
-    q, k, v = (attn.split_heads(t) for t in attn.qkv(x).split(x.shape[-1], dim=-1))
-    if model.config.pos_encoding == "rope" and positions is not None:
-        cs = model.rope_cos_sin(positions)
-        q, k = rotate_interleaved(q, *cs), rotate_interleaved(k, *cs)
-    return q, k, v
-
-
-def score_scale(model: TinyTransformer, scale_scores: bool = True, temperature: float = 1.0) -> float:
-    """The factor on QK^T: 1/sqrt(d_k) (or 1 when switched off), divided by the attention temperature."""
-    return (1.0 / math.sqrt(model.config.d_k) if scale_scores else 1.0) / temperature
-
-
-@torch.no_grad()
-def pipeline_check(model: TinyTransformer, trace: Trace, layer: int, scale: float) -> dict[str, float]:
-    """Recompute every step of layer `layer` from its own inputs; max |recomputed - traced| per step."""
-    return layer_check(model, attention_input(model, trace, layer), trace.layers[layer], layer, trace.positions, scale)
-
-
-@torch.no_grad()
-def layer_check(model: TinyTransformer, x: torch.Tensor, lt: LayerTrace, layer: int, positions: torch.Tensor | None,
-                scale: float) -> dict[str, float]:
-    """pipeline_check from the pieces: x (B, T, d_model) entering the layer's attention and its traced internals
-    (e.g. kept as arrays and checked only for the layer on screen)."""
-    q, k, v = project_qkv(model, x, layer, positions)
-    scores = (lt.q @ lt.k.transpose(-2, -1)) * scale                       # (B, H, T, T)
-    probs = torch.softmax(lt.scores + lt.mask, dim=-1)
-    head_out = lt.probs @ lt.v                                             # (B, H, T, d_k)
-    B, H, T, d_k = head_out.shape
-    concat = lt.head_out.transpose(1, 2).reshape(B, T, H * d_k)            # (B, T, d_model)
-    out = model.blocks[layer].attn.out(concat)
-    allowed = torch.isfinite(lt.mask).expand_as(lt.probs)
-    return {
-        "qkv": max((a - b).abs().max().item() for a, b in ((q, lt.q), (k, lt.k), (v, lt.v))),
-        "scores": (scores - lt.scores).abs().max().item(),
-        "probs": (probs - lt.probs).abs().max().item(),
-        "row_sums": (lt.probs.sum(-1) - 1).abs().max().item(),
-        "masked_weight": lt.probs.masked_fill(allowed, 0).abs().max().item(),
-        "head_out": (head_out - lt.head_out).abs().max().item(),
-        "attn_out": (out - lt.attn_out).abs().max().item(),
-    }
-
-
-def row_entropy(probs: torch.Tensor) -> torch.Tensor:
-    """Entropy of each softmax row in nats: (..., T, T) -> (..., T). 0 = one-hot (saturated)."""
-    p = probs.clamp_min(0)
-    return -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
 
 
 # -- masks --------------------------------------------------------------------------------------
@@ -204,8 +135,3 @@ def permutation_distances(model: TinyTransformer, ids_a: list[int], ids_b: list[
     ha, hb = final_hidden(model, ids_a, mask), final_hidden(model, ids_b, mask)
     pairs = match_positions(ids_a, ids_b)
     return torch.stack([(ha[i] - hb[j]).norm() for i, j in pairs])
-
-
-__all__ = ["MaskEffects", "PaddingCheck", "attention_input", "dependency_map", "final_hidden", "layer_check",
-           "mask_effects", "match_positions", "padding_check", "permutation_distances", "pipeline_check",
-           "prefix_check", "project_qkv", "row_entropy", "score_scale"]

@@ -1,4 +1,4 @@
-"""Streamlit sections shared by the Position pages: live checks, optional shipped models, model views."""
+"""Sections of the Sinusoidal page: curves, table, shift matrix, similarity, and the model views, each checked live."""
 
 from __future__ import annotations
 
@@ -6,50 +6,21 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from viz_model.checkpoint import Checkpoint
-from viz_model.figures import position as figs
+from viz_model.figures import sinusoidal as figs
+from viz_model.lessons import sinusoidal as lesson
 from viz_model.positional import shift_matrix
-from viz_model.tokenizer import encode
-from viz_model.ui import position as pos
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
-from viz_model.ui.models import available_models, load_model
-from viz_model.ui.sidebar import DEVICE_KEY, current_model
+from viz_model.ui.sidebar import model_with
+from viz_model.ui.widgets import token_id, verdict
 
 
 @st.cache_resource(max_entries=6, show_spinner=False)
 def table(n_pos: int, d: int, base: float) -> np.ndarray:
     """Shared, read-only PE table: cache_resource hands out the same array (up to 64 MB) without copying it."""
-    pe = pos.pe_numpy(n_pos, d, base)
+    pe = lesson.pe_numpy(n_pos, d, base)
     pe.setflags(write=False)
     return pe
-
-
-def verdict(error: float, tol: float, claim: str) -> None:
-    """✓ with the measured error when the claim holds, ✗ otherwise."""
-    if error <= tol:
-        st.success(f"✓ {claim} (max error {error:.1e})")
-    else:
-        st.error(f"✗ {claim} — failed here: max error {error:.1e} (tolerance {tol:.0e})")
-
-
-def model_with(encoding: str, preferred: tuple[str, ...]) -> tuple[Checkpoint | None, str]:
-    """The sidebar model if it uses `encoding`, else the first shipped model in `preferred` that does."""
-    current = current_model()
-    if current.model.config.pos_encoding == encoding:
-        return current, "the sidebar model"
-    shipped = {e.key for e in available_models()}
-    for key in preferred:
-        if key in shipped:
-            ckpt = load_model(key, st.session_state.get(DEVICE_KEY, "auto"))
-            if ckpt.model.config.pos_encoding == encoding:
-                return ckpt, f"the shipped model “{key}”"
-    return None, ""
-
-
-def token_id(ckpt: Checkpoint, word: str) -> int | None:
-    enc = encode(ckpt.tokenizer, word)
-    return enc.ids[0] if enc.ids and not enc.unknown else None
 
 
 @section("the same-token view")
@@ -64,7 +35,7 @@ def same_token_two_positions() -> None:
     if tid is None:
         st.info("This model's vocabulary has no “the”, so this view is skipped.")
         return
-    vecs = pos.input_vectors(ckpt.model, tid, [0, 2])
+    vecs = lesson.input_vectors(ckpt.model, tid, [0, 2])
     d = ckpt.model.config.d_model
     dims = np.arange(min(d, 64))
     st.markdown(f"What the first layer of {where} reads for **“the”** at positions 0 and 2: "
@@ -74,7 +45,7 @@ def same_token_two_positions() -> None:
     a, b = vecs["input at position 0"], vecs["input at position 2"]
     cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
     st.metric("cosine similarity of the two inputs", f"{cos:.4f}", help="1 would mean identical directions.")
-    table = pos.pe_numpy(3, d, 10000.0)
+    table = lesson.pe_numpy(3, d, 10000.0)
     err = float(np.abs((b - a) - (table[2] - table[0])).max())
     verdict(err, 1e-5, "the two inputs differ by exactly P_2 − P_0: the token part cancels")
 
@@ -94,10 +65,10 @@ def learned_vs_sinusoidal() -> None:
                 "sinusoidal table of the same size:")
     left, right = st.columns(2)
     with left:
-        show(figs.similarity_heatmap(pos.cosine_similarity(learned), None, "learned positions",
+        show(figs.similarity_heatmap(lesson.cosine_similarity(learned), None, "learned positions",
              "cosine"), key="sinusoidal_learned_sim")
     with right:
-        show(figs.similarity_heatmap(pos.cosine_similarity(pos.pe_numpy(n, d, 10000.0)), None,
+        show(figs.similarity_heatmap(lesson.cosine_similarity(lesson.pe_numpy(n, d, 10000.0)), None,
              "sinusoidal positions", "cosine"), key="sinusoidal_sin_sim")
     show(figs.pe_heatmap(learned, title=f"The learned position table ({n} × {d})", name="learned"),
          key="sinusoidal_learned_table", name="learned_position_table")
@@ -126,15 +97,15 @@ def curves_tab(d: int, n_pos: int, base: float) -> None:
 @section("the table view")
 def table_tab(d: int, n_pos: int, base: float) -> None:
     pe = table(n_pos, d, base)
-    pi, di = pos.decimate(n_pos, 256), pos.decimate(d, 256)
+    pi, di = lesson.decimate(n_pos, 256), lesson.decimate(d, 256)
     note = "" if len(pi) == n_pos and len(di) == d else f" (every {n_pos // len(pi)}th position / dimension shown)"
     show(figs.pe_heatmap(pe, pi, di, f"The PE table: {n_pos} positions × {d} dimensions{note}"),
          key="sinusoidal_heatmap", name="sinusoidal_table")
     st.markdown("**Binary counting.** The lowest bit of a counter flips every step, the next every two steps… "
                 "The sin columns behave alike: fast pairs change sign often, slow pairs rarely — but smoothly.")
     n_bits = st.slider("positions shown", 8, 64, 16, step=8, key="sinusoidal_bits")
-    bits = pos.position_bits(n_bits, max(1, int(np.ceil(np.log2(n_bits)))))
-    show(figs.bits_vs_signs(bits, pos.sin_signs(table(n_bits, d, base), min(8, d // 2))),
+    bits = lesson.position_bits(n_bits, max(1, int(np.ceil(np.log2(n_bits)))))
+    show(figs.bits_vs_signs(bits, lesson.sin_signs(table(n_bits, d, base), min(8, d // 2))),
          key="sinusoidal_binary", name="sinusoidal_binary")
 
 
@@ -147,7 +118,7 @@ def shift_tab(d: int, n_pos: int, base: float) -> None:
         "" if n_show == d else f" (first {n_show} of {d} dimensions)")
     show(figs.matrix_heatmap(M[:n_show, :n_show], title), key="sinusoidal_mk", name=f"shift_matrix_M{k}")
     ts = sorted({t for t in (0, 1, 2, 7, 50, 300, n_pos - 1 - k) if 0 <= t < n_pos - k} or {0})
-    check = pos.shift_check(d, k, ts, base)
+    check = lesson.shift_check(d, k, ts, base)
     left, right = st.columns(2)
     left.dataframe(check.style.format({check.columns[-1]: "{:.1e}"}), hide_index=True, key="sinusoidal_shift_table")
     with right:
@@ -160,14 +131,14 @@ def shift_tab(d: int, n_pos: int, base: float) -> None:
 @section("the similarity view")
 def similarity_tab(d: int, n_pos: int, base: float) -> None:
     pe = table(n_pos, d, base)
-    si = pos.decimate(n_pos, 256)
+    si = lesson.decimate(n_pos, 256)
     left, right = st.columns(2)
     with left:
         show(figs.similarity_heatmap(pe[si] @ pe[si].T, None, "P·Pᵀ: dot products of positions", "P·Pᵀ",
                                      labels=si), key="sinusoidal_sim", name="sinusoidal_similarity")
     t0 = st.slider("second starting position t", 1, max(1, n_pos // 2), min(10, max(1, n_pos // 2)),
                    key="sinusoidal_t0")
-    a, b = pos.dot_by_offset(pe, 0), pos.dot_by_offset(pe, t0)
+    a, b = lesson.dot_by_offset(pe, 0), lesson.dot_by_offset(pe, t0)
     with right:
         show(figs.dot_vs_offset({"t = 0": a, f"t = {t0}": b}, "Dot product against offset"),
              key="sinusoidal_dot", name="sinusoidal_dot_offset")

@@ -1,4 +1,4 @@
-"""Figures for the sinusoidal position page: curves, slices, tables, the shift matrix and similarity."""
+"""Figures of the Sinusoidal page: curves, slices, tables, the shift matrix and similarity."""
 
 from __future__ import annotations
 

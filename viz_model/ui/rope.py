@@ -1,4 +1,4 @@
-"""Streamlit sections of the RoPE page; each computes live via viz_model and shows its checks."""
+"""Sections of the RoPE page; each computes live via viz_model.lessons.rope and shows its checks."""
 
 from __future__ import annotations
 
@@ -14,15 +14,17 @@ from viz_model import rope
 from viz_model.data import corpus_split
 from viz_model.figures import rope as rfigs
 from viz_model.figures.attention import attention_heatmap
+from viz_model.lecture import ROPE_Q, ROPE_SENTENCE
+from viz_model.lessons import rope as lesson
+from viz_model.lessons import sinusoidal as sin_lesson
 from viz_model.tokenizer import encode, special_ids
-from viz_model.ui import position as pos
 from viz_model.ui.chart import show
+from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
-from viz_model.ui.position_sections import model_with, section, verdict
-from viz_model.ui.sidebar import DEVICE_KEY
+from viz_model.ui.sidebar import DEVICE_KEY, model_with
+from viz_model.ui.widgets import verdict
 
 BASES = [100.0, 1000.0, 10000.0, 100000.0, 500000.0, 1000000.0]
-LECTURE_SENTENCE = "the cat sat on the mat"
 MULTIPLES = (1, 2, 4)
 TOKEN_BUDGET = 1024  # held-out tokens scored per (method, length) cell: well under a second on 2 cores
 
@@ -30,7 +32,7 @@ TOKEN_BUDGET = 1024  # held-out tokens scored per (method, length) cell: well un
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _on_off(model_id: str, ids: tuple[int, ...], _model) -> tuple:
     """Traces with RoPE on and off for one (read-only, shared) model and sentence."""
-    return pos.rope_on_off(_model, ids)
+    return lesson.rope_on_off(_model, ids)
 
 
 def on_off(ckpt, ids) -> tuple:
@@ -51,10 +53,10 @@ def worked_example() -> None:
     st.markdown("**“I like cats”**: T = 3 tokens, d_model = 8, H = 2 heads, so d_k = 4 and each head has two "
                 "pairs. Edit Q (one row per token) and every number below follows.")
     cols = [f"q{j}" for j in range(8)]
-    frame = pd.DataFrame(pos.LECTURE_Q, columns=cols, index=[f"{t} {w}" for t, w in enumerate(["I", "like", "cats"])])
+    frame = pd.DataFrame(ROPE_Q, columns=cols, index=[f"{t} {w}" for t, w in enumerate(["I", "like", "cats"])])
     edited = st.data_editor(frame, key="rope_q_editor", num_rows="fixed")
-    q_full = pos.parse_matrix(edited.to_numpy(dtype=float, na_value=np.nan), (3, 8))
-    ex = pos.worked_example(q_full)
+    q_full = lesson.parse_matrix(edited.to_numpy(dtype=float, na_value=np.nan), (3, 8))
+    ex = lesson.worked_example(q_full)
     idx = frame.index
     h0, h1 = st.columns(2)
     for h, col in enumerate((h0, h1)):
@@ -81,8 +83,8 @@ def pair_rotation(d_k: int, base: float) -> None:
     t = c[1].slider("query position t", 0, 64, 3, key="rope_t")
     s = c[2].slider("key position s", 0, 64, 5, key="rope_s")
     shift = c[3].slider("shift both by", 0, 1000, 0, key="rope_shift")
-    q, k = pos.random_qk(d_k, seed=7, unit_pairs=True)
-    ref, now = pos.pair_view(q, k, t, s, pair, theta), pos.pair_view(q, k, t + shift, s + shift, pair, theta)
+    q, k = lesson.random_qk(d_k, seed=7, unit_pairs=True)
+    ref, now = lesson.pair_view(q, k, t, s, pair, theta), lesson.pair_view(q, k, t + shift, s + shift, pair, theta)
     left, right = st.columns([3, 2])
     with left:
         arrows = {"q before rotation": now["q"], "k before rotation": now["k"],
@@ -105,11 +107,11 @@ def pair_rotation(d_k: int, base: float) -> None:
 def angles_and_wavelengths(d_k: int, base: float) -> None:
     ctx = st.slider("context length (positions)", 16, 8192, 512, step=16, key="rope_ctx")
     theta = rope.default_inv_freq(d_k, base)
-    idx = pos.decimate(ctx, 256)
+    idx = sin_lesson.decimate(ctx, 256)
     wl = rope.wavelengths(theta).numpy()
     left, right = st.columns(2)
     with left:
-        show(rfigs.angle_heatmap(pos.angle_table(ctx, theta), idx, f"t·θ_i mod 2π, t < {ctx:,}"),
+        show(rfigs.angle_heatmap(lesson.angle_table(ctx, theta), idx, f"t·θ_i mod 2π, t < {ctx:,}"),
              key="rope_angle_table", name="rope_angle_table")
     with right:
         show(rfigs.wavelength_bars(wl, ctx, "Wavelength of each pair"), key="rope_wavelengths", name="rope_wavelengths")
@@ -122,8 +124,8 @@ def angles_and_wavelengths(d_k: int, base: float) -> None:
 @section("the relative scores")
 def relative_scores(d_k: int, base: float) -> None:
     theta = rope.default_inv_freq(d_k, base)
-    q, k = pos.random_qk(d_k, seed=3)
-    near, far = pos.rope_score(q, k, 3, 4, theta), pos.rope_score(q, k, 500, 501, theta)
+    q, k = lesson.random_qk(d_k, seed=3)
+    near, far = lesson.rope_score(q, k, 3, 4, theta), lesson.rope_score(q, k, 500, 501, theta)
     c1, c2 = st.columns(2)
     c1.metric("score(q @ 3, k @ 4)", f"{near:.6f}")
     c2.metric("score(q @ 500, k @ 501)", f"{far:.6f}")
@@ -131,21 +133,21 @@ def relative_scores(d_k: int, base: float) -> None:
     max_dist = st.slider("largest distance Δ", 16, 1024, 128, step=16, key="rope_maxdist")
     g = torch.Generator().manual_seed(1)
     same = torch.randn(32, d_k, generator=g, dtype=torch.float64)
-    curves = {"one random q, k": pos.scores_by_distance(q, k, theta, max_dist),
-              "q = k, averaged over 32 random vectors": pos.mean_self_scores(same, theta, max_dist)}
+    curves = {"one random q, k": lesson.scores_by_distance(q, k, theta, max_dist),
+              "q = k, averaged over 32 random vectors": lesson.mean_self_scores(same, theta, max_dist)}
     show(rfigs.scores_vs_distance(curves, "Score against relative distance (random vectors)"),
          key="rope_dist_random", name="rope_scores_random")
     ckpt, where = rope_model()
     if ckpt is None:
         return
     model = ckpt.model
-    ids = encode(ckpt.tokenizer, LECTURE_SENTENCE, max_len=model.config.max_len).ids
+    ids = encode(ckpt.tokenizer, ROPE_SENTENCE, max_len=model.config.max_len).ids
     _, off = on_off(ckpt, ids)
     th = rope.default_inv_freq(model.config.d_k, model.config.rope_base)
     q0, k0 = off.layers[0].q[0], off.layers[0].k[0]  # (H, T, d_k) before rotation: layer 0 has no position yet
-    heads = {f"head {h}": pos.scores_by_distance(q0[h], k0[h], th, model.config.max_len - 1)
+    heads = {f"head {h}": lesson.scores_by_distance(q0[h], k0[h], th, model.config.max_len - 1)
              for h in range(model.config.n_heads)}
-    title = f"Layer 0 of {where}: mean q·k of “{LECTURE_SENTENCE}” moved to distance Δ"
+    title = f"Layer 0 of {where}: mean q·k of “{ROPE_SENTENCE}” moved to distance Δ"
     show(rfigs.scores_vs_distance(heads, title, "mean score"), key="rope_dist_model", name="rope_scores_model")
 
 
@@ -171,7 +173,7 @@ def context_extension(default_len: int) -> None:
                    "nothing to extend. Choose L′ ≥ L.")
         return
     try:
-        table = pos.scaling_table(d_k, base, L, Lp, extra)
+        table = lesson.scaling_table(d_k, base, L, Lp, extra)
     except ValueError as err:
         st.warning(f"These settings are not valid for this method: {err}")
         return
@@ -182,7 +184,7 @@ def context_extension(default_len: int) -> None:
         ratios = {m: r for m, (r, _) in table.items()}
         show(rfigs.frequency_ratios(ratios, labels, method, f"θ′/θ per pair, s = L′/L = {Lp / L:g}"),
              key="rope_ratios", name="rope_scaling_ratios")
-    seen, needed = pos.angle_coverage(theta, theta * ratio, L, Lp)
+    seen, needed = lesson.angle_coverage(theta, theta * ratio, L, Lp)
     with right:
         show(rfigs.angle_coverage(seen, needed, f"{labels[method]}: angles at L′ vs training"),
              key="rope_coverage", name="rope_angle_coverage")
@@ -190,7 +192,7 @@ def context_extension(default_len: int) -> None:
     st.caption(f"With {labels[method]}, {n_out} of {d_k // 2} pairs reach angles at L′ = {Lp:,} that training "
                f"never produced (red). Attention factor {att:.4f}: cos and sin are multiplied by it, so every "
                f"logit is multiplied by its square, {att ** 2:.4f}.")
-    st.dataframe(pd.Series(pos.readouts(d_k, base, Lp / L, L, Lp), name="value"), key="rope_readouts")
+    st.dataframe(pd.Series(lesson.readouts(d_k, base, Lp / L, L, Lp), name="value"), key="rope_readouts")
     lecture = rope.ntk_base(128, 10000.0, 8)
     st.info(f"A note on the lecture notes: for s = 8 and d_k = 128 they give the NTK-aware base as ≈ 500,000. "
             f"The formula b·s^(d/(d−2)) gives 10,000 · 8^(128/126) = **{lecture:,.1f}** (≈ 82,685). "
@@ -206,8 +208,8 @@ def _cell(key: str, path: str | None, mtime: float, multiple: int) -> pd.DataFra
     sp = special_ids(ckpt.tokenizer)
     texts = corpus_split().heldout
     ids = [[sp["<bos>"], *e.ids, sp["<eos>"]] for e in ckpt.tokenizer.encode_batch(texts)]
-    total = pos.experiment_tokens(ckpt.model.config.max_len, MULTIPLES, TOKEN_BUDGET)
-    return pos.length_losses(ckpt.model, ids, [multiple], total=total)
+    total = lesson.experiment_tokens(ckpt.model.config.max_len, MULTIPLES, TOKEN_BUDGET)
+    return lesson.length_losses(ckpt.model, ids, [multiple], total=total)
 
 
 @section("the length experiment")
@@ -271,10 +273,10 @@ def where_rope_acts() -> None:
     if ckpt is None:
         return
     cfg = ckpt.model.config
-    ids = encode(ckpt.tokenizer, LECTURE_SENTENCE, max_len=cfg.max_len)
+    ids = encode(ckpt.tokenizer, ROPE_SENTENCE, max_len=cfg.max_len)
     on, off = on_off(ckpt, ids.ids)
     T, H, d_k = len(ids.ids), cfg.n_heads, cfg.d_k
-    st.markdown(f"Inside every attention layer of {where}, for “{LECTURE_SENTENCE}” (T = {T}):")
+    st.markdown(f"Inside every attention layer of {where}, for “{ROPE_SENTENCE}” (T = {T}):")
     st.dataframe(pd.DataFrame([
         ("x (after LayerNorm)", f"(1, {T}, {cfg.d_model})", "no RoPE: the residual stream is never rotated"),
         ("Q, K, V = split(x·W_qkv) into heads", f"(1, {H}, {T}, {d_k})", "projection first"),
@@ -315,7 +317,7 @@ def conventions() -> None:
     c = st.columns(2)
     t = c[0].slider("q position", 0, 64, 2, key="rope_conv_t")
     s = c[1].slider("k position", 0, 64, 9, key="rope_conv_s")
-    res = pos.convention_check(d_k, t, s)
+    res = lesson.convention_check(d_k, t, s)
     st.markdown(f"Permutation P = {res['perm']} reorders a vector so that half(P·x) = P·interleaved(x). HF's "
                 "weight converter applies P to the rows of W_q and W_k, so scores do not change.")
     cc = st.columns(3)
