@@ -58,33 +58,74 @@ class LayerTrace:
 
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+    """Multi-head attention with a choice of how Q, K and V are made (config.qkv) and grouped-query heads.
+
+    Parameters per mode: "separate" attn.qkv (one fused Linear for Q|K|V, as before); "shared_qk" attn.qk
+    (Q = K) and attn.v; "shared_kv" attn.q and attn.kv (K = V); "none" no projection (Q = K = V = X).
+    With n_kv_heads < n_heads, K/V have n_kv_heads heads (the cache keeps that many) and are repeated per group.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, *, qkv: str = "separate",
+                 n_kv_heads: int | None = None, bias: bool = True, out_bias: bool = True):
         super().__init__()
         self.n_heads, self.d_k = n_heads, d_model // n_heads
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)  # W_O
+        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        self.mode = qkv
+        d_kv = self.n_kv_heads * self.d_k  # width of K (and of V)
+        if qkv == "separate":
+            self.qkv = nn.Linear(d_model, d_model + 2 * d_kv, bias=bias)
+        elif qkv == "shared_qk":  # one W for Q and K: needs as many K heads as Q heads
+            self.qk, self.v = nn.Linear(d_model, d_model, bias=bias), nn.Linear(d_model, d_model, bias=bias)
+        elif qkv == "shared_kv":
+            self.q, self.kv = nn.Linear(d_model, d_model, bias=bias), nn.Linear(d_model, d_kv, bias=bias)
+        elif qkv != "none":
+            raise ValueError(f"qkv must be 'separate', 'shared_qk', 'shared_kv' or 'none', got {qkv!r}.")
+        self.out = nn.Linear(d_model, d_model, bias=out_bias)  # W_O
         self.dropout = dropout
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
+        B, T, C = x.shape
+        return x.view(B, T, C // self.d_k, self.d_k).transpose(1, 2)  # (B, heads, T, d_k)
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """X (B, T, d_model) -> q (B, H, T, d_k), k and v (B, H_kv, T, d_k), before RoPE and the cache."""
+        C = x.shape[-1]
+        if self.mode == "separate":
+            q, k, v = self.qkv(x).split([C, self.n_kv_heads * self.d_k, self.n_kv_heads * self.d_k], dim=-1)
+        elif self.mode == "shared_qk":
+            q = k = self.qk(x)  # (B, T, d_model), the same tensor twice
+            v = self.v(x)
+        elif self.mode == "shared_kv":
+            q = self.q(x)
+            k = v = self.kv(x)  # (B, T, d_kv)
+        else:  # "none": the block input itself, split into heads
+            q = k = v = x
+        return self.split_heads(q), self.split_heads(k), self.split_heads(v)
+
+    def expand_kv(self, t: torch.Tensor) -> torch.Tensor:
+        """(B, H_kv, Tk, d_k) -> (B, H, Tk, d_k): each K/V head serves n_heads / n_kv_heads query heads
+        (Llama's repeat_kv: query heads h and h' share a K/V head when h // group == h' // group)."""
+        group = self.n_heads // self.n_kv_heads
+        return t if group == 1 else t.repeat_interleave(group, dim=1)
 
     def forward(
         self,
         x: torch.Tensor,                          # (B, T, d_model)
         mask: torch.Tensor | None,                # bool, broadcastable to (B, H, T, Tk); None = all
         rope: tuple[torch.Tensor, torch.Tensor] | None = None,  # cos, sin: (T, d_k/2)
-        past: tuple[torch.Tensor, torch.Tensor] | None = None,  # cached (k, v), (B, H, Tp, d_k)
+        past: tuple[torch.Tensor, torch.Tensor] | None = None,  # cached (k, v), (B, H_kv, Tp, d_k)
         trace: bool = False,
         scale: float | None = None,
         is_causal: bool = False,                  # fast path hint: mask is exactly causal
     ) -> tuple[torch.Tensor, LayerTrace | None, tuple[torch.Tensor, torch.Tensor]]:
         B, T, C = x.shape
-        q, k, v = (self.split_heads(t) for t in self.qkv(x).split(C, dim=-1))  # each (B, H, T, d_k)
+        q, k, v = self.project(x)  # q (B, H, T, d_k); k, v (B, H_kv, T, d_k)
         if rope is not None:  # Q and K only, per head; never V
             q, k = rotate_interleaved(q, *rope), rotate_interleaved(k, *rope)
         if past is not None:
-            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, H, Tk, d_k)
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, H_kv, Tk, d_k)
+        cache = (k, v)  # the cache keeps n_kv_heads heads: grouped-query attention's memory saving
+        k, v = self.expand_kv(k), self.expand_kv(v)  # (B, H, Tk, d_k)
         if trace:
             if mask is None and is_causal:
                 mask = causal_mask(T, x.device)
@@ -102,4 +143,4 @@ class MultiHeadAttention(nn.Module):
         record = None
         if trace:
             record = LayerTrace(q, k, v, inner.scores, inner.mask, inner.probs, head_out, y)
-        return y, record, (k, v)
+        return y, record, cache

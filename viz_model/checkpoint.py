@@ -159,6 +159,10 @@ def _check_state(model: TinyTransformer, state: dict[str, torch.Tensor]) -> None
         got = state[name]
         if got.shape != ref.shape:
             raise ValueError(f"weight {name} has shape {tuple(got.shape)} but the config needs {tuple(ref.shape)}.")
+        if not ref.is_floating_point():  # an integer buffer, e.g. BatchNorm's num_batches_tracked
+            if got.is_floating_point() or got.is_complex():
+                raise ValueError(f"weight {name} must be a whole-number tensor, got {got.dtype}.")
+            continue
         if not got.is_floating_point():
             raise ValueError(f"weight {name} is not a floating-point tensor.")
         if not torch.isfinite(got).all():

@@ -9,13 +9,20 @@ from typing import Any
 
 POS_ENCODINGS = ("none", "sinusoidal", "learned", "rope")
 NORM_POSITIONS = ("pre", "post")
+QKV_MODES = ("separate", "shared_qk", "shared_kv", "none")
+NORMS = ("layernorm", "batchnorm", "rmsnorm")
+MLPS = ("gelu", "gelu_tanh", "swiglu")
 
-# Sane limits: the app runs on a 2-core CPU shared by a class.
-MAX_VOCAB = 65_536
-MAX_D_MODEL = 1024
-MAX_HEADS = 32
-MAX_LAYERS = 24
-MAX_LEN = 8192
+# Limits of what a config may describe: large enough for GPT-2 medium/large (d 1024-1280, 24-36 layers)
+# and ~1B-parameter Llama-family checkpoints (Llama 3.2 1B: d 2048, 32 heads, 8 KV heads, 128k vocab and
+# context; Gemma: 256k vocab). What the Train page lets a student train has its own, much smaller, budget.
+MAX_VOCAB = 262_144
+MAX_D_MODEL = 4096
+MAX_HEADS = 64
+MAX_LAYERS = 48
+MAX_LEN = 131_072
+# d_ff: GPT-2 uses 4*d, Llama 2.7-3.5*d (SwiGLU), Qwen2.5 ~5.8*d, Gemma 8*d; 8*d_model covers them all.
+MAX_D_FF = 8 * MAX_D_MODEL
 
 
 @dataclass
@@ -34,13 +41,24 @@ class ModelConfig:
     causal: bool = True            # decoder (causal) or encoder (bidirectional) attention
     tie_weights: bool = True       # output projection shares the token-embedding matrix
     pad_id: int = 0                # id of <pad>; targets equal to -100 are ignored by the loss
+    # Architecture options (defaults = the original model; GPT-2 / Llama checkpoints set them).
+    qkv: str = "separate"          # "separate" W_Q, W_K, W_V | "shared_qk" Q = K | "shared_kv" K = V | "none" X X^T
+    n_kv_heads: int | None = None  # grouped-query attention: K/V heads (None = n_heads); n_heads % n_kv_heads == 0
+    norm: str = "layernorm"        # "layernorm" | "batchnorm" | "rmsnorm" for ln1, ln2 and ln_f
+    norm_eps: float = 1e-5         # epsilon inside every norm's square root
+    residual: bool = True          # False drops the x + ... bypass around each sublayer
+    mlp: str = "gelu"              # "gelu" | "gelu_tanh" (GPT-2's gelu_new) | "swiglu" (Llama)
+    embed_scale: bool = True       # multiply token embeddings by sqrt(d_model) (the 2017 paper); GPT-2/Llama: False
+    attn_bias: bool = True         # bias on the Q/K/V projections
+    out_bias: bool = True          # bias on W_O
+    mlp_bias: bool = True          # bias on the MLP's linear layers
 
     def __post_init__(self) -> None:
         _check_int("vocab_size", self.vocab_size, 2, MAX_VOCAB)
         _check_int("d_model", self.d_model, 2, MAX_D_MODEL)
         _check_int("n_heads", self.n_heads, 1, MAX_HEADS)
         _check_int("n_layers", self.n_layers, 1, MAX_LAYERS)
-        _check_int("d_ff", self.d_ff, 1, 8 * MAX_D_MODEL)
+        _check_int("d_ff", self.d_ff, 1, MAX_D_FF)
         _check_int("max_len", self.max_len, 1, MAX_LEN)
         _check_int("pad_id", self.pad_id, 0, self.vocab_size - 1)
         if self.d_model % self.n_heads:
@@ -70,6 +88,39 @@ class ModelConfig:
             from viz_model.rope import validate_scaling  # local: rope imports nothing from here
 
             self.rope_scaling = validate_scaling(self.rope_scaling)
+        if self.pos_encoding == "sinusoidal":
+            from viz_model.positional import MAX_DIM, MAX_POSITIONS  # local: keeps config import-light
+
+            if self.d_model > MAX_DIM or self.max_len > MAX_POSITIONS:
+                raise ValueError(f"sinusoidal encoding is available up to d_model {MAX_DIM} and max_len "
+                                 f"{MAX_POSITIONS:,}; use 'learned' or 'rope' for a larger model.")
+        self._check_architecture()
+
+    def _check_architecture(self) -> None:
+        for name, value, allowed in (("qkv", self.qkv, QKV_MODES), ("norm", self.norm, NORMS),
+                                     ("mlp", self.mlp, MLPS)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
+        for name in ("residual", "embed_scale", "attn_bias", "out_bias", "mlp_bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
+        eps = self.norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0.0 < eps < 1.0:
+            raise ValueError(f"norm_eps must be a small positive number (0 < eps < 1), got {eps!r}.")
+        if self.n_kv_heads is None:
+            return
+        _check_int("n_kv_heads", self.n_kv_heads, 1, self.n_heads)
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads}): "
+                             f"each key/value head serves the same number of query heads.")
+        if self.n_kv_heads != self.n_heads and self.qkv in ("shared_qk", "none"):
+            raise ValueError(f"qkv={self.qkv!r} uses the same vectors for queries and keys, so there must be as "
+                             f"many key heads as query heads: set n_kv_heads to None or {self.n_heads}.")
+
+    @property
+    def kv_heads(self) -> int:
+        """Number of key/value heads (n_heads unless grouped-query attention is used)."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     @property
     def d_k(self) -> int:
@@ -110,4 +161,4 @@ PRESETS: dict[str, dict[str, Any]] = {
     "classroom": dict(d_model=128, n_heads=4, n_layers=2, d_ff=512, max_len=64),
 }
 
-__all__ = ["ModelConfig", "PRESETS", "POS_ENCODINGS", "NORM_POSITIONS"]
+__all__ = ["ModelConfig", "PRESETS", "POS_ENCODINGS", "NORM_POSITIONS", "QKV_MODES", "NORMS", "MLPS"]

@@ -18,11 +18,54 @@ from viz_model.config import ModelConfig
 from viz_model.positional import sinusoidal_encoding
 
 IGNORE_INDEX = -100
+ROPE_TABLE_LEN = 4096  # cos/sin rows precomputed; positions beyond are computed on demand (max_len may be 128k)
+
+
+class TokenBatchNorm(nn.BatchNorm1d):
+    """torch's BatchNorm1d on (B, T, d): each feature is normalised over all N x T positions of the batch
+    (transposed to (B, d, T), BatchNorm1d's layout). Its statistics include padded positions: nothing masks
+    them out, which is one reason transformers use LayerNorm. Train mode needs more than one value per
+    feature (B x T > 1), else torch raises its own ValueError."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 3:
+            return super().forward(x)
+        return super().forward(x.transpose(1, 2)).transpose(1, 2)  # (B, d, T) -> normalise -> (B, T, d)
+
+
+def make_norm(cfg: ModelConfig) -> nn.Module:
+    """ln1 / ln2 / ln_f: LayerNorm (per token over d_model), BatchNorm (per feature over N x T) or RMSNorm."""
+    if cfg.norm == "batchnorm":
+        return TokenBatchNorm(cfg.d_model, eps=cfg.norm_eps)
+    if cfg.norm == "rmsnorm":  # x / sqrt(mean(x^2) + eps) * weight, no mean subtraction, no bias (Llama)
+        return nn.RMSNorm(cfg.d_model, eps=cfg.norm_eps)
+    return nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
+
+
+class SwiGLU(nn.Module):
+    """Llama's MLP: down(silu(gate(x)) * up(x)), d_ff the hidden width."""
+
+    def __init__(self, d_model: int, d_ff: int, bias: bool):
+        super().__init__()
+        self.gate, self.up = nn.Linear(d_model, d_ff, bias=bias), nn.Linear(d_model, d_ff, bias=bias)
+        self.down = nn.Linear(d_ff, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))  # (B, T, d_ff) -> (B, T, d_model)
+
+
+def make_mlp(cfg: ModelConfig) -> nn.Module:
+    """gelu / gelu_tanh keep the keys mlp.0 / mlp.2; swiglu has mlp.gate, mlp.up, mlp.down."""
+    if cfg.mlp == "swiglu":
+        return SwiGLU(cfg.d_model, cfg.d_ff, cfg.mlp_bias)
+    act = nn.GELU(approximate="tanh") if cfg.mlp == "gelu_tanh" else nn.GELU()
+    return nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.mlp_bias), act,
+                         nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.mlp_bias))
 
 
 @dataclass
 class Trace:
-    embeddings: torch.Tensor            # (B, T, d_model) token embeddings (scaled by sqrt(d_model))
+    embeddings: torch.Tensor            # (B, T, d_model) token embeddings (x sqrt(d_model) when embed_scale)
     positional: torch.Tensor            # (T, d_model) what was added for position (zeros for none/RoPE)
     layers: list[LayerTrace] = field(default_factory=list)
     residual: list[torch.Tensor] = field(default_factory=list)  # (B, T, d_model) after each block
@@ -35,28 +78,32 @@ class ModelOutput:
     logits: torch.Tensor                 # (B, T, vocab)
     loss: torch.Tensor | None = None
     trace: Trace | None = None
-    cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (k, v)
+    cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (k, v), (B, n_kv_heads, T, d_k)
 
 
 class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.pre = cfg.norm_position == "pre"
-        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout)
-        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))
+        self.pre, self.residual = cfg.norm_position == "pre", cfg.residual
+        self.ln1, self.ln2 = make_norm(cfg), make_norm(cfg)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, qkv=cfg.qkv, n_kv_heads=cfg.n_kv_heads,
+                                       bias=cfg.attn_bias, out_bias=cfg.out_bias)
+        self.mlp = make_mlp(cfg)
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
 
     def forward(self, x, mask, rope_cs, past, trace, scale, is_causal):
         if self.pre:  # x + f(LN(x))
             a, rec, kv = self.attn(self.ln1(x), mask, rope_cs, past, trace, scale, is_causal)
-            x = x + self.drop(a)
-            x = x + self.drop(self.mlp(self.ln2(x)))
+            x = self._add(x, self.drop(a))
+            x = self._add(x, self.drop(self.mlp(self.ln2(x))))
         else:  # LN(x + f(x)), the original 2017 layout
             a, rec, kv = self.attn(x, mask, rope_cs, past, trace, scale, is_causal)
-            x = self.ln1(x + self.drop(a))
-            x = self.ln2(x + self.drop(self.mlp(x)))
+            x = self.ln1(self._add(x, self.drop(a)))
+            x = self.ln2(self._add(x, self.drop(self.mlp(x))))
         return x, rec, kv
+
+    def _add(self, x: torch.Tensor, fx: torch.Tensor) -> torch.Tensor:
+        return x + fx if self.residual else fx  # (B, T, d_model); residual=False: no bypass, only f(...)
 
 
 class TinyTransformer(nn.Module):
@@ -65,15 +112,16 @@ class TinyTransformer(nn.Module):
         self.config = cfg = config
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
-        if cfg.pos_encoding == "sinusoidal":
+        if cfg.pos_encoding == "sinusoidal":  # config caps this at 8192 x 1024
             self.register_buffer("pe_table", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False)
         if cfg.pos_encoding == "rope":
-            cos, sin = self._rope_tables(torch.arange(cfg.max_len), cfg.max_len)
-            self.register_buffer("rope_cos", cos, persistent=False)  # (max_len, d_k/2)
+            # seq_len=max_len as before; only the first ROPE_TABLE_LEN rows are kept (the rest on demand)
+            cos, sin = self._rope_tables(torch.arange(min(cfg.max_len, ROPE_TABLE_LEN)), cfg.max_len)
+            self.register_buffer("rope_cos", cos, persistent=False)  # (min(max_len, 4096), d_k/2)
             self.register_buffer("rope_sin", sin, persistent=False)
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.norm_position == "pre" else nn.Identity()
+        self.ln_f = make_norm(cfg) if cfg.norm_position == "pre" else nn.Identity()
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.apply(self._init)
         if cfg.tie_weights:
@@ -103,7 +151,7 @@ class TinyTransformer(nn.Module):
         """cos/sin (T, d_k/2) for these positions; cached table when possible, else computed in float64."""
         end = int(positions.max()) + 1
         dynamic = (self.config.rope_scaling or {}).get("type") == "dynamic"
-        if end <= self.config.max_len and not dynamic:
+        if end <= min(self.config.max_len, self.rope_cos.shape[0]) and not dynamic:
             return self.rope_cos[positions], self.rope_sin[positions]
         cos, sin = self._rope_tables(positions, seq_len=end)
         return cos.to(self.device), sin.to(self.device)
@@ -149,7 +197,9 @@ class TinyTransformer(nn.Module):
         past_len = past[0][0].shape[2] if past else 0
         positions = torch.arange(past_len, past_len + T, device=self.device)  # (T,)
 
-        emb = self.tok_emb(ids) * math.sqrt(cfg.d_model)  # (B, T, d_model), the paper's scaling
+        emb = self.tok_emb(ids)  # (B, T, d_model)
+        if cfg.embed_scale:
+            emb = emb * math.sqrt(cfg.d_model)  # the paper's scaling (GPT-2 and Llama do not scale)
         pos = self.positional_input(positions)             # (T, d_model)
         x = self.drop(emb + pos)
         rope_cs = self.rope_cos_sin(positions) if cfg.pos_encoding == "rope" else None
