@@ -2,26 +2,29 @@
 
 import streamlit as st
 
+from viz_model.data import probe_text
 from viz_model.figures.train import attention_player
+from viz_model.lessons.train import history, validate
+from viz_model.runtime import jobs as J
 from viz_model.tokenizer import load_tokenizer
 from viz_model.ui import chart
-from viz_model.ui import jobs as J
 from viz_model.ui import train as T
 from viz_model.ui.errors import guard
+from viz_model.ui.jobs import JOB_KEY, hold_lease, registry
 
 st.title("Train a transformer, live")
 st.caption("Training runs on the server in the background: switch pages and come back, it keeps going. "
            "Everyone shares the server, so a few runs train at a time and the rest wait in a queue.")
 
-owner = J.hold_lease()  # while this tab is open, its runs are not orphaned
-reg = J.registry()
+owner = hold_lease()  # while this tab is open, its runs are not orphaned
+reg = registry()
 vocab = load_tokenizer("word").get_vocab_size()
-job = reg.get(st.session_state.get(T.JOB_KEY))
+job = reg.get(st.session_state.get(JOB_KEY))
 
 with st.expander("Configure", expanded=job is None, icon=":material/tune:"):
     spec = T.config_form()
     try:
-        cfg, n_params = T.validate(spec, vocab)
+        cfg, n_params = validate(spec, vocab)
         st.caption(f"{n_params:,} parameters · {cfg.n_layers} layers × {cfg.n_heads} heads · d_model {cfg.d_model}"
                    f" · {spec.steps * spec.batch_size:,} sequences seen.")
     except ValueError as e:
@@ -37,7 +40,7 @@ if b[0].button("Start", type="primary", key="train_start", icon=":material/play_
     else:
         if job is not None:
             reg.remove(job.id)
-        st.session_state[T.JOB_KEY] = new_id
+        st.session_state[JOB_KEY] = new_id
         st.rerun()
 if b[1].button("Pause", key="train_pause", icon=":material/pause:", disabled=job is None or job.status != J.RUNNING):
     reg.pause(job.id)
@@ -52,7 +55,7 @@ if b[3].button("Stop", key="train_stop", icon=":material/stop:", disabled=job is
     st.rerun()
 if b[4].button("Reset", key="train_reset", icon=":material/restart_alt:", disabled=job is None):
     reg.remove(job.id)
-    st.session_state.pop(T.JOB_KEY, None)
+    st.session_state.pop(JOB_KEY, None)
     st.rerun()
 
 active = job is not None and job.active
@@ -61,7 +64,7 @@ st.session_state[T.WAS_ACTIVE_KEY] = active
 
 @st.fragment(run_every=1.0 if active else None)
 def progress() -> None:
-    j = reg.get(st.session_state.get(T.JOB_KEY))
+    j = reg.get(st.session_state.get(JOB_KEY))
     if j is None:
         st.info("Pick a setup above and press **Start**. Tip: the *tiny* model on *induction* shows a head "
                 "suddenly learning to look back, with a matching drop in the loss.")
@@ -75,7 +78,7 @@ def progress() -> None:
 
 @st.fragment(run_every=3.0 if active else None)
 def curves() -> None:
-    j = reg.get(st.session_state.get(T.JOB_KEY))
+    j = reg.get(st.session_state.get(JOB_KEY))
     if j is not None:
         with guard("the loss curves"):
             T.live_curves(j)
@@ -83,7 +86,7 @@ def curves() -> None:
 
 @st.fragment(run_every=5.0 if active else None)
 def attention() -> None:  # snapshots arrive every N steps: a slower timer is enough
-    j = reg.get(st.session_state.get(T.JOB_KEY))
+    j = reg.get(st.session_state.get(JOB_KEY))
     if j is not None:
         with guard("the attention views"):
             T.live_attention(j)
@@ -99,10 +102,10 @@ with evolution:
     if job is None or job.result is None:
         st.caption("Snapshots of the probe's attention appear here once a run has started.")
     else:
-        h = T.history(job.events_since())
+        h = history(job.events_since())
         run = job.result
         if h.snaps:
-            st.caption(f"{len(h.snaps)} snapshots of the probe “{T.probe_text(run.spec.task)}”: drag the slider "
+            st.caption(f"{len(h.snaps)} snapshots of the probe “{probe_text(run.spec.task)}”: drag the slider "
                        "or press play. Reload the tab (or any control) to include newer snapshots.")
             chart.show(attention_player(h.snaps, h.snap_steps, h.tokens),
                        key="train_player", name="train_attention_evolution")

@@ -5,7 +5,7 @@
 
 Steps/s is measured between consecutive steps (model set-up excluded) and repeated alternately (A B A B ...) so
 that load from other processes on the machine hits both sides alike; the table shows medians. The live and the
-headless job both train in a child process (viz_model/ui/train_process.py), as the app does; with
+headless job both train in a child process (viz_model/runtime/train_process.py), as the app does; with
 ATTENTION_LAB_TRAIN_PROCESS=0 both train in a server thread instead (the server's GIL then slows the live run).
 """
 
@@ -29,11 +29,12 @@ sys.path.insert(0, str(ROOT))
 
 from viz_model.config import ModelConfig  # noqa: E402
 from viz_model.data import TaskData  # noqa: E402
+from viz_model.lessons.train import TrainSpec  # noqa: E402
 from viz_model.model import TinyTransformer  # noqa: E402
+from viz_model.runtime.jobs import JobRegistry, worker_threads  # noqa: E402
+from viz_model.runtime.train_process import make_events  # noqa: E402
 from viz_model.tokenizer import load_tokenizer  # noqa: E402
 from viz_model.train import StepEvent, TrainConfig, Trainer  # noqa: E402
-from viz_model.ui.jobs import JobRegistry, worker_threads  # noqa: E402
-from viz_model.ui.train import TrainSpec, make_events  # noqa: E402
 
 
 def rate(times: list[float]) -> float:

@@ -11,8 +11,10 @@ import pytest
 import torch
 
 from viz_model import checkpoint
-from viz_model.ui import jobs as J
-from viz_model.ui import train as T
+from viz_model.lessons import train as T
+from viz_model.runtime import jobs as J
+from viz_model.runtime import runs as R
+from viz_model.runtime import train_process as P
 
 TINY = T.TrainSpec(preset="tiny", task="induction", steps=24, every=8, batch_size=4)
 
@@ -40,7 +42,7 @@ def weights(job) -> dict[str, torch.Tensor]:
 
 
 def test_trainer_events_arrive_as_the_page_reads_them(reg):
-    job = reg.wait(reg.submit("me", "t", TINY.steps, T.make_events(TINY)).id, 120)
+    job = reg.wait(reg.submit("me", "t", TINY.steps, P.make_events(TINY)).id, 120)
     assert job.status == J.DONE and job.step == TINY.steps
     kinds = [e["kind"] for e in job.events]
     assert kinds[:TINY.every] == ["step"] * TINY.every
@@ -60,8 +62,8 @@ def test_trainer_events_arrive_as_the_page_reads_them(reg):
 
 def test_pause_then_resume_gives_the_same_weights_as_an_uninterrupted_run(reg):
     spec = T.TrainSpec(preset="tiny", task="copy", steps=30, every=15, batch_size=4, seed=3)
-    straight = reg.wait(reg.submit("a", "straight", spec.steps, T.make_events(spec)).id, 120)
-    job = reg.submit("b", "paused", spec.steps, T.make_events(spec))
+    straight = reg.wait(reg.submit("a", "straight", spec.steps, P.make_events(spec)).id, 120)
+    job = reg.submit("b", "paused", spec.steps, P.make_events(spec))
     while job.step < 5:
         time.sleep(0.005)
     reg.pause(job.id)
@@ -165,7 +167,7 @@ def test_oversized_runs_are_refused_with_a_sentence_before_anything_starts():
 
 def test_an_interrupted_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
     run = T.Run(T.TrainSpec(preset="tiny", steps=10))
-    first = T.save_run(run, "mine", "owner", tmp_path)
+    first = R.save_run(run, "mine", "owner", tmp_path)
     before = checkpoint.load_checkpoint(first).model.state_dict()
     with torch.no_grad():
         run.model.tok_emb.weight.add_(1.0)
@@ -180,11 +182,11 @@ def test_an_interrupted_save_leaves_the_previous_checkpoint_intact(tmp_path, mon
 
     monkeypatch.setattr(checkpoint, "_atomic_write", dies_on_the_second_file)
     with pytest.raises(KeyboardInterrupt):
-        T.save_run(run, "mine", "owner", tmp_path)
+        R.save_run(run, "mine", "owner", tmp_path)
     after = checkpoint.load_checkpoint(first).model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert sorted(p.name for p in first.parent.iterdir()) == [first.with_suffix(".json").name, first.name]
     monkeypatch.undo()
-    second = T.save_run(run, "mine", "owner", tmp_path)
-    assert not first.exists() and T.model_key(second) == "mine"
+    second = R.save_run(run, "mine", "owner", tmp_path)
+    assert not first.exists() and R.model_key(second) == "mine"
     assert torch.equal(checkpoint.load_checkpoint(second).model.tok_emb.weight, run.model.tok_emb.weight)

@@ -9,9 +9,9 @@ import time
 import pytest
 import torch
 
-from viz_model.ui import jobs as J
-from viz_model.ui import train as T
-from viz_model.ui import train_process as P
+from viz_model.lessons import train as T
+from viz_model.runtime import jobs as J
+from viz_model.runtime import train_process as P
 
 SPEC = T.TrainSpec(preset="tiny", task="copy", steps=30, every=10, batch_size=4, seed=5)
 
@@ -24,7 +24,7 @@ def reg():
 
 
 def run_job(reg, spec, process):
-    return reg.wait(reg.submit("me", "t", spec.steps, T.make_events(spec, process=process)).id, 180)
+    return reg.wait(reg.submit("me", "t", spec.steps, P.make_events(spec, process=process)).id, 180)
 
 
 def state(model) -> dict[str, torch.Tensor]:
@@ -47,7 +47,7 @@ def test_a_child_process_trains_exactly_like_a_thread(reg):
 
 def test_the_weight_copy_follows_the_child_at_every_snapshot(reg):
     spec = T.TrainSpec(preset="tiny", task="copy", steps=400, every=10, batch_size=4)
-    job = reg.submit("me", "t", spec.steps, T.make_events(spec, process=True))
+    job = reg.submit("me", "t", spec.steps, P.make_events(spec, process=True))
     while job.step < 25:
         time.sleep(0.01)
     with job.model_lock:
@@ -65,7 +65,7 @@ def test_the_weight_copy_follows_the_child_at_every_snapshot(reg):
 
 def test_pausing_stops_the_child_and_hands_back_its_exact_weights(reg):
     spec = T.TrainSpec(preset="tiny", task="copy", steps=2000, every=500, batch_size=4, seed=1)
-    job = reg.submit("me", "t", spec.steps, T.make_events(spec, process=True))
+    job = reg.submit("me", "t", spec.steps, P.make_events(spec, process=True))
     while job.step < 5:
         time.sleep(0.005)
     source = job._gen
@@ -114,8 +114,8 @@ def test_a_child_exits_when_the_server_side_of_its_pipe_goes_away():
 def test_shutting_the_registry_down_leaves_no_training_process():
     reg = J.JobRegistry(slots=2, reap_every_s=3600)
     spec = T.TrainSpec(preset="tiny", task="copy", steps=5000, every=500, batch_size=4)
-    running = reg.submit("a", "a", spec.steps, T.make_events(spec, process=True))
-    paused = reg.submit("b", "b", spec.steps, T.make_events(spec, process=True))
+    running = reg.submit("a", "a", spec.steps, P.make_events(spec, process=True))
+    paused = reg.submit("b", "b", spec.steps, P.make_events(spec, process=True))
     while running.step < 3 or paused.step < 3:
         time.sleep(0.01)
     reg.pause(paused.id)

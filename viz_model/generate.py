@@ -207,6 +207,25 @@ def generate(
         cache, feed = out.cache, [token_id]
 
 
+@torch.no_grad()
+def greedy_ids(model: TinyTransformer, ids: Sequence[int], max_new_tokens: int, eos_id: int | None = EOS_ID
+               ) -> list[int]:
+    """The one greedy loop for training samples and the Train page: the argmax continuation of `ids` (without
+    them), stopping before <eos> or at the context length. Unlike generate() it has no KV cache and re-reads the
+    whole sequence each step, so it also runs a model trained without the causal mask (the no-mask demo)."""
+    was_training = model.training
+    model.eval()
+    seq, new = [int(i) for i in ids], []
+    while len(new) < max_new_tokens and len(seq) < model.config.max_len:
+        nxt = int(model(torch.tensor([seq], device=model.device)).logits[0, -1].argmax())
+        if nxt == eos_id:
+            break
+        seq.append(nxt)
+        new.append(nxt)
+    model.train(was_training)
+    return new
+
+
 def _text(tokenizer, token_id: int) -> str:
     if tokenizer is None:
         return f"#{token_id}"

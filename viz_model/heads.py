@@ -42,7 +42,7 @@ def _probs(model: TinyTransformer, seqs: list[list[int]], pad_id: int) -> torch.
     return torch.stack([lt.probs.float().cpu() for lt in trace.layers])
 
 
-def _positional_scores(probs: torch.Tensor, lengths: list[int]) -> dict[str, torch.Tensor]:
+def positional_scores(probs: torch.Tensor, lengths: list[int]) -> dict[str, torch.Tensor]:
     """previous-token, first-token and self scores, each (L, H)."""
     L, B, H, T, _ = probs.shape
     valid = torch.zeros(B, T, dtype=torch.bool)
@@ -95,7 +95,7 @@ def score_heads(model: TinyTransformer, tokenizer, task: str = "lm") -> dict[str
     """Every role's score for every head: {role: (L, H) tensor}."""
     data = TaskData(task, tokenizer, heldout_size=N_SEQUENCES)
     seqs = [s[: model.config.max_len] for s in data.heldout_ids]
-    scores = _positional_scores(_probs(model, seqs, model.config.pad_id), [len(s) for s in seqs])
+    scores = positional_scores(_probs(model, seqs, model.config.pad_id), [len(s) for s in seqs])
     L, H = model.config.n_layers, model.config.n_heads
     scores["coreference"] = coreference_scores(model, tokenizer) if task == "lm" else torch.zeros(L, H)
     scores["induction"] = induction_scores(model, tokenizer)

@@ -22,11 +22,11 @@ def attention_input(model: TinyTransformer, trace: Trace, layer: int) -> torch.T
 def project_qkv(model: TinyTransformer, x: torch.Tensor, layer: int, positions: torch.Tensor | None):
     """X -> Q, K, V per head, (B, H, T, d_k) each; RoPE on Q and K when the model uses it."""
     attn = model.blocks[layer].attn
-    q, k, v = (attn.split_heads(t) for t in attn.qkv(x).split(x.shape[-1], dim=-1))
+    q, k, v = attn.project(x)  # k, v: (B, H_kv, T, d_k), shared by a group of query heads under GQA
     if model.config.pos_encoding == "rope" and positions is not None:
         cs = model.rope_cos_sin(positions)
         q, k = rotate_interleaved(q, *cs), rotate_interleaved(k, *cs)
-    return q, k, v
+    return q, attn.expand_kv(k), attn.expand_kv(v)
 
 
 def score_scale(model: TinyTransformer, scale_scores: bool = True, temperature: float = 1.0) -> float:

@@ -29,6 +29,12 @@ import threading
 import numpy as np
 import torch
 
+from viz_model.data import TaskData
+from viz_model.lessons.train import Run, TrainSpec
+from viz_model.model import TinyTransformer
+from viz_model.runtime.jobs import worker_threads
+from viz_model.tokenizer import load_tokenizer
+
 log = logging.getLogger("attention_lab")
 
 START_TIMEOUT_S = 120.0     # a cold forkserver imports torch first
@@ -63,7 +69,7 @@ def context():
         if _ctx is None:
             if sys.platform != "win32" and "forkserver" in multiprocessing.get_all_start_methods():
                 _ctx = multiprocessing.get_context("forkserver")
-                _ctx.set_forkserver_preload(["viz_model.ui._forkserver_init"])
+                _ctx.set_forkserver_preload(["viz_model.runtime._forkserver_init"])
             else:
                 _ctx = multiprocessing.get_context("spawn")
         return _ctx
@@ -90,8 +96,6 @@ def _weights(model: torch.nn.Module) -> dict[str, np.ndarray]:
 
 def child_main(spec, conn, threads: int, nice: int = 0) -> None:
     """Entry point of the child: build the Run, then train, checking for commands between steps."""
-    from viz_model.ui.train import Run
-
     torch.set_num_threads(threads)
     if nice and hasattr(os, "nice"):
         os.nice(nice)
@@ -130,12 +134,9 @@ def child_main(spec, conn, threads: int, nice: int = 0) -> None:
 
 # -- the parent ---------------------------------------------------------------------------------------
 class ProcessRun:
-    """The parent's view of a child's run: what the page reads (same attributes as ui.train.Run, minus trainer)."""
+    """The parent's view of a child's run: what the page reads (same attributes as lessons.train.Run, minus trainer)."""
 
     def __init__(self, spec, n_params: int):
-        from viz_model.model import TinyTransformer
-        from viz_model.tokenizer import load_tokenizer
-
         self.spec = spec
         self.tok = load_tokenizer("word")
         self.config = spec.model_config(self.tok.get_vocab_size())  # the child has validated the spec
@@ -147,8 +148,6 @@ class ProcessRun:
     @functools.cached_property
     def data(self):
         """The run's task data (held-out batches for the ablation demo), built on first use."""
-        from viz_model.data import TaskData
-
         return TaskData(self.spec.task, self.tok, seed=self.spec.seed, batch_size=self.spec.batch_size)
 
     def load(self, weights: dict[str, np.ndarray], step: int) -> None:
@@ -160,8 +159,6 @@ class ChildEvents:
     """Iterator of a child's events for JobRegistry, with pause() and close() that steer the child."""
 
     def __init__(self, job, spec):
-        from viz_model.ui.jobs import worker_threads
-
         self.job = job
         self._pending: collections.deque[dict] = collections.deque()
         self._paused = False
@@ -267,3 +264,20 @@ class ChildEvents:
             self.proc.join(timeout=5)
         self.conn.close()
 
+
+def make_events(spec: TrainSpec, process: bool | None = None):
+    """Factory for JobRegistry.submit, called in the registry's worker thread (never on the page).
+
+    process=True (the default, see train_process.use_processes): the Run lives in a child process, out of the
+    server's GIL; job.result is a ProcessRun whose model copy follows the child's. False: the Run trains in the
+    worker thread itself and job.result is the Run.
+    """
+    in_child = use_processes() if process is None else process
+
+    def start(job):
+        if in_child:
+            return ChildEvents(job, spec)
+        run = Run(spec)
+        job.result = run
+        return run.events()
+    return start

@@ -14,4 +14,4 @@ _spawn._fixup_main_from_name = lambda mod_name: None
 
 import torch._dynamo  # noqa: E402, F401
 
-import viz_model.ui.train  # noqa: E402, F401
+import viz_model.lessons.train  # noqa: E402, F401

@@ -1,0 +1,248 @@
+"""What the Train page shows and proves: the run spec and its budget, a Run's events, teacher forcing, the
+no-mask demo, and the history of a job's events (torch/numpy only).
+
+Events (dicts) the page consumes, in order per step:
+  {"kind": "step", "step", "loss", "lr", "tokens_per_s", "grad_norm"}
+  {"kind": "eval", "step", "heldout_loss"}                      every eval_every steps
+  {"kind": "snapshot", "step", "probs": (L, H, T, T) ndarray, "roles": {role: (L, H) ndarray}}
+  {"kind": "sample", "step", "prompt", "text"}
+  {"kind": "diverged", "step", "message"}                        last event; weights restored
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from viz_model import heads
+from viz_model.config import ModelConfig
+from viz_model.data import TASKS, TaskData, sample_prompt
+from viz_model.device import resolve_device
+from viz_model.generate import greedy_ids
+from viz_model.lessons.masks import prefix_check as prefix_errors
+from viz_model.model import TinyTransformer
+from viz_model.tokenizer import encode, load_tokenizer
+from viz_model.train import AttentionSnapshot, DivergedEvent, EvalEvent, SampleEvent, StepEvent, TrainConfig, Trainer
+
+BUDGET = 4e12          # params x steps x batch x T: about 3x a 600-step classroom run
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    preset: str = "tiny"          # "tiny" | "classroom" | "custom"
+    task: str = "lm"
+    n_layers: int = 2
+    n_heads: int = 2
+    d_model: int = 32
+    pos_encoding: str = "rope"
+    rope_base: float = 10000.0
+    norm_position: str = "pre"
+    causal: bool = True
+    tie_weights: bool = True
+    lr: float = 3e-3
+    batch_size: int = 16
+    seq_len: int = 32
+    steps: int = 200
+    seed: int = 0
+    device: str = "auto"
+    every: int = 20               # eval / snapshot / sample interval
+
+    def model_config(self, vocab_size: int) -> ModelConfig:
+        """Preset or custom config (ModelConfig raises ValueError with a sentence if impossible)."""
+        arch = dict(pos_encoding=self.pos_encoding, rope_base=self.rope_base, norm_position=self.norm_position,
+                    causal=self.causal, tie_weights=self.tie_weights, vocab_size=vocab_size, max_len=self.seq_len)
+        if self.preset in ("tiny", "classroom"):
+            return ModelConfig.preset(self.preset, **arch)
+        return ModelConfig(n_layers=self.n_layers, n_heads=self.n_heads, d_model=self.d_model,
+                           d_ff=4 * self.d_model, **arch)
+
+    def label(self) -> str:
+        mask = "causal" if self.causal else "no mask"
+        return f"{self.preset} · {self.task} · {self.pos_encoding} · {mask}"
+
+
+LIMITS = dict(n_layers=(1, 6), n_heads=(1, 8), d_model=(16, 256), batch_size=(1, 64), seq_len=(32, 128),
+              steps=(10, 5000), every=(5, 500))
+
+
+def validate(spec: TrainSpec, vocab_size: int) -> tuple[ModelConfig, int]:
+    """Check everything before a thread starts; returns (config, parameter count). ValueError otherwise."""
+    if spec.task not in TASKS:
+        raise ValueError(f"choose a task from {', '.join(TASKS)}.")
+    for name, (lo, hi) in LIMITS.items():
+        v = getattr(spec, name)
+        if not lo <= v <= hi:
+            raise ValueError(f"{name.replace('_', ' ')} must be between {lo} and {hi}, got {v}.")
+    if not (1e-5 <= spec.lr <= 0.1):
+        raise ValueError(f"the learning rate must be between 0.00001 and 0.1, got {spec.lr}.")
+    resolve_device(spec.device)
+    cfg = spec.model_config(vocab_size)
+    n_params = sum(p.numel() for p in TinyTransformer(cfg).parameters())
+    cost = n_params * spec.steps * spec.batch_size * spec.seq_len
+    if cost > BUDGET:
+        raise ValueError(f"this run is too big for the shared server: {n_params:,} parameters × {spec.steps:,} "
+                         f"steps × batch {spec.batch_size} × length {spec.seq_len} is {cost / BUDGET:.1f}× the "
+                         "budget. Use fewer steps, a smaller batch or a smaller model.")
+    return cfg, n_params
+
+
+def role_scores(model: TinyTransformer, tok, probs: np.ndarray, task: str) -> dict[str, np.ndarray]:
+    """{role: (L, H) in 0..1}: previous-token and first-token measured on the probe (<bos> at 0) the way heads.py
+    measures them on held-out text, plus heads.py's induction (and, for the corpus, coreference) scores."""
+    on_probe = heads.positional_scores(torch.from_numpy(probs)[:, None], [probs.shape[-1]])  # probs: (L, H, T, T)
+    out = {r: on_probe[r].numpy() for r in ("previous-token", "first-token")}
+    out["induction"] = heads.induction_scores(model, tok, n=16).numpy()
+    if task == "lm":
+        out["coreference"] = heads.coreference_scores(model, tok, n=32).numpy()
+    return out
+
+
+def greedy(model: TinyTransformer, tok, prompt: str, n: int = 12) -> str:
+    """The greedy continuation of `prompt` as text (generate.greedy_ids: works for the no-mask model too)."""
+    ids = encode(tok, prompt, bos=True).ids
+    return " ".join(tok.id_to_token(i) for i in ids[1:] + greedy_ids(model, ids, n, tok.token_to_id("<eos>")))
+
+
+@torch.no_grad()
+def heldout_loss(model: TinyTransformer, data: TaskData, attn_mask: torch.Tensor | None = None) -> float:
+    was = model.training
+    model.eval()
+    total, n = 0.0, 0
+    for b in data.heldout_batches(128)[:2]:
+        ids, tg = b.ids.to(model.device), b.targets.to(model.device)
+        mask = attn_mask[: ids.shape[1], : ids.shape[1]] if attn_mask is not None else None
+        total += float(model(ids, targets=tg, attn_mask=mask).loss) * len(ids)
+        n += len(ids)
+    model.train(was)
+    return total / max(n, 1)
+
+
+class Run:
+    """What a job's worker owns: the Trainer (model, optimiser, data). Pages read it under job.model_lock."""
+
+    def __init__(self, spec: TrainSpec):
+        self.spec = spec
+        self.tok = load_tokenizer("word")
+        self.config, self.n_params = validate(spec, self.tok.get_vocab_size())
+        torch.manual_seed(spec.seed)
+        model = TinyTransformer(self.config)
+        cfg = TrainConfig(task=spec.task, steps=spec.steps, batch_size=spec.batch_size, lr=spec.lr, seed=spec.seed,
+                          warmup_steps=max(1, min(50, spec.steps // 10)), eval_every=spec.every,
+                          snapshot_every=spec.every, sample_every=spec.every, good_every=min(10, spec.every),
+                          device=spec.device, sample_tokens=10)
+        self.trainer = Trainer(model, self.tok, cfg)
+        self.model, self.data = self.trainer.model, self.trainer.data
+
+    @property
+    def step(self) -> int:
+        return self.trainer.step_count
+
+    def events(self):
+        """The Trainer's events as plain dicts (what the page and the tests read)."""
+        for ev in self.trainer.run():
+            if isinstance(ev, StepEvent):
+                yield {"kind": "step", "step": ev.step, "loss": ev.loss, "lr": ev.lr, "grad_norm": ev.grad_norm,
+                       "tokens_per_s": ev.tokens_per_s}
+            elif isinstance(ev, EvalEvent):
+                yield {"kind": "eval", "step": ev.step, "heldout_loss": ev.heldout_loss, "accuracy": ev.accuracy}
+            elif isinstance(ev, AttentionSnapshot):
+                probs = torch.stack(ev.probs).numpy()  # (L, H, T, T)
+                yield {"kind": "snapshot", "step": ev.step, "tokens": ev.tokens, "probs": probs,
+                       "roles": role_scores(self.model, self.tok, probs, self.spec.task)}
+            elif isinstance(ev, SampleEvent):
+                yield {"kind": "sample", "step": ev.step, "prompt": ev.prompt, "text": ev.text}
+            elif isinstance(ev, DivergedEvent):
+                yield {"kind": "diverged", "step": ev.restored_step, "message": ev.message}
+
+
+def ablation_specs(spec: TrainSpec, kind: str) -> list[TrainSpec]:
+    if kind == "positional encoding":
+        return [replace(spec, pos_encoding=p) for p in ("none", "sinusoidal", "learned", "rope")]
+    if kind == "causal mask":
+        return [replace(spec, causal=True), replace(spec, causal=False)]
+    raise ValueError(f"unknown ablation {kind!r}.")
+
+
+@torch.no_grad()
+def teacher_forcing(model: TinyTransformer, tok, text: str) -> list[dict]:
+    """One forward pass over '<bos> text' gives T next-token predictions at once."""
+    enc = encode(tok, text, max_len=model.config.max_len, bos=True)
+    if len(enc.ids) < 2:
+        raise ValueError("type at least one word to predict.")
+    was = model.training
+    model.eval()
+    ids = torch.tensor([enc.ids], device=model.device)
+    logp = torch.log_softmax(model(ids).logits[0].float(), -1).cpu()  # (T, V)
+    model.train(was)
+    rows = []
+    for t in range(len(enc.ids) - 1):
+        target = enc.ids[t + 1]
+        rows.append({"position": t, "prefix": " ".join(enc.tokens[: t + 1]), "target": enc.tokens[t + 1],
+                     "prediction": tok.id_to_token(int(logp[t].argmax())),
+                     "p(target)": float(logp[t, target].exp()), "loss": float(-logp[t, target])})
+    return rows
+
+
+@dataclass
+class History:
+    steps: list[int]
+    loss: list[float]
+    lr: list[float]
+    tokens_per_s: list[float]
+    eval_steps: list[int]
+    heldout: list[float]
+    snap_steps: list[int]
+    snaps: list[np.ndarray]                 # each (L, H, T, T)
+    roles: dict[str, np.ndarray]            # role -> (S, L, H)
+    samples: list[dict]
+    diverged: str | None = None
+    tokens: list[str] | None = None         # the probe's token labels
+
+    def curve(self) -> dict:
+        return {"steps": self.steps, "loss": self.loss, "eval_steps": self.eval_steps, "heldout": self.heldout}
+
+
+def history(events: list[dict]) -> History:
+    h = History([], [], [], [], [], [], [], [], {}, [])
+    role_rows: dict[str, list] = {}
+    for e in events:
+        k = e.get("kind")
+        if k == "step":
+            h.steps.append(e["step"])
+            h.loss.append(e["loss"])
+            h.lr.append(e["lr"])
+            h.tokens_per_s.append(e["tokens_per_s"])
+        elif k == "eval":
+            h.eval_steps.append(e["step"])
+            h.heldout.append(e["heldout_loss"])
+        elif k == "snapshot":
+            h.snap_steps.append(e["step"])
+            h.snaps.append(e["probs"])
+            h.tokens = e.get("tokens")
+            for role, v in e["roles"].items():
+                role_rows.setdefault(role, []).append(v)
+        elif k == "sample":
+            h.samples.append({"step": e["step"], "prompt": e["prompt"], "greedy continuation": e["text"]})
+        elif k == "diverged":
+            h.diverged = e["message"]
+    h.roles = {r: np.stack(v) for r, v in role_rows.items()}
+    return h
+
+
+def prefix_check(model: TinyTransformer, tok, text: str) -> float:
+    """Max |logit difference| between the one-pass prediction at t and running the prefix 0..t alone."""
+    return float(prefix_errors(model, encode(tok, text, max_len=model.config.max_len, bos=True).ids).max())
+
+
+@torch.no_grad()
+def mask_demo(run_masked: Run, run_free: Run) -> dict:
+    """Held-out loss of the no-mask model with the future visible vs hidden, next to the causal model."""
+    T = run_free.config.max_len
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    return {"causal": heldout_loss(run_masked.model, run_masked.data),
+            "free_peeking": heldout_loss(run_free.model, run_free.data),
+            "free_no_future": heldout_loss(run_free.model, run_free.data, attn_mask=causal),
+            "sample_causal": greedy(run_masked.model, run_masked.tok, sample_prompt(run_masked.spec.task)),
+            "sample_free": greedy(run_free.model, run_free.tok, sample_prompt(run_free.spec.task))}
