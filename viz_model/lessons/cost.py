@@ -1,0 +1,419 @@
+"""What attention costs: time and peak memory of one layer against T, the T×T score matrix, and the KV cache."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from viz_model.attention import MultiHeadAttention
+from viz_model.device import resolve_device
+
+PATHS = ("materialised", "sdpa")          # traced path (keeps the T×T matrix) | F.scaled_dot_product_attention
+MODES = ("forward", "forward+backward")
+DEFAULT_TS = (64, 128, 256, 512, 1024, 2048, 4096)
+MEMORY_FRACTION = 0.5                      # a T is skipped when its predicted peak exceeds this share of free memory
+
+# Upper bounds for the guard, in units of one T×T score matrix (B·H·T²·bytes), set above what this code measures
+# (tests/test_cost.py checks that the measured peak stays below the prediction). Forward, traced: scores,
+# scores + mask and probs are alive together (measured 3.0 units, plus the masks); the backward adds the gradients
+# of probs and scores (measured 4.0 units). The boolean and the additive T×T causal mask are shared by heads and
+# sequences (1 + bytes per entry, per T²). SDPA never builds a T×T tensor.
+TT_UNITS = {("materialised", "forward"): 4, ("materialised", "forward+backward"): 6}
+LINEAR_UNITS = {"forward": 16, "forward+backward": 40}  # (B, T, d_model)-sized tensors: x, q, k, v, out, grads
+SLACK_BYTES = 32 * 2**20                   # kernel scratch (SDPA's per-thread blocks), weights and their grads
+
+CPU_MEMORY_METHOD = (
+    "peak of live bytes that torch's CPU allocator handed out during one run, from torch.profiler "
+    "(profile_memory=True) allocation and free events summed in time order; the input and the layer's weights, "
+    "allocated before the run, are not counted, nor is BLAS/oneDNN scratch memory outside torch's allocator"
+)
+CUDA_MEMORY_METHOD = (
+    "torch.cuda.max_memory_allocated() during one run minus torch.cuda.memory_allocated() before it "
+    "(peak statistics reset first); the caching allocator's reserved but unused memory is not counted"
+)
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One measurement: a path and mode at one sequence length. ms/peak_mb are None when skipped."""
+
+    T: int
+    path: str              # "materialised" | "sdpa"
+    mode: str              # "forward" | "forward+backward"
+    ms: float | None       # median wall time of `repeats` runs after a warm-up
+    peak_mb: float | None  # peak memory of one run (see CostSweep.memory_method), MB = 2**20 bytes
+    predicted_mb: float    # the guard's upper bound for this run
+    skipped: str = ""      # why it was not measured ("" when measured)
+
+
+@dataclass(frozen=True)
+class Slope:
+    """Least-squares slope of log(y) against log(T): 1 = linear, 2 = quadratic."""
+
+    path: str
+    mode: str
+    time: float | None     # None when fewer than two points were measured
+    memory: float | None
+    fit_Ts: tuple[int, ...]
+
+
+@dataclass
+class CostSweep:
+    device: str                          # e.g. "NVIDIA H200" or "Intel(R) Xeon(R) ..., 1 thread"
+    d_model: int
+    n_heads: int
+    batch: int
+    dtype: str
+    Ts: tuple[int, ...]
+    score_matrix_mb: tuple[float, ...]   # B·H·T²·bytes of one T×T score matrix per T, computed not measured
+    rows: list[CostRow]
+    slopes: list[Slope]
+    memory_limit_bytes: int
+    limit_note: str                      # where the limit came from, in words
+    memory_method: str                   # what peak_mb measures, in words
+    cancelled: bool = False
+
+    def series(self, path: str, mode: str) -> tuple[list[int], list[float], list[float]]:
+        """Measured points only: (Ts, ms, peak_mb) for one path and mode, in increasing T."""
+        rows = [r for r in self.rows if r.path == path and r.mode == mode and not r.skipped]
+        return [r.T for r in rows], [r.ms for r in rows], [r.peak_mb for r in rows]
+
+    def slope(self, path: str, mode: str) -> Slope:
+        for s in self.slopes:
+            if s.path == path and s.mode == mode:
+                return s
+        raise ValueError(f"this sweep did not measure {path} {mode} (was backward=False?).")
+
+    def row(self, T: int, path: str, mode: str) -> CostRow:
+        for r in self.rows:
+            if r.T == T and r.path == path and r.mode == mode:
+                return r
+        raise ValueError(f"this sweep has no row for T = {T}, {path} {mode}.")
+
+
+# -- sizes, computed --------------------------------------------------------------------------------------------
+def score_matrix_bytes(T: int, *, n_heads: int, batch: int = 1, dtype_bytes: int = 4) -> int:
+    """Bytes of one (B, H, T, T) score matrix: one entry per pair of positions, per head."""
+    return batch * n_heads * T * T * dtype_bytes
+
+
+def predicted_peak_bytes(path: str, mode: str, T: int, *, d_model: int, n_heads: int, batch: int = 1,
+                         dtype_bytes: int = 4) -> int:
+    """The guard's upper bound on one run's peak memory (see TT_UNITS)."""
+    if path not in PATHS or mode not in MODES:
+        raise ValueError(f"path must be one of {PATHS} and mode one of {MODES}, got {path!r}, {mode!r}.")
+    tt = TT_UNITS.get((path, mode), 0) * score_matrix_bytes(T, n_heads=n_heads, batch=batch, dtype_bytes=dtype_bytes)
+    masks = (1 + dtype_bytes) * T * T if path == "materialised" else 0
+    linear = LINEAR_UNITS[mode] * batch * T * d_model * dtype_bytes
+    return tt + masks + linear + SLACK_BYTES
+
+
+def available_memory(device: torch.device) -> tuple[int, str]:
+    """(free bytes, where the number came from): CUDA's free memory, else MemAvailable from /proc/meminfo."""
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free), "free GPU memory (torch.cuda.mem_get_info)"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"
+    except OSError:
+        pass
+    return 4 * 2**30, "a fixed 4 GiB (this system has no /proc/meminfo)"
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return "Apple GPU (MPS)"
+    model = "CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    n = torch.get_num_threads()
+    return f"{model}, {n} thread{'s' if n > 1 else ''}"
+
+
+def fit_slope(Ts: Sequence[int], ys: Sequence[float]) -> float | None:
+    """Least-squares slope of log y on log T; None with fewer than two usable points."""
+    pts = [(math.log(t), math.log(y)) for t, y in zip(Ts, ys) if y is not None and y > 0]
+    if len(pts) < 2:
+        return None
+    x, y = np.array(pts).T  # (n,), (n,)
+    return float(np.polyfit(x, y, 1)[0])
+
+
+# -- one measurement ------------------------------------------------------------------------------------------
+def _make_run(layer: MultiHeadAttention, x: torch.Tensor, path: str, mode: str) -> Callable[[], None]:
+    """A closure running one causal attention layer once; the traced path keeps its T×T internals alive."""
+    trace = path == "materialised"
+
+    def forward() -> None:
+        with torch.no_grad():
+            y, record, _ = layer(x, None, trace=trace, is_causal=True)  # y (B, T, d_model)
+            del y, record
+
+    def forward_backward() -> None:
+        y, record, _ = layer(x, None, trace=trace, is_causal=True)  # y (B, T, d_model)
+        y.sum().backward()
+        del y, record
+        layer.zero_grad(set_to_none=True)  # free this run's gradients inside the run, so that the next
+        x.grad = None                      # run starts from the same memory and frees nothing it did not allocate
+
+    return forward if mode == "forward" else forward_backward
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_ms(run: Callable[[], None], device: torch.device, repeats: int = 3, warmup: int = 1) -> float:
+    """Median wall time in ms of `repeats` runs after `warmup` runs (synchronised on CUDA)."""
+    for _ in range(warmup):
+        run()
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        _sync(device)
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def cpu_peak_bytes(run: Callable[[], None]) -> int:
+    """Peak live bytes allocated by torch on the CPU during run() (see CPU_MEMORY_METHOD)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    os.environ.setdefault("KINETO_LOG_LEVEL", "99")  # kineto otherwise prints two log lines per profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run()
+    events = [(e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    live = peak = 0
+    for _t, nbytes in sorted(events):
+        live += nbytes
+        peak = max(peak, live)
+    return peak
+
+
+def peak_bytes(run: Callable[[], None], device: torch.device) -> int:
+    """Peak memory of one run above what was allocated before it."""
+    if device.type != "cuda":
+        return cpu_peak_bytes(run)
+    _sync(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    run()
+    _sync(device)
+    return max(0, torch.cuda.max_memory_allocated(device) - before)
+
+
+def _is_oom(err: BaseException) -> bool:
+    text = str(err).lower()
+    return isinstance(err, torch.OutOfMemoryError) or "out of memory" in text or "can't allocate" in text
+
+
+def _measure(T: int, path: str, mode: str, ctx: dict[str, Any], skip: str = "") -> CostRow:
+    """One row: skipped (for `skip`, or when the guard says it would not fit), else timed and its peak measured."""
+    device, d_model, n_heads, batch, dtype = (ctx[k] for k in ("device", "d_model", "n_heads", "batch", "dtype"))
+    esize = torch.empty((), dtype=dtype).element_size()
+    predicted = predicted_peak_bytes(path, mode, T, d_model=d_model, n_heads=n_heads, batch=batch,
+                                     dtype_bytes=esize)
+    base = dict(T=T, path=path, mode=mode, predicted_mb=predicted / 2**20)
+    skip = skip or ("would not fit in the memory limit" if predicted > ctx["limit"] else "")
+    if skip:
+        return CostRow(ms=None, peak_mb=None, skipped=skip, **base)
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(d_model, n_heads).to(device=device, dtype=dtype)
+    x = torch.randn(batch, T, d_model, device=device, dtype=dtype, requires_grad=mode != "forward")  # (B, T, C)
+    run = _make_run(layer, x, path, mode)
+    try:
+        ms = time_ms(run, device, repeats=ctx["repeats"])
+        peak = peak_bytes(run, device)
+    except (RuntimeError, torch.OutOfMemoryError) as err:
+        if not _is_oom(err):
+            raise
+        return CostRow(ms=None, peak_mb=None, skipped="ran out of memory", **base)
+    finally:
+        del layer, x, run
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return CostRow(ms=ms, peak_mb=peak / 2**20, **base)
+
+
+# -- the sweep ------------------------------------------------------------------------------------------------
+def _fit_slopes(rows: list[CostRow], modes: Sequence[str], fit_from: int | None) -> list[Slope]:
+    """Slopes over the upper part of the range: T >= fit_from, or the upper half of the measured Ts."""
+    slopes = []
+    for path in PATHS:
+        for mode in modes:
+            done = [r for r in rows if r.path == path and r.mode == mode and not r.skipped]
+            lo = fit_from if fit_from is not None else (done[(len(done) - 1) // 2].T if done else 0)
+            fit = [r for r in done if r.T >= lo]
+            Ts = [r.T for r in fit]
+            slopes.append(Slope(path, mode, fit_slope(Ts, [r.ms for r in fit]),
+                                fit_slope(Ts, [r.peak_mb for r in fit]), tuple(Ts)))
+    return slopes
+
+
+def _memory_limit(device: torch.device, memory_limit_bytes: int | None) -> tuple[int, str]:
+    if memory_limit_bytes is not None:
+        if memory_limit_bytes <= 0:
+            raise ValueError(f"the memory limit must be a positive number of bytes, got {memory_limit_bytes}.")
+        return int(memory_limit_bytes), f"{memory_limit_bytes / 2**20:,.0f} MB, set by the caller"
+    free, source = available_memory(device)
+    limit = int(free * MEMORY_FRACTION)
+    return limit, f"{limit / 2**20:,.0f} MB = {MEMORY_FRACTION:.0%} of {source} ({free / 2**30:.1f} GiB)"
+
+
+def _check_ts(Ts: Sequence[int]) -> tuple[int, ...]:
+    Ts = tuple(sorted(set(int(t) for t in Ts)))
+    if not Ts or Ts[0] < 1:
+        raise ValueError("give at least one sequence length T, each a whole number of at least 1.")
+    return Ts
+
+
+def cost_sweep(
+    Ts: Sequence[int] = DEFAULT_TS,
+    *,
+    d_model: int = 128,
+    n_heads: int = 4,
+    batch: int = 1,
+    device: str | torch.device = "cpu",
+    backward: bool = True,
+    dtype: torch.dtype = torch.float32,
+    repeats: int = 3,
+    memory_limit_bytes: int | None = None,
+    time_budget_s: float | None = None,
+    fit_from: int | None = None,
+    progress: Progress | None = None,
+    stop_event: threading.Event | None = None,
+) -> CostSweep:
+    """Time and peak memory of one causal attention layer (B, T, d_model) against T, for the traced path that
+    materialises the T×T matrix and for F.scaled_dot_product_attention; forward, and forward+backward too when
+    `backward`. A T whose predicted peak exceeds the memory limit (by default half of the free memory) is skipped
+    and so is every point after `time_budget_s` seconds or once `stop_event` is set (then `cancelled`)."""
+    Ts = _check_ts(Ts)
+    if d_model % n_heads:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads}).")
+    dev = device if isinstance(device, torch.device) else resolve_device(device)
+    limit, note = _memory_limit(dev, memory_limit_bytes)
+    modes = MODES if backward else MODES[:1]
+    ctx = dict(device=dev, d_model=d_model, n_heads=n_heads, batch=batch, dtype=dtype, limit=limit,
+               repeats=max(1, repeats))
+    jobs = [(T, path, mode) for T in Ts for mode in modes for path in PATHS]
+    for path in PATHS:  # one untimed point of each path and mode at the smallest T, so that first-call costs
+        for mode in modes:  # (thread pools, lazy kernel choice, the profiler's start-up) miss the first row
+            _measure(Ts[0], path, mode, {**ctx, "repeats": 1})
+    rows: list[CostRow] = []
+    start, cancelled = time.perf_counter(), False
+    for i, (T, path, mode) in enumerate(jobs):
+        cancelled = cancelled or bool(stop_event and stop_event.is_set())
+        late = time_budget_s is not None and time.perf_counter() - start > time_budget_s
+        if progress and not (cancelled or late):
+            progress(i, len(jobs), f"T = {T}: {path}, {mode}")
+        rows.append(_measure(T, path, mode, ctx, "cancelled" if cancelled else "past the time budget" if late else ""))
+    if progress:
+        progress(len(jobs), len(jobs), "done")
+    esize = torch.empty((), dtype=dtype).element_size()
+    tt_mb = tuple(score_matrix_bytes(T, n_heads=n_heads, batch=batch, dtype_bytes=esize) / 2**20 for T in Ts)
+    method = CUDA_MEMORY_METHOD if dev.type == "cuda" else CPU_MEMORY_METHOD
+    return CostSweep(device_name(dev), d_model, n_heads, batch, str(dtype).removeprefix("torch."), Ts, tt_mb, rows,
+                     _fit_slopes(rows, modes, fit_from), limit, note, method, cancelled)
+
+
+# -- the KV cache ----------------------------------------------------------------------------------------------
+def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_k: int, T: int, batch: int = 1, dtype_bytes: int = 2) -> int:
+    """Bytes of a KV cache: a K and a V vector of d_k numbers per layer, KV head, position and sequence."""
+    return 2 * n_layers * n_kv_heads * d_k * T * batch * dtype_bytes
+
+
+@dataclass(frozen=True)
+class KVModel:
+    name: str
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_k: int
+    dtype_bytes: int       # 4 for our float32 models, 2 for fp16/bf16 serving
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class KVRow:
+    model: str
+    T: int
+    n_layers: int
+    n_kv_heads: int
+    d_k: int
+    dtype_bytes: int
+    bytes: int             # kv_cache_bytes(...)
+    per_token_bytes: int   # the same for T = 1
+    score_matrix_bytes: int  # one layer's (1, H, T, T) score matrix at this T, for comparison
+
+
+# Lecture-sized models, the usual published shapes (Llama-2-7B: 32 layers x 32 heads of 128; Llama-3-8B keeps
+# 8 K/V heads for its 32 query heads: grouped-query attention).
+LECTURE_MODELS = (
+    KVModel("lecture-sized (32 layers, 32 heads, d_k 128, fp16)", 32, 32, 32, 128, 2, "Llama-2-7B-shaped"),
+    KVModel("same with 8 K/V heads (GQA, fp16)", 32, 32, 8, 128, 2, "Llama-3-8B-shaped"),
+)
+
+
+def kv_model_from_config(name: str, config: Any, dtype_bytes: int = 4) -> KVModel:
+    """A KVModel from a ModelConfig or its dict (n_kv_heads defaults to n_heads)."""
+    get = config.get if isinstance(config, dict) else (lambda k, d=None: getattr(config, k, d))
+    n_heads, d_model = int(get("n_heads")), int(get("d_model"))
+    n_kv = get("n_kv_heads") or n_heads
+    return KVModel(name, int(get("n_layers")), n_heads, int(n_kv), d_model // n_heads, dtype_bytes,
+                   f"d_model {d_model}, built for T <= {get('max_len', '?')}")
+
+
+def shipped_kv_models(models_dir: str | Path | None = None) -> list[KVModel]:
+    """The shipped checkpoints' shapes, read from their JSON configs (no weights loaded)."""
+    from viz_model import ASSETS_DIR
+
+    folder = Path(models_dir) if models_dir is not None else ASSETS_DIR / "models"
+    models = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            config = json.loads(path.read_text())["config"]
+            models.append(kv_model_from_config(path.stem, config, dtype_bytes=4))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a checkpoint's JSON
+    return models
+
+
+def kv_cache_table(Ts: Sequence[int] = (64, 1024, 4096, 32768), models: Sequence[KVModel] | None = None,
+                   batch: int = 1) -> list[KVRow]:
+    """The cache's size for every model and T: linear in T and in layers, against one layer's T×T scores."""
+    models = list(models) if models is not None else [*shipped_kv_models(), *LECTURE_MODELS]
+    rows = []
+    for m in models:
+        for T in _check_ts(Ts):
+            rows.append(KVRow(
+                m.name, T, m.n_layers, m.n_kv_heads, m.d_k, m.dtype_bytes,
+                kv_cache_bytes(m.n_layers, m.n_kv_heads, m.d_k, T, batch, m.dtype_bytes),
+                kv_cache_bytes(m.n_layers, m.n_kv_heads, m.d_k, 1, 1, m.dtype_bytes),
+                score_matrix_bytes(T, n_heads=m.n_heads, batch=batch, dtype_bytes=m.dtype_bytes),
+            ))
+    return rows
