@@ -26,6 +26,7 @@ browser-deps:
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test: $(STAMP) browser-deps lint
 	$(BIN)/python -m pytest

@@ -56,7 +56,7 @@ probs = data["probs"]  # (L, H, T, T)
 roles = ui.head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
 
 st.subheader("All heads at a glance")
-grid = cache.cached_figure("grid", (tkey, str(roles)), lambda: attention_grid(
+grid = cache.cached("grid", (tkey, str(roles)), lambda: attention_grid(
     probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads", allowed=data["allowed"]))
 chart.show(grid, key="explorer_grid", name="attention_grid")
 if roles is None:
@@ -77,7 +77,7 @@ if roles and roles[layer][head]:
 
 big = probs[layer].mean(0) if average else probs[layer, head]
 title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
-fig = cache.cached_figure("head", (tkey, layer, head, average),
+fig = cache.cached("head", (tkey, layer, head, average),
                        lambda: attention_heatmap(big, tokens, allowed=data["allowed"], title=title))
 chart.show(fig, key="explorer_head_map", name=f"attention_L{layer}_H{'avg' if average else head}")
 err = float(np.abs(big.sum(-1) - 1).max())
@@ -103,7 +103,7 @@ with tab:
     else:
         ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
         uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
-        chart.show(cache.cached_figure("entropy", (tkey, layer, head, average),
+        chart.show(cache.cached("entropy", (tkey, layer, head, average),
                                     lambda: entropy_bars(ent, tokens, max_entropy=uniform)),
                    key="explorer_entropy", name="row_entropy")
         st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "

@@ -68,9 +68,6 @@ show(fig, key="generate_attention", name=f"generation_attention_L{layer}_H{head}
 err = max(abs(float(s.attention[layer, head].sum()) - 1) for s in steps)
 st.success(f"✓ Every row sums to 1 over the prefix (max error {err:.1e}); grey cells did not exist yet.")
 
-# Only the open tab computes (on_change="rerun" gives each tab an .open flag): the server has 2 cores.
-tabs = st.tabs(list(ui.TABS), key="generate_tab", on_change="rerun")
-for tab, render in zip(tabs, ui.TABS.values()):
-    if tab.open:
-        with tab:
-            render(ckpt, enc.ids, settings)
+label, tab = share.tabs(list(ui.TABS), key="generate_tab")  # only the open tab computes
+with tab:
+    ui.TABS[label](ckpt, enc.ids, settings)

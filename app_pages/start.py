@@ -4,15 +4,13 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from viz_model.data import TASK_LABELS
 from viz_model.device import describe
 from viz_model.figures.attention import attention_heatmap
 from viz_model.tokenizer import encode
 from viz_model.ui import chart, share
 from viz_model.ui.sidebar import current_model
 from viz_model.ui.widgets import token_chips, uses_bos
-
-TASK_NAMES = {"lm": "the classroom corpus (next-word prediction)", "induction": "repeated random letters",
-              "copy": "copying letter sequences", "reverse": "reversing letter sequences"}
 
 st.title("Attention Lab")
 st.markdown(
@@ -37,7 +35,7 @@ card = {
 st.dataframe(pd.DataFrame({"": list(card.values())}, index=list(card), dtype=str).T, hide_index=True)
 meta = ckpt.metadata
 if meta.get("heldout_loss") is not None:
-    task = TASK_NAMES.get(meta.get("task"), meta.get("task", "?"))
+    task = TASK_LABELS.get(meta.get("task"), meta.get("task", "?"))
     st.caption(f"Trained for {meta.get('steps', '?')} steps on {task}; "
                f"held-out loss {meta['heldout_loss']:.3f}.")
 

@@ -2,12 +2,10 @@
 
 import streamlit as st
 
-from viz_model.data import probe_text
-from viz_model.figures.train import attention_player
-from viz_model.lessons.train import history, validate
+from viz_model.lessons.train import validate
 from viz_model.runtime import jobs as J
 from viz_model.tokenizer import load_tokenizer
-from viz_model.ui import chart
+from viz_model.ui import share
 from viz_model.ui import train as T
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import JOB_KEY, hold_lease, registry
@@ -96,24 +94,14 @@ progress()
 curves()
 attention()
 
-evolution, forcing, compare, keep = st.tabs(["Attention evolution", "Teacher forcing", "Compare setups",
-                                              "Save / load"])
-with evolution:
-    if job is None or job.result is None:
-        st.caption("Snapshots of the probe's attention appear here once a run has started.")
+TABS = ["Attention evolution", "Teacher forcing", "Compare setups", "Save / load"]
+label, tab = share.tabs(TABS, key="train_tab")  # only the open tab runs
+with tab:
+    if label == TABS[0]:
+        T.evolution_section(job)
+    elif label == TABS[1]:
+        T.teacher_forcing_section(job)
+    elif label == TABS[2]:
+        T.ablation_section(reg, owner, spec, vocab)
     else:
-        h = history(job.events_since())
-        run = job.result
-        if h.snaps:
-            st.caption(f"{len(h.snaps)} snapshots of the probe “{probe_text(run.spec.task)}”: drag the slider "
-                       "or press play. Reload the tab (or any control) to include newer snapshots.")
-            chart.show(attention_player(h.snaps, h.snap_steps, h.tokens),
-                       key="train_player", name="train_attention_evolution")
-        else:
-            st.caption(f"The first snapshot comes at step {run.spec.every}.")
-with forcing:
-    T.teacher_forcing_section(job)
-with compare:
-    T.ablation_section(reg, owner, spec, vocab)
-with keep:
-    T.checkpoint_section(job, owner)
+        T.checkpoint_section(job, owner)

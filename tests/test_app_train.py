@@ -75,11 +75,16 @@ def test_a_started_run_shows_progress_loss_curves_samples_and_finishes(app_test,
     assert values(next(t for t in loss["data"] if t["name"] == "held-out")["x"]) == [10, 20]
     samples = next(d.value for d in at.dataframe if "greedy continuation" in d.value.columns)
     assert list(samples["step"]) == [20, 10]
+    assert not any("p(target)" in d.value.columns for d in at.dataframe)  # only the open tab runs
+    at.session_state["train_tab"] = "Teacher forcing"
+    at.run()
     tf = next(d.value for d in at.dataframe if "p(target)" in d.value.columns)
     assert len(tf) >= 5 and tf["p(target)"].between(0, 1).all()
     assert any("Each row equals running its prefix alone" in s.value for s in at.success)
     assert not at.button(key="train_start").disabled
     # keep it: saved under runs/, selectable in the sidebar, downloadable
+    at.session_state["train_tab"] = "Save / load"
+    at.run()
     at.text_input(key="train_ckpt_name").set_value("my <b>model</b>").run()
     at.button(key="train_save").click().run()
     assert any("Saved as **my-b-model-b**" in s.value for s in at.success)

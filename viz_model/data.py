@@ -22,19 +22,12 @@ from functools import lru_cache
 
 import torch
 
-TASKS = ("lm", "copy", "reverse", "induction")
+from viz_model.lecture import LECTURE_SENTENCES
 
-LECTURE_SENTENCES = (
-    "The cat sat on the mat",
-    "The trophy didn't fit in the suitcase because it was too big",
-    "She gave him the book because he asked for it",
-    "Send the report before the slides",
-    "Send the slides before the report",
-    "please send the report",
-    "The bank by the river",
-    "I like cats",
-    "please send the report today",
-)
+TASKS = ("lm", "copy", "reverse", "induction")
+TASK_LABELS = {"lm": "classroom corpus (language modelling)", "copy": "copy", "reverse": "reverse",
+               "induction": "repeated random sequence (induction)"}
+
 
 # -- pronoun sentences -------------------------------------------------------------------------------
 # noun -> (pronoun class, the verb only this noun does). The verb after the pronoun names the antecedent.

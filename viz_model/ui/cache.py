@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 import torch
 
@@ -14,6 +14,8 @@ from viz_model.attention import LayerTrace
 from viz_model.checkpoint import Checkpoint
 from viz_model.lessons import explorer as lesson
 from viz_model.masks import to_additive
+
+T = TypeVar("T")
 
 
 def model_id(ckpt: Checkpoint) -> str:
@@ -83,13 +85,15 @@ def input_key(*parts) -> str:
     return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
 
 
-@st.cache_resource(max_entries=96, show_spinner=False)
-def _figure(name: str, key: tuple, _build: Callable[[], go.Figure]) -> go.Figure:
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _built(name: str, key: tuple, _build: Callable[[], T]) -> T:
     return _build()
 
 
-def cached_figure(name: str, key: tuple, build: Callable[[], go.Figure]) -> go.Figure:
-    """Build a figure once per exact input (key) for the whole server: 60 students on the same example sentence
-    share it. Safe because st.plotly_chart only reads the figure (it serialises a copy via to_dict).
-    Keep key small (input_key(...) plus a few ints): it is hashed on every rerun."""
-    return _figure(name, key, build)
+def cached(name: str, key: tuple, build: Callable[[], T]) -> T:
+    """Build a figure (or any read-only result: a generation run, a table) once per exact input for the whole
+    server: 60 students on the same example sentence share it. Safe because nothing mutates what it returns
+    (st.plotly_chart serialises a copy of a figure via to_dict). Keep key small (input_key(...) plus a few
+    ints): it is hashed on every rerun. Traced passes use st.cache_data instead (cached_trace), which hands each
+    caller its own copy of the arrays."""
+    return _built(name, key, build)

@@ -13,7 +13,7 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.figures.attention import attention_heatmap
 from viz_model.figures.explorer import matrix_heatmap, query_bars, value_mix
 from viz_model.ui import chart, share
-from viz_model.ui.cache import cached_figure, model_id
+from viz_model.ui.cache import cached, model_id
 from viz_model.ui.widgets import check_line
 
 
@@ -124,7 +124,7 @@ def render_step(i: int, data: dict, checks: dict[str, float], layer: int, head: 
     if i == 0:
         cols = st.columns(3)
         for col, name in zip(cols, ("q", "k", "v")):
-            fig = cached_figure(name, key, lambda n=name: matrix_heatmap(
+            fig = cached(name, key, lambda n=name: matrix_heatmap(
                 data[n][layer, head], tokens, title=n.upper(), value_name=n.upper(), row_title="token",
                 col_title="d_k", show_values=False))
             chart.show(fig, key=f"{prefix}_step_{name}", name=cfg_name, container=col)
@@ -134,7 +134,7 @@ def render_step(i: int, data: dict, checks: dict[str, float], layer: int, head: 
     if i in (1, 2, 3):
         val = {1: s, 2: np.where(allowed, 0.0, -np.inf), 3: np.where(allowed, s, -np.inf)}[i]
         name = {1: "S", 2: "M", 3: "S + M"}[i]
-        fig = cached_figure("step", key, lambda: matrix_heatmap(
+        fig = cached("step", key, lambda: matrix_heatmap(
             val, tokens, tokens, col_tokens=True, allowed=allowed if i != 1 else None, value_name=name,
             col_title="key", title=f"{name}, layer {layer} head {head}"))
         chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
@@ -143,14 +143,14 @@ def render_step(i: int, data: dict, checks: dict[str, float], layer: int, head: 
                                            f"(max error {c['scores']:.1e}).")
         return
     if i == 4:
-        fig = cached_figure("step", key, lambda: attention_heatmap(
+        fig = cached("step", key, lambda: attention_heatmap(
             data["probs"][layer, head], tokens, allowed=allowed, title=f"A, layer {layer} head {head}"))
         chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
         check_line(c["row_sums"] < 1e-5, f"Rows sum to 1, max error {c['row_sums']:.0e}; blocked cells carry "
                                          f"weight {c['masked_weight']:.0e}.")
         return
     if i == 5:
-        fig = cached_figure("step", key, lambda: matrix_heatmap(
+        fig = cached("step", key, lambda: matrix_heatmap(
             data["head_out"][layer, head], tokens, value_name="A·V", row_title="query", col_title="d_k",
             title="head_out = A·V", show_values=False))
         chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
@@ -161,13 +161,13 @@ def render_step(i: int, data: dict, checks: dict[str, float], layer: int, head: 
         concat = np.concatenate(list(data["head_out"][layer]), axis=-1)  # (T, H*d_k)
         d_k = data["head_out"].shape[-1]
         labels = [f"h{j // d_k}:{j % d_k}" for j in range(concat.shape[1])]
-        fig = cached_figure("step", key, lambda: matrix_heatmap(
+        fig = cached("step", key, lambda: matrix_heatmap(
             concat, tokens, labels, value_name="concat", row_title="query", col_title="head:feature",
             title="All heads side by side", show_values=False))
         chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
         st.caption(f"Columns {head * d_k}–{(head + 1) * d_k - 1} are this head's output.")
         return
-    fig = cached_figure("step", key, lambda: matrix_heatmap(
+    fig = cached("step", key, lambda: matrix_heatmap(
         data["attn_out"][layer], tokens, value_name="attn_out", row_title="query", col_title="d_model",
         title="attn_out = concat·W_O + b", show_values=False))
     chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
@@ -184,7 +184,7 @@ def render_query_focus(data: dict, layer: int, head: int, tokens: list[str], pre
     probs = data["probs"][layer, head]
     key = (key, layer, head, qi)
     c1, c2 = st.columns(2)
-    bars = cached_figure("bars", key, lambda: query_bars(probs[qi], tokens, tokens[qi], allowed=data["allowed"][qi]))
+    bars = cached("bars", key, lambda: query_bars(probs[qi], tokens, tokens[qi], allowed=data["allowed"][qi]))
     chart.show(bars, key=f"{prefix}_bars", name=f"query_{qi}", container=c1)
-    chart.show(cached_figure("mix", key, lambda: value_mix(probs[qi], data["v"][layer, head], tokens, tokens[qi])),
+    chart.show(cached("mix", key, lambda: value_mix(probs[qi], data["v"][layer, head], tokens, tokens[qi])),
                key=f"{prefix}_mix", name=f"value_mix_{qi}", container=c2)

@@ -15,6 +15,7 @@ from viz_model.figures import generate as F
 from viz_model.lecture import PROMPTS
 from viz_model.tokenizer import EOS, Encoded, display_token, encode
 from viz_model.ui import share
+from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.widgets import CUSTOM
 
@@ -106,17 +107,6 @@ def controls(cfg, vocab: int) -> Settings:
     return Settings(strategy, max_new, stop_at_eos, seed, step_mode)
 
 
-def _memo(name: str, sig: tuple, fn):
-    """Per-user memo of the latest result of one section (recomputed only when its inputs change)."""
-    key = f"generate_memo_{name}"
-    hit = st.session_state.get(key)
-    if hit is not None and hit[0] == sig:
-        return hit[1]
-    value = fn()
-    st.session_state[key] = (sig, value)
-    return value
-
-
 def _view(step: G.GenStep) -> StepView:
     ids = F.top_candidates(step.probs, step.filtered_probs, step.token_id, TOP_N)
     return StepView(step.position, step.token_id, step.token, step.logprob, [], step.probs[ids].numpy(),
@@ -134,7 +124,8 @@ def full_run(ckpt, ids: list[int], s: Settings) -> list[StepView]:
             v.labels = [_tok(ckpt, int(i)) for i in top]
             views.append(v)
         return views
-    return _memo("run", (id(ckpt.model), tuple(ids), s.strategy, s.max_new, s.seed, s.stop_at_eos), compute)
+    key = input_key(model_id(ckpt), tuple(ids), s.strategy, s.max_new, s.seed, s.stop_at_eos)
+    return cached("generate_run", key, compute)
 
 
 def _tok(ckpt, i: int) -> str:
@@ -204,7 +195,8 @@ def render_cache(ckpt, ids: list[int], s: Settings) -> None:
         scale = max(1.0, runs[False][1].abs().max().item())  # float32 rounding grows with the logits' size
         return runs[True][0] == runs[False][0], diff, scale, runs[True][2], runs[False][2]
 
-    same, diff, scale, ms_on, ms_off = _memo("cache", (id(ckpt.model), tuple(ids), s.strategy, s.seed), compute)
+    key = input_key(model_id(ckpt), tuple(ids), s.strategy, s.seed)
+    same, diff, scale, ms_on, ms_off = cached("generate_cache", key, compute)
     ok = same and diff <= 1e-5 * scale
     (st.success if ok else st.error)(
         f"{'✓' if ok else '✗'} The same {len(ms_on)} tokens with and without the cache; largest logit difference "
@@ -241,8 +233,8 @@ def render_compare(ckpt, ids: list[int], s: Settings) -> None:
                 "distinct-2": G.distinct_n(toks, 2)})
         return pd.DataFrame(rows), pd.DataFrame(summary)
 
-    samples, summary = _memo("compare", (id(ckpt.model), tuple(ids), s.max_new, s.seed, s.stop_at_eos, n_samples),
-                             compute)
+    key = input_key(model_id(ckpt), tuple(ids), s.max_new, s.seed, s.stop_at_eos, n_samples)
+    samples, summary = cached("generate_compare", key, compute)
     st.dataframe(samples, hide_index=True, key="generate_samples_table",
                  column_config={"avg log p": st.column_config.NumberColumn(format="%.2f")})
     c1, c2 = st.columns([2, 3])
@@ -297,7 +289,7 @@ def render_context(ckpt, ids: list[int], s: Settings | None = None) -> None:
     max_len = ckpt.model.config.max_len
     st.markdown(f"This model reads at most **{max_len} tokens**. When the text fills that context, generation "
                 "**stops** with a message. (A sliding window would silently forget the start of the prompt.)")
-    steps = _memo("context", (id(ckpt.model), tuple(ids)), lambda: [
+    steps = cached("generate_context", input_key(model_id(ckpt), tuple(ids)), lambda: [
         (x.position, x.stop_reason) for x in G.generate(ckpt.model, ids, strategy="greedy", max_new_tokens=max_len,
                                                         stop_at_eos=False, attention=False)])
     last, reason = steps[-1]

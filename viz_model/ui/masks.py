@@ -14,7 +14,7 @@ from viz_model.lecture import PAD_BATCH, PERMUTATION
 from viz_model.lessons import masks as lesson
 from viz_model.tokenizer import PAD, encode
 from viz_model.ui import chart
-from viz_model.ui.cache import cached_figure, cached_trace, input_key, mask_bits, model_id
+from viz_model.ui.cache import cached, cached_trace, input_key, mask_bits, model_id
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.widgets import check_line, uses_bos
 
@@ -65,7 +65,7 @@ def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: st
     eff_allowed = data["allowed"]  # what the model really used (empty rows get their own key)
     s, p = data["scores"][layer, head], data["probs"][layer, head]
     key = (input_key(model_id(ckpt), ids, tokens, bits), kind, layer, head)  # figures built once per exact view
-    chart.show(cached_figure("mask_panels", key, lambda: mask_panels(
+    chart.show(cached("mask_panels", key, lambda: mask_panels(
         eff_allowed, s, p, tokens, title=f"{GALLERY[kind]} mask, layer {layer} head {head}")),
                key="masks_panels", name=f"mask_{kind}_L{layer}_H{head}")
     if (eff_allowed != allowed).any():
@@ -80,7 +80,7 @@ def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: st
 def render_additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[str], key: tuple) -> None:
     st.subheader("Why add −∞ instead of multiplying by 0?")
     eff = lesson.mask_effects(torch.from_numpy(scores), torch.from_numpy(allowed))
-    chart.show(cached_figure("row_sums", key, lambda: row_sum_bars(eff.row_sums, eff.row_sums_multiplied, tokens)),
+    chart.show(cached("row_sums", key, lambda: row_sum_bars(eff.row_sums, eff.row_sums_multiplied, tokens)),
                key="masks_rowsums", name="row_sums_additive_vs_multiply")
     add_err = float((eff.row_sums - 1).abs().max())
     mul_min = float(eff.row_sums_multiplied.min())

@@ -11,7 +11,7 @@ import streamlit as st
 from viz_model.config import POS_ENCODINGS
 from viz_model.data import TASK_LABELS, probe_text
 from viz_model.device import available_devices
-from viz_model.figures.train import attention_now, loss_curves, lr_curve, role_timeline
+from viz_model.figures.train import attention_now, attention_player, loss_curves, lr_curve, role_timeline
 from viz_model.lessons.train import (
     TrainSpec,
     ablation_specs,
@@ -122,6 +122,21 @@ def live_attention(job) -> None:
                    key="train_roles", name="train_roles", container=d2, exports=False)
     if h.samples:
         st.dataframe(pd.DataFrame(h.samples[::-1][:12]), hide_index=True, key="train_samples")
+
+
+def evolution_section(job) -> None:
+    """The probe's attention at every snapshot so far, as a player (slider + play)."""
+    if job is None or job.result is None:
+        st.caption("Snapshots of the probe's attention appear here once a run has started.")
+        return
+    h = history(job.events_since())
+    run = job.result
+    if not h.snaps:
+        st.caption(f"The first snapshot comes at step {run.spec.every}.")
+        return
+    st.caption(f"{len(h.snaps)} snapshots of the probe “{probe_text(run.spec.task)}”: drag the slider "
+               "or press play. Reload the tab (or any control) to include newer snapshots.")
+    chart.show(attention_player(h.snaps, h.snap_steps, h.tokens), key="train_player", name="train_attention_evolution")
 
 
 def teacher_forcing_section(job) -> None:

@@ -1,0 +1,33 @@
+"""The layer rule is checked by import-linter (`make lint`); this test only keeps its lists complete: every core
+module of viz_model must be named in the contracts, or the tool would silently not check it."""
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def contracts() -> list[dict]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+
+
+def core_modules() -> set[str]:
+    return {f"viz_model.{p.stem}" for p in (ROOT / "viz_model").glob("*.py") if p.stem != "__init__"}
+
+
+def test_every_core_module_is_in_the_bottom_layer():
+    layers = next(c for c in contracts() if c["type"] == "layers")["layers"]
+    bottom = {m.strip() for m in layers[-1].split(":")}
+    assert core_modules() <= bottom, f"add to the core layer: {sorted(core_modules() - bottom)}"
+
+
+def test_every_core_module_is_forbidden_streamlit_and_plotly():
+    forbidden = next(c for c in contracts() if c["name"].startswith("Core and lessons"))
+    assert set(forbidden["forbidden_modules"]) == {"streamlit", "plotly"}
+    assert core_modules() | {"viz_model.lessons"} <= set(forbidden["source_modules"])
+
+
+def test_every_subpackage_has_its_layer():
+    layers = " ".join(next(c for c in contracts() if c["type"] == "layers")["layers"])
+    subpackages = {f"viz_model.{p.parent.name}" for p in (ROOT / "viz_model").glob("*/__init__.py")}
+    assert all(s in layers for s in subpackages), sorted(s for s in subpackages if s not in layers)
