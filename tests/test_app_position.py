@@ -6,6 +6,8 @@ import json
 import numpy as np
 import pytest
 
+from viz_model import rope
+
 
 def chart(at, key):
     return json.loads(at.get_by_key(key).proto.spec)
@@ -164,6 +166,17 @@ def test_rope_bad_llama3_parameters_give_a_message(rope_page):
     assert any("high_freq_factor > low_freq_factor" in w.value for w in at.warning)
     at.number_input(key="rope_ext_lo").set_value(1.0)
     at.number_input(key="rope_ext_hi").set_value(4.0).run()
+
+
+def test_rope_zero_beta_names_yarn_and_keeps_every_other_method(rope_page):
+    at = open_tab(rope_page, "rope_tab", "Context extension")
+    at.number_input(key="rope_ext_bf").set_value(0.0).run()
+    assert not at.exception
+    assert any("YaRN" in w.value and "'beta_fast' must be > 0" in w.value for w in at.warning)
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    ratios = next(f for f in specs if "θ′/θ per pair" in f["layout"]["title"]["text"])
+    names = {t["name"] for t in ratios["data"]}
+    assert len(names) == len(rope.ROPE_INIT_FUNCTIONS) - 1 and not any("YaRN" in n for n in names)
 
 
 def test_editing_q_changes_the_rotated_values(rope_page):

@@ -137,29 +137,44 @@ ROPE_SCALING_LABELS = {
     "llama3": "Llama 3.1",
 }
 
-# Parameters per type: name -> (required, default, lower bound).
-_PARAMS: dict[str, dict[str, tuple[bool, Any, float]]] = {
+# Parameters per type: name -> (required, default, lower bound, whether the bound itself is allowed).
+# Zero is never a valid beta, low_freq_factor or attention_factor: it divides by zero (yarn_correction_dim's log,
+# Llama 3's L / low_freq_factor) or zeroes every q and k.
+_PARAMS: dict[str, dict[str, tuple[bool, Any, float, bool]]] = {
     "none": {},
-    "linear": {"factor": (True, None, 1.0)},
-    "ntk": {"factor": (True, None, 1.0)},
-    "dynamic": {"factor": (True, None, 1.0), "original_max_position_embeddings": (True, None, 1)},
+    "linear": {"factor": (True, None, 1.0, True)},
+    "ntk": {"factor": (True, None, 1.0, True)},
+    "dynamic": {"factor": (True, None, 1.0, True), "original_max_position_embeddings": (True, None, 1, True)},
     "yarn": {
-        "factor": (True, None, 1.0),
-        "original_max_position_embeddings": (True, None, 1),
-        "beta_fast": (False, 32.0, 0.0),
-        "beta_slow": (False, 1.0, 0.0),
-        "attention_factor": (False, None, 0.0),
-        "mscale": (False, None, 0.0),
-        "mscale_all_dim": (False, None, 0.0),
-        "truncate": (False, True, 0),
+        "factor": (True, None, 1.0, True),
+        "original_max_position_embeddings": (True, None, 1, True),
+        "beta_fast": (False, 32.0, 0.0, False),
+        "beta_slow": (False, 1.0, 0.0, False),
+        "attention_factor": (False, None, 0.0, False),
+        "mscale": (False, None, 0.0, True),
+        "mscale_all_dim": (False, None, 0.0, True),
+        "truncate": (False, True, 0, True),
     },
     "llama3": {
-        "factor": (True, None, 1.0),
-        "original_max_position_embeddings": (True, None, 1),
-        "low_freq_factor": (False, 1.0, 0.0),
-        "high_freq_factor": (False, 4.0, 0.0),
+        "factor": (True, None, 1.0, True),
+        "original_max_position_embeddings": (True, None, 1, True),
+        "low_freq_factor": (False, 1.0, 0.0, False),
+        "high_freq_factor": (False, 4.0, 0.0, False),
     },
 }
+
+
+def _check_param(name: str, value: Any, lower: float, inclusive: bool) -> int | float:
+    """One scaling parameter as a clean number, or a ValueError that says what is allowed."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"'{name}' must be a number, got {value!r}.")
+    if name == "original_max_position_embeddings":
+        if value < lower or value != int(value):
+            raise ValueError(f"'{name}' must be a whole number >= {lower}, got {value}.")
+        return int(value)
+    if value < lower or (value == lower and not inclusive):
+        raise ValueError(f"'{name}' must be {'>=' if inclusive else '>'} {lower:g}, got {value:g}.")
+    return float(value)
 
 
 def validate_scaling(scaling: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -177,7 +192,7 @@ def validate_scaling(scaling: dict[str, Any] | None) -> dict[str, Any] | None:
     if unknown:
         raise ValueError(f"RoPE scaling '{kind}' does not take {', '.join(unknown)}.")
     clean: dict[str, Any] = {"type": kind}
-    for name, (required, default, lower) in spec.items():
+    for name, (required, default, lower, inclusive) in spec.items():
         value = scaling.get(name, default)
         if value is None:
             if required:
@@ -186,11 +201,7 @@ def validate_scaling(scaling: dict[str, Any] | None) -> dict[str, Any] | None:
         if name == "truncate":
             clean[name] = bool(value)
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"'{name}' must be a number, got {value!r}.")
-        if value < lower or (name == "original_max_position_embeddings" and value != int(value)):
-            raise ValueError(f"'{name}' must be {'a whole number ' if lower == 1 else ''}>= {lower}, got {value}.")
-        clean[name] = int(value) if name == "original_max_position_embeddings" else float(value)
+        clean[name] = _check_param(name, value, lower, inclusive)
     if kind == "llama3" and clean["high_freq_factor"] <= clean["low_freq_factor"]:
         raise ValueError("Llama 3 scaling needs high_freq_factor > low_freq_factor.")
     return clean

@@ -119,14 +119,30 @@ def scaling_for(method: str, factor: float, original_len: int, extra: dict | Non
     return rope.validate_scaling(spec)
 
 
+def scaling_problems(original_len: int, target_len: int, extra: dict | None = None) -> dict[str, str]:
+    """method -> why its parameters are invalid, for the methods that cannot run with these settings."""
+    problems = {}
+    for method in rope.ROPE_INIT_FUNCTIONS:
+        try:
+            scaling_for(method, target_len / original_len, original_len, extra)
+        except ValueError as err:
+            problems[method] = str(err)
+    return problems
+
+
 def scaling_table(d_k: int, base: float, original_len: int, target_len: int, extra: dict | None = None
                   ) -> dict[str, tuple[np.ndarray, float]]:
-    """method -> (theta'/theta per pair, attention factor) at the target length, for every registry entry."""
+    """method -> (theta'/theta per pair, attention factor) at the target length, for every registry entry whose
+    parameters are valid (scaling_problems names the others): one bad method's parameters hide no other method."""
     factor = target_len / original_len
     theta = rope.default_inv_freq(d_k, base)
     out = {}
     for method in rope.ROPE_INIT_FUNCTIONS:
-        freqs, att = rope.inv_freq(d_k, base, scaling_for(method, factor, original_len, extra), seq_len=target_len)
+        try:
+            scaling = scaling_for(method, factor, original_len, extra)
+        except ValueError:
+            continue
+        freqs, att = rope.inv_freq(d_k, base, scaling, seq_len=target_len)
         out[method] = ((freqs / theta).numpy(), att)
     return out
 

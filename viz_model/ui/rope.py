@@ -172,18 +172,19 @@ def context_extension(default_len: int) -> None:
         st.warning(f"The target length L′ = {Lp:,} is shorter than the training length L = {L:,}: there is "
                    "nothing to extend. Choose L′ ≥ L.")
         return
-    try:
-        table = lesson.scaling_table(d_k, base, L, Lp, extra)
-    except ValueError as err:
-        st.warning(f"These settings are not valid for this method: {err}")
-        return
+    table, problems = lesson.scaling_table(d_k, base, L, Lp, extra), lesson.scaling_problems(L, Lp, extra)
+    for bad, why in problems.items():  # one bad method's parameters hide no other method
+        st.warning(f"{labels[bad]} cannot run with these parameters: {why}")
     theta = rope.default_inv_freq(d_k, base).numpy()
-    ratio, att = table[method]
     left, right = st.columns(2)
     with left:
         ratios = {m: r for m, (r, _) in table.items()}
-        show(rfigs.frequency_ratios(ratios, labels, method, f"θ′/θ per pair, s = L′/L = {Lp / L:g}"),
+        show(rfigs.frequency_ratios(ratios, labels, method if method in table else "none",
+                                    f"θ′/θ per pair, s = L′/L = {Lp / L:g}"),
              key="rope_ratios", name="rope_scaling_ratios")
+    if method not in table:
+        return
+    ratio, att = table[method]
     seen, needed = lesson.angle_coverage(theta, theta * ratio, L, Lp)
     with right:
         show(rfigs.angle_coverage(seen, needed, f"{labels[method]}: angles at L′ vs training"),
