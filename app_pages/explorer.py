@@ -97,9 +97,9 @@ with tab:
                                     format_func=lambda i: steps[i].title.split(". ")[1])
         if step is not None:
             st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")
-            ui.render_step(step, data, chk, layer, head, tokens, "explorer", tkey)
+            ui.pipeline_step(step, data, chk, layer, head, tokens, "explorer", tkey)
     elif label == "Query focus":
-        ui.render_query_focus(data, layer, head, tokens, "explorer", tkey)
+        ui.query_focus(data, layer, head, tokens, "explorer", tkey)
     else:
         ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
         uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))

@@ -36,7 +36,7 @@ def gallery() -> None:
     if kind not in (model_mask, "padding"):
         st.caption(f"This model was trained with a {model_mask} mask; under another mask it runs off-distribution. "
                    "The mask mechanics (exact zeros, rows summing to 1) hold for any mask.")
-    ui.render_gallery(ckpt, ids, tokens, kind, allowed, layer, head)
+    ui.gallery(ckpt, ids, tokens, kind, allowed, layer, head)
 
 
 gallery()
@@ -46,7 +46,7 @@ def padding() -> None:
     st.subheader("Padding: a batch of unequal sentences")
     st.markdown(f"The lecture's batch: *{ui.PAD_BATCH[0]}* and *{ui.PAD_BATCH[1]}*. The short sentence is filled "
                 "with `<pad>`; the **key mask** hides pads from every query and the **loss mask** drops pad targets.")
-    ui.render_padding(ckpt)
+    ui.padding(ckpt)
 
 
 def causal_vs_sequential() -> None:
@@ -54,7 +54,7 @@ def causal_vs_sequential() -> None:
     st.markdown("Training runs the whole sentence **once**. The causal mask makes position *t* blind to later "
                 "tokens, so its output equals running the prefix 0..*t* alone. Measured: the sentence once, then "
                 "each prefix separately.")
-    ui.render_prefix(ckpt, ids, tokens)
+    ui.prefix_runs(ckpt, ids, tokens)
 
 
 def dependency_map() -> None:
@@ -63,7 +63,7 @@ def dependency_map() -> None:
                 "Each cell is the Jacobian norm ‖∂h_t/∂e_s‖ computed by autograd through the whole model.")
     if T > ui.MAX_DEP_T:
         st.info(f"The dependency map uses the first {ui.MAX_DEP_T} tokens (one backward pass per output number).")
-    ui.render_dependency(ckpt, ids, tokens)
+    ui.dependency(ckpt, ids, tokens)
 
 
 def mask_vs_position() -> None:
@@ -71,13 +71,13 @@ def mask_vs_position() -> None:
     st.markdown(f"*{ui.PERMUTATION[0]}* vs *{ui.PERMUTATION[1]}*: the same tokens in another order. Distance "
                 "between the final vectors of **report** in the two sentences, for models with each kind of "
                 "position signal.")
-    ui.render_permutation()
+    ui.permutation()
 
 
 # Each claim in its own tab; only the open one runs (the prefix runs and the Jacobian are not recomputed for tabs
 # nobody is looking at).
 TABS = {"Padding": padding, "Causal ≠ sequential": causal_vs_sequential, "Dependency map": dependency_map,
-        "Mask vs position": mask_vs_position, "Check yourself": ui.render_quiz}
+        "Mask vs position": mask_vs_position, "Check yourself": ui.quiz}
 st.header("What a mask does, and what it does not")
 label, tab = share.tabs(list(TABS), key="masks_tab")
 with tab:

@@ -24,10 +24,10 @@ base = c3.select_slider("base", BASES, value=10000.0, key="sinusoidal_base",
 
 # Only the open tab runs; each tab is a fragment: its own sliders rerun that tab only, the three above the page.
 TABS = {
-    "Curves": lambda: sections.curves_tab(d, n_pos, base),
-    "Table & binary analogy": lambda: sections.table_tab(d, n_pos, base),
-    "Shift matrix M_k": lambda: sections.shift_tab(d, n_pos, base),
-    "Similarity": lambda: sections.similarity_tab(d, n_pos, base),
+    "Curves": lambda: sections.curves(d, n_pos, base),
+    "Table & binary analogy": lambda: sections.table_and_bits(d, n_pos, base),
+    "Shift matrix M_k": lambda: sections.shift(d, n_pos, base),
+    "Similarity": lambda: sections.similarity(d, n_pos, base),
     "Inside the model": lambda: (sections.same_token_two_positions(), sections.learned_vs_sinusoidal()),
 }
 label, tab = share.tabs(list(TABS), key="sinusoidal_tab")

@@ -68,7 +68,7 @@ def progress() -> None:
                 "suddenly learning to look back, with a matching drop in the loss.")
         return
     with guard("the progress"):  # fragment reruns bypass app.py's guard
-        T.status_line(j, reg)
+        T.status(j, reg)
     if st.session_state.get(T.WAS_ACTIVE_KEY) and not j.active:
         st.session_state[T.WAS_ACTIVE_KEY] = False
         st.rerun()  # full rerun: stops the timers and enables the controls
@@ -79,7 +79,7 @@ def curves() -> None:
     j = reg.get(st.session_state.get(JOB_KEY))
     if j is not None:
         with guard("the loss curves"):
-            T.live_curves(j)
+            T.curves(j)
 
 
 @st.fragment(run_every=5.0 if active else None)
@@ -87,7 +87,7 @@ def attention() -> None:  # snapshots arrive every N steps: a slower timer is en
     j = reg.get(st.session_state.get(JOB_KEY))
     if j is not None:
         with guard("the attention views"):
-            T.live_attention(j)
+            T.attention(j)
 
 
 progress()
@@ -98,10 +98,10 @@ TABS = ["Attention evolution", "Teacher forcing", "Compare setups", "Save / load
 label, tab = share.tabs(TABS, key="train_tab")  # only the open tab runs
 with tab:
     if label == TABS[0]:
-        T.evolution_section(job)
+        T.evolution(job)
     elif label == TABS[1]:
-        T.teacher_forcing_section(job)
+        T.teacher_forcing(job)
     elif label == TABS[2]:
-        T.ablation_section(reg, owner, spec, vocab)
+        T.ablation(reg, owner, spec, vocab)
     else:
-        T.checkpoint_section(job, owner)
+        T.checkpoints(job, owner)

@@ -144,6 +144,18 @@ def _context_error(n: int, max_len: int) -> ValueError:
                       f"shorten the prompt to at most {max_len - 1} tokens to leave room for a new one.")
 
 
+def _check_request(model: TinyTransformer, prompt: list[int], max_new_tokens: int) -> None:
+    """A sentence for every request generate() cannot serve."""
+    if not prompt:
+        raise ValueError("the prompt has no tokens; type at least one word.")
+    if len(prompt) >= model.config.max_len:
+        raise _context_error(len(prompt), model.config.max_len)
+    if not model.config.causal:
+        raise ValueError("this model attends in both directions (an encoder); it cannot generate left to right.")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}.")
+
+
 def generate(
     model: TinyTransformer,
     ids: Sequence[int] | torch.Tensor,
@@ -161,14 +173,7 @@ def generate(
     s = as_sampling(strategy)
     prompt = [int(i) for i in (ids.flatten().tolist() if torch.is_tensor(ids) else ids)]
     max_len = model.config.max_len
-    if not prompt:
-        raise ValueError("the prompt has no tokens; type at least one word.")
-    if len(prompt) >= max_len:
-        raise _context_error(len(prompt), max_len)
-    if not model.config.causal:
-        raise ValueError("this model attends in both directions (an encoder); it cannot generate left to right.")
-    if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}.")
+    _check_request(model, prompt, max_new_tokens)
     if eos_id is None:
         eos_id = tokenizer.token_to_id("<eos>") if tokenizer is not None else EOS_ID
     gen = torch.Generator(device="cpu").manual_seed(int(seed))

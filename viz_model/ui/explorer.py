@@ -112,15 +112,12 @@ def pipeline_table(steps: list[Step], errors: list[float | None]) -> pa.Table:
                      "recomputed, max error": ["—" if e is None else f"{e:.1e}" for e in errors]})
 
 
-def render_step(i: int, data: dict, checks: dict[str, float], layer: int, head: int, tokens: list[str], prefix: str,
+def pipeline_step(i: int, data: dict, checks: dict[str, float], layer: int, head: int, tokens: list[str], prefix: str,
                 key: str) -> None:
     """Draw pipeline step i (0-based) for one head, with its live check (checks: cached_checks of this layer);
     figures cached per exact input. key: input_key(...) of everything data and tokens were computed from."""
-    key = (key, i, layer, head)
-    c = checks
-    allowed = data["allowed"]
+    key, c, allowed, s = (key, i, layer, head), checks, data["allowed"], data["scores"][layer, head]
     cfg_name = f"pipeline_step{i + 1}_L{layer}_H{head}"
-    s = data["scores"][layer, head]
     if i == 0:
         cols = st.columns(3)
         for col, name in zip(cols, ("q", "k", "v")):
@@ -175,9 +172,9 @@ def render_step(i: int, data: dict, checks: dict[str, float], layer: int, head: 
                                      f"(max error {c['attn_out']:.1e}).")
 
 
-def render_query_focus(data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: str) -> None:
+def query_focus(data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: str) -> None:
     """Pick a query token: its attention row as bars and the value vectors it mixes (this head); key as in
-    render_step."""
+    pipeline_step."""
     labels = [f"{i} {t}" for i, t in enumerate(tokens)]
     qi = st.selectbox("Query token", range(len(tokens)), format_func=lambda i: labels[i],
                       index=len(tokens) - 1, key=f"{prefix}_query")

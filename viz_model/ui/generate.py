@@ -177,7 +177,7 @@ def _steps(ckpt, ids, s: Settings, **kw) -> list[G.GenStep]:
     return list(G.generate(ckpt.model, ids, **{**args, **kw}))
 
 
-def render_cache(ckpt, ids: list[int], s: Settings) -> None:
+def kv_cache(ckpt, ids: list[int], s: Settings) -> None:
     """Same tokens and logits with and without the cache; per-token latency as the sequence grows."""
     st.markdown("The keys and values of earlier tokens never change (the mask stops them looking ahead), so "
                 "they can be **stored** and reused: each new step computes only the new token. Measured here from "
@@ -213,7 +213,7 @@ def render_cache(ckpt, ids: list[int], s: Settings) -> None:
                "and value are computed and the stored ones are reused. `bench/bench_generate.py` measures 512 tokens.")
 
 
-def render_compare(ckpt, ids: list[int], s: Settings) -> None:
+def strategy_comparison(ckpt, ids: list[int], s: Settings) -> None:
     st.markdown("Several samples from your prompt at a few temperatures (no top-k/top-p), scored by the model's own "
                 "average log-probability and by diversity (distinct n-grams across the samples).")
     n_samples = st.slider("Samples per strategy", 1, 5, 3, key="generate_samples")
@@ -247,7 +247,7 @@ def render_compare(ckpt, ids: list[int], s: Settings) -> None:
                "temperature: more diverse, less likely text. Greedy is one sample: it is deterministic.")
 
 
-def render_teacher(ckpt, ids: list[int] | None = None, s: Settings | None = None) -> None:
+def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = None) -> None:
     st.markdown("**Teacher forcing** scores a given sentence with the *true* prefix at every position, all "
                 "positions in one pass. **Free running** lets the model continue from the same context on its own.")
     text = st.text_input("Sentence", "please send the report", key="generate_tf_text", max_chars=500)
@@ -285,7 +285,7 @@ def render_teacher(ckpt, ids: list[int] | None = None, s: Settings | None = None
                "generation must run free, so an early mistake changes everything after it.")
 
 
-def render_context(ckpt, ids: list[int], s: Settings | None = None) -> None:
+def context_window(ckpt, ids: list[int], s: Settings | None = None) -> None:
     max_len = ckpt.model.config.max_len
     st.markdown(f"This model reads at most **{max_len} tokens**. When the text fills that context, generation "
                 "**stops** with a message. (A sliding window would silently forget the start of the prompt.)")
@@ -300,5 +300,5 @@ def render_context(ckpt, ids: list[int], s: Settings | None = None) -> None:
                                      f"(positions 0..{max_len - 1} = {max_len} tokens, the model's context).")
 
 
-TABS = {"KV cache": render_cache, "Compare strategies": render_compare,
-        "Teacher forcing vs free running": render_teacher, "Context limit": render_context}
+TABS = {"KV cache": kv_cache, "Compare strategies": strategy_comparison,
+        "Teacher forcing vs free running": teacher_forcing, "Context limit": context_window}

@@ -57,7 +57,7 @@ def custom_editor(T: int, prefix: str) -> np.ndarray:
     return edited.to_numpy(dtype=bool)
 
 
-def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: str, allowed: np.ndarray,
+def gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: str, allowed: np.ndarray,
                    layer: int, head: int) -> None:
     """Run the live model under the mask; the four panels; ✓ on blocked weight and row sums."""
     bits = mask_bits(allowed)
@@ -74,10 +74,10 @@ def render_gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: st
     rows = float(np.abs(p.sum(-1) - 1).max())
     check_line(blocked == 0.0 and rows < 1e-5, f"Blocked cells get weight exactly {blocked:g}; every row still "
                                                f"sums to 1 (max error {rows:.0e}).")
-    render_additive_vs_multiply(s, eff_allowed, tokens, key)
+    additive_vs_multiply(s, eff_allowed, tokens, key)
 
 
-def render_additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[str], key: tuple) -> None:
+def additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[str], key: tuple) -> None:
     st.subheader("Why add −∞ instead of multiplying by 0?")
     eff = lesson.mask_effects(torch.from_numpy(scores), torch.from_numpy(allowed))
     chart.show(cached("row_sums", key, lambda: row_sum_bars(eff.row_sums, eff.row_sums_multiplied, tokens)),
@@ -95,7 +95,7 @@ def render_additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens:
                           "is simply lost.")
 
 
-def render_padding(ckpt: Checkpoint) -> None:
+def padding(ckpt: Checkpoint) -> None:
     tok, model = ckpt.tokenizer, ckpt.model
     encs = [encode(tok, s, bos=uses_bos(ckpt)) for s in PAD_BATCH]
     T = max(len(e.ids) for e in encs)
@@ -129,7 +129,7 @@ def cached_prefix(_model, model_key: str, ids: tuple[int, ...], masked: bool) ->
     return lesson.prefix_check(_model, list(ids), mask).numpy()
 
 
-def render_prefix(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
+def prefix_runs(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
     causal = cached_prefix(ckpt.model, model_id(ckpt), tuple(ids), True)
     free = cached_prefix(ckpt.model, model_id(ckpt), tuple(ids), False)
     st.dataframe(pd.DataFrame({"position": range(len(ids)), "token": tokens,
@@ -154,7 +154,7 @@ def cached_dependency(_model, model_key: str, ids: tuple[int, ...], masked: bool
     return lesson.dependency_map(_model, list(ids), mask.tril() if masked else mask).numpy()
 
 
-def render_dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
+def dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
     ids, tokens = ids[:MAX_DEP_T], tokens[:MAX_DEP_T]
     c1, c2 = st.columns(2)
     for col, masked, name in ((c1, True, "causal mask"), (c2, False, "no mask")):
@@ -179,7 +179,7 @@ def cached_permutation(_ckpt: Checkpoint, model_key: str, masked: bool) -> float
     return lesson.permutation_distances(_ckpt.model, a, b, attn_mask=masked)[i].item()
 
 
-def render_permutation() -> None:
+def permutation() -> None:
     available = {e.key for e in available_models()}
     rows = []
     for key in POSITION_MODELS:
@@ -218,7 +218,7 @@ QUIZ = [
 ]
 
 
-def render_quiz() -> None:
+def quiz() -> None:
     for n, (question, options, right, why) in enumerate(QUIZ):
         with st.container(border=True):
             choice = st.radio(question, options, index=None, key=f"masks_quiz_{n}")

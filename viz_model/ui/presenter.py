@@ -18,7 +18,7 @@ def presenter_on() -> bool:
     return bool(st.session_state.get(PRESENTER_KEY, False))
 
 
-def render_toggle() -> None:
+def toggle() -> None:
     """In the shared sidebar; the key is rendered on every page, so the choice survives navigation."""
     st.toggle("Presenter mode", key=PRESENTER_KEY,
               help="Larger fonts and lines, high-contrast colour-blind-safe colours, less chrome: for a projector.")

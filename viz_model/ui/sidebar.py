@@ -29,7 +29,7 @@ def render() -> None:
             st.session_state[DEVICE_KEY] = "auto"
         st.selectbox("Device", devices, key=DEVICE_KEY,
                      format_func=lambda d: f"auto → {describe(resolve_device('auto'))}" if d == "auto" else d)
-        presenter.render_toggle()
+        presenter.toggle()
     presenter.apply()
 
 

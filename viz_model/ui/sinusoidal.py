@@ -76,7 +76,7 @@ def learned_vs_sinusoidal() -> None:
 
 # -- sinusoidal page tabs -------------------------------------------------------------------------------
 @section("the curves view")
-def curves_tab(d: int, n_pos: int, base: float) -> None:
+def curves(d: int, n_pos: int, base: float) -> None:
     pe = table(n_pos, d, base)
     default_dims = [j for j in (0, 1, 2, 3, d // 2, d - 2) if j < d]
     dims = st.multiselect("dimensions to plot", list(range(d)), default=sorted(set(default_dims)),
@@ -95,7 +95,7 @@ def curves_tab(d: int, n_pos: int, base: float) -> None:
 
 
 @section("the table view")
-def table_tab(d: int, n_pos: int, base: float) -> None:
+def table_and_bits(d: int, n_pos: int, base: float) -> None:
     pe = table(n_pos, d, base)
     pi, di = lesson.decimate(n_pos, 256), lesson.decimate(d, 256)
     note = "" if len(pi) == n_pos and len(di) == d else f" (every {n_pos // len(pi)}th position / dimension shown)"
@@ -110,7 +110,7 @@ def table_tab(d: int, n_pos: int, base: float) -> None:
 
 
 @section("the shift view")
-def shift_tab(d: int, n_pos: int, base: float) -> None:
+def shift(d: int, n_pos: int, base: float) -> None:
     k = st.slider("shift k", 1, 64, 3, key="sinusoidal_k")
     n_show = min(d, 8)
     M = shift_matrix(d, k, base).numpy()
@@ -129,7 +129,7 @@ def shift_tab(d: int, n_pos: int, base: float) -> None:
 
 
 @section("the similarity view")
-def similarity_tab(d: int, n_pos: int, base: float) -> None:
+def similarity(d: int, n_pos: int, base: float) -> None:
     pe = table(n_pos, d, base)
     si = lesson.decimate(n_pos, 256)
     left, right = st.columns(2)

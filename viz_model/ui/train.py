@@ -12,15 +12,8 @@ from viz_model.config import POS_ENCODINGS
 from viz_model.data import TASK_LABELS, probe_text
 from viz_model.device import available_devices
 from viz_model.figures.train import attention_now, attention_player, loss_curves, lr_curve, role_timeline
-from viz_model.lessons.train import (
-    TrainSpec,
-    ablation_specs,
-    history,
-    mask_demo,
-    prefix_check,
-    teacher_forcing,
-    validate,
-)
+from viz_model.lessons import train as lesson
+from viz_model.lessons.train import TrainSpec, ablation_specs, history, mask_demo, prefix_check, validate
 from viz_model.runtime import jobs as J
 from viz_model.runtime.runs import checkpoint_zip, import_upload, model_key, runs_dir, safe_name, save_run
 from viz_model.runtime.train_process import make_events
@@ -69,7 +62,7 @@ def start_run(reg, owner: str, spec: TrainSpec, vocab_size: int) -> str:
     return job.id
 
 
-def status_line(job, reg) -> None:
+def status(job, reg) -> None:
     """Progress bar with step/total, ETA, tokens/s, queue position, and the job's message."""
 
 
@@ -93,7 +86,7 @@ def status_line(job, reg) -> None:
         st.success(f"Finished {job.step:,} steps in {job.runtime():.0f} s ({job.steps_per_second():.1f} steps/s).")
 
 
-def live_curves(job) -> None:
+def curves(job) -> None:
     """Loss (train + held-out) and the learning-rate schedule."""
     h = history(job.events_since())
     if not h.steps:
@@ -107,7 +100,7 @@ def live_curves(job) -> None:
                key="train_lr_chart", name="train_lr", container=c2, exports=False)
 
 
-def live_attention(job) -> None:
+def attention(job) -> None:
     """The latest probe attention, per-head role scores over time, and the greedy samples so far."""
 
 
@@ -124,7 +117,7 @@ def live_attention(job) -> None:
         st.dataframe(pd.DataFrame(h.samples[::-1][:12]), hide_index=True, key="train_samples")
 
 
-def evolution_section(job) -> None:
+def evolution(job) -> None:
     """The probe's attention at every snapshot so far, as a player (slider + play)."""
     if job is None or job.result is None:
         st.caption("Snapshots of the probe's attention appear here once a run has started.")
@@ -139,7 +132,7 @@ def evolution_section(job) -> None:
     chart.show(attention_player(h.snaps, h.snap_steps, h.tokens), key="train_player", name="train_attention_evolution")
 
 
-def teacher_forcing_section(job) -> None:
+def teacher_forcing(job) -> None:
 
     st.markdown("One forward pass over a sentence gives a prediction at **every** position at once: the causal "
                 "mask only restricts what each position may read.")
@@ -153,7 +146,7 @@ def teacher_forcing_section(job) -> None:
         st.info("Start a run first: the table uses the model being trained.")
         return
     with job.model_lock:  # the worker mutates the model between steps; read a consistent copy
-        rows = teacher_forcing(run.model, run.tok, text)
+        rows = lesson.teacher_forcing(run.model, run.tok, text)
         err = prefix_check(run.model, run.tok, text) if run.config.causal else None
     st.dataframe(pd.DataFrame(rows).round({"p(target)": 3, "loss": 3}), hide_index=True, key="train_tf_table")
     mean = sum(r["loss"] for r in rows) / len(rows)
@@ -167,7 +160,7 @@ def teacher_forcing_section(job) -> None:
         st.error(f"✗ One-pass predictions differ from prefix runs by {err:.1e}.")
 
 
-def ablation_section(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
+def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
 
 
     kind = st.radio("Vary", ["positional encoding", "causal mask"], horizontal=True, key="train_ablation_kind")
@@ -192,8 +185,8 @@ def ablation_section(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
         pos = reg.queue_position(j.id)
         st.progress(min(j.step / max(j.total, 1), 1.0), text=f"{j.title}: {j.status}"
                     + (f" (queue position {pos})" if pos else f", step {j.step}/{j.total}"))
-    curves = {j.title: history(j.events_since()).curve() for j in jobs}
-    chart.show(loss_curves(curves, title="Same setup, one thing changed", total=max(j.total for j in jobs)),
+    runs = {j.title: history(j.events_since()).curve() for j in jobs}
+    chart.show(loss_curves(runs, title="Same setup, one thing changed", total=max(j.total for j in jobs)),
                key="train_ablation_chart", name="train_ablation")
     done = [j for j in jobs if j.status == J.DONE]
     if kind == "causal mask" and len(done) == 2:
@@ -213,7 +206,7 @@ def ablation_section(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
         st.table({"model": ["causal mask", "no mask"], "greedy continuation": [d["sample_causal"], d["sample_free"]]})
 
 
-def checkpoint_section(job, owner: str) -> None:
+def checkpoints(job, owner: str) -> None:
 
 
     c1, c2 = st.columns(2)
