@@ -21,16 +21,29 @@ from tokenizers import Tokenizer
 
 from viz_model.config import ModelConfig
 from viz_model.model import TinyTransformer
+from viz_model.rnn import RecurrentConfig, RecurrentLM
 
 FORMAT = "attention-lab-checkpoint"
 VERSION = 1
 MAX_WEIGHTS_BYTES = 256 * 1024 * 1024   # a classroom model is a few MB; refuse anything huge
 MAX_JSON_BYTES = 16 * 1024 * 1024
 
+# The JSON's "kind" names the model class; a JSON without one (every older checkpoint) is a TinyTransformer.
+# A model class other than TinyTransformer says its kind in a `kind` attribute. kind -> (config class, build).
+MODEL_KINDS: dict[str, tuple[type, Any]] = {
+    "transformer": (ModelConfig, TinyTransformer),
+    "rnn": (RecurrentConfig, RecurrentLM.from_config),
+    "lstm": (RecurrentConfig, RecurrentLM.from_config),
+}
+
+
+def model_kind(model: torch.nn.Module) -> str:
+    return getattr(model, "kind", "transformer")
+
 
 @dataclass
 class Checkpoint:
-    model: TinyTransformer
+    model: torch.nn.Module  # TinyTransformer unless the JSON names another kind
     tokenizer: Tokenizer
     metadata: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
@@ -78,6 +91,7 @@ def save(model: TinyTransformer, tokenizer: Tokenizer, path: str | Path,
     doc = {
         "format": FORMAT,
         "version": VERSION,
+        "kind": model_kind(model),
         "config": model.config.to_dict(),
         "tokenizer": json.loads(tokenizer.to_str()),
         "metadata": metadata or {},
@@ -123,6 +137,22 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
         raise ValueError(f"{path.name} is not a valid safetensors file ({str(e)[:120]}).") from None
 
 
+def _read_config(doc: dict[str, Any]) -> tuple[Any, Any]:
+    """(config, build) for the JSON's model kind; absent kind = a TinyTransformer (older checkpoints)."""
+    kind = doc.get("kind", "transformer")
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"the checkpoint holds a model of kind {kind!r}; this app reads "
+                         f"{', '.join(map(repr, MODEL_KINDS))}.")
+    config_class, build = MODEL_KINDS[kind]
+    try:
+        config = config_class.from_dict(doc.get("config"))
+    except TypeError as e:
+        raise ValueError(f"the checkpoint's config is invalid: {e}") from None
+    if getattr(config, "kind", kind) != kind:
+        raise ValueError(f"the checkpoint says kind {kind!r} but its config describes a {config.kind!r} model.")
+    return config, build
+
+
 def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
     """Read and validate a checkpoint; any problem is a ValueError with a readable sentence."""
     path = Path(path)
@@ -131,10 +161,7 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
     digest = doc.get("weights_sha256")
     if digest and hashlib.sha256(path.read_bytes()).hexdigest() != digest:
         raise ValueError(f"{path.name} does not match its JSON file (the pair is incomplete or was mixed up).")
-    try:
-        config = ModelConfig.from_dict(doc.get("config"))
-    except TypeError as e:
-        raise ValueError(f"the checkpoint's config is invalid: {e}") from None
+    config, build = _read_config(doc)
     try:
         tokenizer = Tokenizer.from_str(json.dumps(doc.get("tokenizer")))
     except Exception:  # tokenizers raises its own Exception type for bad JSON
@@ -142,7 +169,7 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
     if tokenizer.get_vocab_size() > config.vocab_size:
         raise ValueError(f"the tokenizer has {tokenizer.get_vocab_size()} tokens but the model only "
                          f"{config.vocab_size}.")
-    model = TinyTransformer(config)
+    model = build(config)
     _check_state(model, state)
     model.load_state_dict(state, strict=not config.tie_weights)
     model.eval()

@@ -24,7 +24,7 @@ import torch
 
 from viz_model.lecture import LECTURE_SENTENCES
 
-TASKS = ("lm", "copy", "reverse", "induction")
+TASKS = ("lm", "copy", "reverse", "induction", "recall")
 TASK_LABELS = {"lm": "classroom corpus (language modelling)", "copy": "copy", "reverse": "reverse",
                "induction": "repeated random sequence (induction)"}
 
@@ -204,10 +204,14 @@ class ToyExample:
 
     words: tuple[str, ...]
     score_from: int  # targets for predicting words[score_from:] count in the loss; earlier ones are ignored
+    eos: bool = True  # append <eos> (and score predicting it); recall scores its one answer only
 
 
 def toy_example(task: str, rng: random.Random, min_len: int = 5, max_len: int = 10) -> ToyExample:
-    """copy: 'x1..xn : x1..xn'; reverse: 'x1..xn : xn..x1'; induction: 'x1..xn x1..xn' (scored from x2)."""
+    """copy: 'x1..xn : x1..xn'; reverse: 'x1..xn : xn..x1'; induction: 'x1..xn x1..xn' (scored from x2);
+    recall: a noun, filler letters, ':', the noun again, at a random distance (min_len/max_len do not apply)."""
+    if task == "recall":
+        return recall_example(rng, rng.randint(1, RECALL_MAX_DISTANCE))
     seq = rng.sample(TOY_ALPHABET, rng.randint(min_len, max_len))
     n = len(seq)
     if task == "copy":
@@ -217,6 +221,23 @@ def toy_example(task: str, rng: random.Random, min_len: int = 5, max_len: int = 
     if task == "induction":
         return ToyExample((*seq, *seq), n + 1)
     raise ValueError(f"unknown toy task {task!r}; choose one of {TASKS[1:]}.")
+
+
+RECALL_MAX_DISTANCE = 60  # recall inputs are distance + 2 tokens long: they fit a max_len of 64
+RECALL_KEYS = tuple(sorted(NOUNS))  # 16 nouns: chance is 1/16
+
+
+def recall_example(rng: random.Random, distance: int) -> ToyExample:
+    """'key f1 .. f(d-1) : key': the answer is the noun `distance` positions before the ':' that asks for it.
+
+    In the model's input (<bos> key f.. :), the key sits at index 1 and the ':' that must predict it at
+    index distance + 1, the last position. Only that one prediction is scored (no <eos>).
+    """
+    if not isinstance(distance, int) or distance < 1:
+        raise ValueError(f"the recall distance must be a whole number of at least 1, got {distance!r}.")
+    key = rng.choice(RECALL_KEYS)
+    filler = tuple(rng.choice(TOY_ALPHABET) for _ in range(distance - 1))
+    return ToyExample((key, *filler, TOY_SEP, key), distance + 1, eos=False)
 
 
 def probe_text(task: str) -> str:
@@ -297,11 +318,11 @@ class TaskData:
         else:
             rng = random.Random(10_000 + TASKS.index(task))  # held-out toy sequences: their own fixed seed
             exs = [toy_example(task, rng) for _ in range(heldout_size)]
-            self.heldout_ids = [self._ids(ex.words) for ex in exs]
+            self.heldout_ids = [self._ids(ex.words, ex.eos) for ex in exs]
             self.heldout_from = [ex.score_from + 1 for ex in exs]  # +1 for <bos>
 
-    def _ids(self, words: Sequence[str]) -> list[int]:
-        return [self.bos_id, *(self.tokenizer.token_to_id(w) for w in words), self.eos_id]
+    def _ids(self, words: Sequence[str], eos: bool = True) -> list[int]:
+        return [self.bos_id, *(self.tokenizer.token_to_id(w) for w in words), *([self.eos_id] if eos else [])]
 
     def _encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [[self.bos_id, *e.ids, self.eos_id] for e in self.tokenizer.encode_batch(list(texts))]
@@ -321,7 +342,7 @@ class TaskData:
                 score_from.append(1)
             return Batch(*pad_batch(seqs, self.pad_id, score_from))
         exs = [toy_example(self.task, rng) for _ in range(self.batch_size)]
-        return Batch(*pad_batch([self._ids(ex.words) for ex in exs], self.pad_id,
+        return Batch(*pad_batch([self._ids(ex.words, ex.eos) for ex in exs], self.pad_id,
                                 [ex.score_from + 1 for ex in exs]))
 
     def heldout_batches(self, batch_size: int = 128) -> list[Batch]:

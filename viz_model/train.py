@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,10 @@ from typing import Any
 import torch
 
 from viz_model.config import ModelConfig
-from viz_model.data import TASKS, TaskData, probe_text, sample_prompt
+from viz_model.data import TASKS, TaskData, probe_text, recall_example, sample_prompt
 from viz_model.device import resolve_device
 from viz_model.model import TinyTransformer
+from viz_model.rnn import RECURRENT_KINDS, RecurrentLM
 
 
 @dataclass
@@ -320,6 +322,28 @@ def evaluate(model: TinyTransformer, data: TaskData) -> tuple[float, float]:
 
 
 @torch.no_grad()
+def accuracy_by_distance(model: torch.nn.Module, tokenizer, distances: Sequence[int], n: int = 128,
+                         seed: int = 0) -> dict[int, float]:
+    """Recall accuracy at each distance: n held-out 'key filler.. : ?' inputs per distance, the share whose
+    last prediction is the key (chance 1/16). Deterministic for (distances, n, seed)."""
+    was_training = model.training
+    model.eval()
+    out = {}
+    for d in distances:
+        rng = random.Random(20_000 + 1_009 * seed + int(d))  # never the training stream's seeds
+        exs = [recall_example(rng, int(d)) for _ in range(n)]
+        ids = torch.tensor([[tokenizer.token_to_id(w) for w in ("<bos>", *ex.words[:-1])] for ex in exs])
+        keys = torch.tensor([tokenizer.token_to_id(ex.words[-1]) for ex in exs])      # (n,)
+        guess = model(ids.to(model.device)).logits[:, -1].argmax(-1).cpu()             # (n,)
+        out[int(d)] = float((guess == keys).float().mean())
+    model.train(was_training)
+    return out
+
+
+RECALL_DISTANCES = (1, 2, 4, 8, 16, 24, 32, 48, 60)  # up to data.RECALL_MAX_DISTANCE
+
+
+@torch.no_grad()
 def greedy_text(model: TinyTransformer, tokenizer, prompt: str, max_new_tokens: int = 8) -> str:
     """Greedy continuation (stops at <eos>), without the prompt."""
     was_training = model.training
@@ -354,20 +378,24 @@ for _enc in ("none", "sinusoidal", "learned", "rope"):
         description=f"2 layers x 4 heads, d_model 64, positional encoding '{_enc}' (for comparing encodings).")
 
 
-def build_model(preset: str, tokenizer, **overrides: Any) -> TinyTransformer:
+def build_model(preset: str, tokenizer, kind: str = "transformer", **overrides: Any) -> torch.nn.Module:
+    """A fresh model: a TinyTransformer from a preset, or (kind "rnn" / "lstm") a RecurrentLM (preset unused)."""
+    if kind in RECURRENT_KINDS:
+        return RecurrentLM(kind, tokenizer.get_vocab_size(), **overrides)
     cfg = ModelConfig.preset(preset, vocab_size=tokenizer.get_vocab_size(), **overrides)
     return TinyTransformer(cfg)
 
 
 def train_and_save(out: str | Path, *, preset: str = "classroom", model_overrides: dict | None = None,
-                   train: TrainConfig, title: str = "", description: str = "", log=print) -> dict[str, Any]:
+                   train: TrainConfig, title: str = "", description: str = "", log=print,
+                   kind: str = "transformer") -> dict[str, Any]:
     """Train a fresh model, score its heads, and save it with full metadata. Returns the metadata."""
     from viz_model import checkpoint, heads
     from viz_model.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer("word")
     torch.manual_seed(train.seed)
-    model = build_model(preset, tokenizer, **(model_overrides or {}))
+    model = build_model(preset, tokenizer, kind, **(model_overrides or {}))
     trainer = Trainer(model, tokenizer, train)
     log(f"training {model.num_params():,} parameters on task {train.task!r} for {train.steps} steps")
     for ev in trainer:
@@ -383,15 +411,19 @@ def train_and_save(out: str | Path, *, preset: str = "classroom", model_override
     model = trainer.model.to("cpu").eval()
     heldout_loss, accuracy = evaluate(model, TaskData(train.task, tokenizer, seed=train.seed))
     meta = {
-        "title": title or f"{preset} ({model.config.pos_encoding})",
+        "title": title or f"{preset} ({getattr(model.config, 'pos_encoding', kind)})",
         "description": description or f"{preset} model trained on {train.task}",
-        "task": train.task, "pos_encoding": model.config.pos_encoding, "steps": trainer.step_count,
+        "task": train.task, "pos_encoding": getattr(model.config, "pos_encoding", "none"), "kind": kind,
+        "steps": trainer.step_count,
         "seed": train.seed, "train_loss": round(trainer.last_loss, 5), "heldout_loss": heldout_loss,
         "next_token_accuracy": accuracy, "train_seconds": round(trainer.train_seconds, 1),
         "params": model.num_params(), "tokenizer": "word", "bos": True,
         "train_config": asdict(replace(train, device="cpu")),
-        "head_roles": heads.head_roles(model, tokenizer, train.task),
+        "head_roles": heads.head_roles(model, tokenizer, train.task) if kind == "transformer" else [],
     }
+    if train.task == "recall":  # where each model kind stops remembering: the lesson's table
+        meta["accuracy_by_distance"] = {str(d): a for d, a in
+                                        accuracy_by_distance(model, tokenizer, RECALL_DISTANCES).items()}
     checkpoint.save(model, tokenizer, out, meta)
     log(f"saved {out}: held-out loss {heldout_loss:.4f}, accuracy {accuracy:.3f}, "
         f"{trainer.train_seconds:.0f}s training")
