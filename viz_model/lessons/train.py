@@ -41,6 +41,10 @@ class TrainSpec:
     norm_position: str = "pre"
     causal: bool = True
     tie_weights: bool = True
+    qkv: str = "separate"         # "separate" | "shared_qk" | "shared_kv" | "none" (the Q/K/V lesson)
+    norm: str = "layernorm"       # "layernorm" | "batchnorm" | "rmsnorm"
+    residual: bool = True
+    warmup: bool = True           # linear learning-rate warm-up over the first tenth of the steps (at most 50)
     lr: float = 3e-3
     batch_size: int = 16
     seq_len: int = 32
@@ -52,15 +56,21 @@ class TrainSpec:
     def model_config(self, vocab_size: int) -> ModelConfig:
         """Preset or custom config (ModelConfig raises ValueError with a sentence if impossible)."""
         arch = dict(pos_encoding=self.pos_encoding, rope_base=self.rope_base, norm_position=self.norm_position,
-                    causal=self.causal, tie_weights=self.tie_weights, vocab_size=vocab_size, max_len=self.seq_len)
+                    causal=self.causal, tie_weights=self.tie_weights, qkv=self.qkv, norm=self.norm,
+                    residual=self.residual, vocab_size=vocab_size, max_len=self.seq_len)
         if self.preset in ("tiny", "classroom"):
             return ModelConfig.preset(self.preset, **arch)
         return ModelConfig(n_layers=self.n_layers, n_heads=self.n_heads, d_model=self.d_model,
                            d_ff=4 * self.d_model, **arch)
 
     def label(self) -> str:
-        mask = "causal" if self.causal else "no mask"
-        return f"{self.preset} · {self.task} · {self.pos_encoding} · {mask}"
+        """Names every setting that differs from the default, so the curves of a comparison are told apart."""
+        parts = [self.preset, self.task, self.pos_encoding, "causal" if self.causal else "no mask"]
+        extras = {"qkv": self.qkv != "separate", "norm": self.norm != "layernorm",
+                  f"{self.norm_position}-norm": self.norm_position != "pre", "no residual": not self.residual,
+                  "no warm-up": not self.warmup}
+        return " · ".join(parts + [(f"{k} {getattr(self, k)}" if k in ("qkv", "norm") else k)
+                                   for k, on in extras.items() if on])
 
 
 LIMITS = dict(n_layers=(1, 6), n_heads=(1, 8), d_model=(16, 256), batch_size=(1, 64), seq_len=(32, 128),
@@ -129,7 +139,8 @@ class Run:
         torch.manual_seed(spec.seed)
         model = TinyTransformer(self.config)
         cfg = TrainConfig(task=spec.task, steps=spec.steps, batch_size=spec.batch_size, lr=spec.lr, seed=spec.seed,
-                          warmup_steps=max(1, min(50, spec.steps // 10)), eval_every=spec.every,
+                          warmup_steps=max(1, min(50, spec.steps // 10)) if spec.warmup else 0,
+                          eval_every=spec.every,
                           snapshot_every=spec.every, sample_every=spec.every, good_every=min(10, spec.every),
                           device=spec.device, sample_tokens=10)
         self.trainer = Trainer(model, self.tok, cfg)
@@ -157,11 +168,24 @@ class Run:
                 yield {"kind": "diverged", "step": ev.restored_step, "message": ev.message}
 
 
+ABLATIONS = ("positional encoding", "causal mask", "Q, K and V", "pre/post-norm × warm-up", "norm kind",
+             "residual")
+
+
 def ablation_specs(spec: TrainSpec, kind: str) -> list[TrainSpec]:
+    """Copies of `spec` that differ in one thing (same data, seed and steps), for the compare-setups tab."""
     if kind == "positional encoding":
         return [replace(spec, pos_encoding=p) for p in ("none", "sinusoidal", "learned", "rope")]
     if kind == "causal mask":
         return [replace(spec, causal=True), replace(spec, causal=False)]
+    if kind == "Q, K and V":
+        return [replace(spec, qkv=q) for q in ("separate", "shared_qk", "shared_kv", "none")]
+    if kind == "pre/post-norm × warm-up":
+        return [replace(spec, norm_position=n, warmup=w) for n in ("pre", "post") for w in (True, False)]
+    if kind == "norm kind":
+        return [replace(spec, norm=n) for n in ("layernorm", "batchnorm", "rmsnorm")]
+    if kind == "residual":
+        return [replace(spec, residual=True), replace(spec, residual=False)]
     raise ValueError(f"unknown ablation {kind!r}.")
 
 

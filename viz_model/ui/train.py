@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from viz_model.config import POS_ENCODINGS
+from viz_model.config import NORMS, POS_ENCODINGS, QKV_MODES
 from viz_model.data import TASK_LABELS, probe_text
 from viz_model.device import available_devices
 from viz_model.figures.train import attention_now, attention_player, loss_curves, lr_curve, role_timeline
 from viz_model.lessons import train as lesson
-from viz_model.lessons.train import TrainSpec, ablation_specs, history, mask_demo, prefix_check, validate
+from viz_model.lessons.train import ABLATIONS, TrainSpec, ablation_specs, history, mask_demo, prefix_check, validate
 from viz_model.runtime import jobs as J
 from viz_model.runtime.runs import checkpoint_zip, import_upload, model_key, runs_dir, safe_name, save_run
 from viz_model.runtime.train_process import make_events
@@ -21,6 +21,8 @@ from viz_model.ui import chart
 from viz_model.ui.models import register_user_model
 
 ABLATION_KEY, WAS_ACTIVE_KEY = "train_ablation_ids", "train_was_active"
+QKV_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
+              "none": "none (raw XXᵀ)"}
 
 
 def config_form() -> TrainSpec:
@@ -43,6 +45,14 @@ def config_form() -> TrainSpec:
     norm = p3.radio("LayerNorm", ["pre", "post"], horizontal=True, key="train_norm")
     causal = p4.toggle("Causal mask", True, key="train_causal")
     tie = p4.toggle("Tie input/output weights", True, key="train_tie")
+    q1, q2, q3, q4 = st.columns(4)
+    qkv = q1.selectbox("Q, K and V", QKV_MODES, key="train_qkv", format_func=QKV_LABELS.get,
+                       help="Separate projections, one shared by Q and K, one shared by K and V, or none (XXᵀ).")
+    norm_kind = q2.selectbox("Normalization", NORMS, key="train_norm_kind",
+                             help="LayerNorm: each token over its features; BatchNorm: each feature over the "
+                                  "batch and positions (padding included); RMSNorm: no mean subtracted (Llama).")
+    residual = q3.toggle("Residual connections", True, key="train_residual")
+    warmup = q4.toggle("Learning-rate warm-up", True, key="train_warmup")
     h1, h2, h3, h4, h5, h6 = st.columns(6)
     lr = h1.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1], 3e-3, key="train_lr")
     batch = h2.select_slider("Batch", [1, 4, 8, 16, 32, 64], 16 if preset == "tiny" else 32, key="train_batch")
@@ -52,7 +62,8 @@ def config_form() -> TrainSpec:
     every = h6.number_input("Snapshot every", 5, 500, 20, 5, key="train_every",
                             help="Held-out loss, attention snapshot and a greedy sample every N steps.")
     return TrainSpec(preset=preset, task=task, pos_encoding=pos, rope_base=float(base), norm_position=norm,
-                     causal=causal, tie_weights=tie, lr=float(lr), batch_size=int(batch), seq_len=int(seq),
+                     causal=causal, tie_weights=tie, qkv=qkv, norm=norm_kind, residual=residual, warmup=warmup,
+                     lr=float(lr), batch_size=int(batch), seq_len=int(seq),
                      steps=int(steps), seed=int(seed), device=device, every=int(every), **arch)
 
 
@@ -163,7 +174,7 @@ def teacher_forcing(job) -> None:
 def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
 
 
-    kind = st.radio("Vary", ["positional encoding", "causal mask"], horizontal=True, key="train_ablation_kind")
+    kind = st.radio("Vary", ABLATIONS, horizontal=True, key="train_ablation_kind")
     specs = ablation_specs(spec, kind)
     st.caption(f"Runs {len(specs)} copies of the setup above (same data, seed and steps), "
                f"{reg.slots} at a time; the rest wait in the queue.")
