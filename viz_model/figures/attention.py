@@ -11,6 +11,7 @@ from viz_model.figures.common import (
     MASKED_COLOR,
     SEQUENTIAL,
     category_axis,
+    domain,
     escape,
     fast_figure,
     layout_dict,
@@ -71,10 +72,6 @@ def attention_heatmap(
         yaxis=category_axis(ql, "query (attending)", autorange="reversed")))
 
 
-def _clip(lo: float, hi: float) -> list[float]:
-    return [round(min(max(lo, 0.0), 1.0), 6), round(min(max(hi, 0.0), 1.0), 6)]
-
-
 def attention_grid(
     probs,                      # (L, H, T, T) attention of every layer and head for one sentence
     tokens: Sequence[str],
@@ -88,6 +85,12 @@ def attention_grid(
     Built from plain dicts in one go.Figure call with Plotly's validation skipped (make_subplots + validated traces
     cost ~30x more on a busy 2-core server); tests check that the result passes validation.
     """
+    return fast_figure(*attention_grid_dicts(probs, tokens, roles=roles, title=title, allowed=allowed))
+
+
+def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]] | None = None,
+                         title: str | None = None, allowed=None) -> tuple[list[dict], dict]:
+    """attention_grid's traces and layout as plain dicts, for figures built on it (the training player)."""
     a = to_numpy(probs)
     L, H, T, _ = a.shape
     ok = np.ones((T, T), dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
@@ -102,10 +105,9 @@ def attention_grid(
             n = "" if n == 1 else n  # Plotly names the first axes x / y, then x2 / y2 ...
             ax = dict(xaxis=f"x{n}", yaxis=f"y{n}")
             x0, y1 = h * (w + hs), 1 - l * (h_ + vs)
-            layout[f"xaxis{n}"] = dict(domain=_clip(x0, x0 + w), anchor=f"y{n}", type="category", showticklabels=False,
-                                       ticks="", showgrid=False, zeroline=False)
-            layout[f"yaxis{n}"] = dict(domain=_clip(y1 - h_, y1), anchor=f"x{n}", type="category", showticklabels=False,
-                                       autorange="reversed", ticks="", showgrid=False, zeroline=False)
+            plain = dict(type="category", showticklabels=False, ticks="", showgrid=False, zeroline=False)
+            layout[f"xaxis{n}"] = dict(domain=domain(x0, x0 + w), anchor=f"y{n}", **plain)
+            layout[f"yaxis{n}"] = dict(domain=domain(y1 - h_, y1), anchor=f"x{n}", autorange="reversed", **plain)
             sub = f"<br><sub>{escape(roles[l][h])}</sub>" if roles and roles[l][h] else ""
             notes.append(dict(text=f"L{l}·H{h}{sub}", x=x0 + w / 2, y=y1, xref="paper", yref="paper",
                               xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)))
@@ -118,6 +120,5 @@ def attention_grid(
                              hoverongaps=False, hovertemplate=f"L{l} H{h}: " + _hover("%{z:.3f}"),
                              colorbar=dict(thickness=10, title=dict(text="attention")), **ax))
     # title: keep the figure title clear of the first row's subplot titles
-    return fast_figure(data, layout_dict(title, height=(100 if title else 60) + (170 if roles else 150) * L,
-                                         top=100 if title else None, title_top=bool(title), annotations=notes,
-                                         **layout))
+    return data, layout_dict(title, height=(100 if title else 60) + (170 if roles else 150) * L,
+                             top=100 if title else None, title_top=bool(title), annotations=notes, **layout)

@@ -41,16 +41,6 @@ def token_labels(tokens: Sequence[str], numbered: bool = True) -> list[str]:
     return [f"{i} {escape(visible(t))}" if numbered else escape(visible(t)) for i, t in enumerate(tokens)]
 
 
-def base_layout(fig: go.Figure, title: str | None = None, height: int | None = None) -> go.Figure:
-    fig.update_layout(
-        title=dict(text=title, x=0.01, xanchor="left") if title else None,
-        font=FONT,
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
-        height=height,
-    )  # no template here: Streamlit's theme styles the chart, and a template is deep-copied per figure (slow)
-    return fig
-
-
 def masked_layer(ok: np.ndarray) -> np.ndarray:
     """z of the grey layer drawn beneath a heatmap whose blocked cells are holes (NaN): 1 where blocked, 0 where
     allowed, one uint8 per cell (a quarter of float32 with NaN holes) on a colour scale that is grey at both ends.
@@ -61,27 +51,63 @@ def masked_layer(ok: np.ndarray) -> np.ndarray:
 
 def layout_dict(title: str | None = None, height: int | None = None, *, top: int | None = None,
                 title_top: bool = False, **extra) -> dict:
-    """base_layout's styling as a plain dict, for figures built in one go.Figure call (see fast_figure).
+    """The shared styling (font, margins, a left-aligned title) as a plain dict, the layout of fast_figure.
 
     `top` overrides the top margin; `title_top` pins the title to the top edge (clear of axis labels on top).
     """
     margin = dict(l=10, r=10, t=top if top is not None else (50 if title else 20), b=10)
     head = dict(text=title, x=0.01, xanchor="left", **(dict(y=0.99, yanchor="top") if title_top else {}))
+    # no template here: Streamlit's theme styles the chart (fast_figure adds the default one, cut to the traces)
     return dict(**({"title": head} if title else {}), font=FONT, margin=margin, height=height, **extra)
 
 
-def fast_figure(data: list[dict], layout: dict) -> go.Figure:
+def domain(lo: float, hi: float) -> list[float]:
+    """An axis domain [lo, hi] clipped to [0, 1]: float noise (1.0000000000000002) would fail validation."""
+    return [round(min(max(lo, 0.0), 1.0), 6), round(min(max(hi, 0.0), 1.0), 6)]
+
+
+def panel_row(titles: Sequence[str], spacing: float, *, font_size: int = 16) -> tuple[list[list[float]], list[dict]]:
+    """len(titles) panels side by side, as make_subplots(rows=1, cols=n, horizontal_spacing, subplot_titles) lays
+    them out: each panel's x domain, and its title as an annotation centred above it (paper coordinates)."""
+    n = len(titles)
+    w = (1 - spacing * (n - 1)) / n
+    domains = [domain(c * (w + spacing), c * (w + spacing) + w) for c in range(n)]
+    notes = [dict(text=t, x=(a + b) / 2, y=1.0, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
+                  showarrow=False, font=dict(size=font_size)) for t, (a, b) in zip(titles, domains)]
+    return domains, notes
+
+
+def hline(y: float, line: dict, text: str | None = None, position: str = "top right") -> tuple[dict, list[dict]]:
+    """fig.add_hline as dicts: a line across the plot at y (a layout shape) and its optional label (annotations)."""
+    shape = dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y, line=line)
+    if text is None:
+        return shape, []
+    side = "left" if position.endswith("left") else "right"
+    return shape, [dict(text=text, showarrow=False, xref="x domain", x=0 if side == "left" else 1, xanchor=side,
+                        yref="y", y=y, yanchor="bottom" if position.startswith("top") else "top")]
+
+
+def vline(x: float, line: dict) -> dict:
+    """fig.add_vline as a dict: a line from the bottom to the top of the plot at x (a layout shape)."""
+    return dict(type="line", xref="x", x0=x, x1=x, yref="y domain", y0=0, y1=1, line=line)
+
+
+def fast_figure(data: list[dict], layout: dict, *, frames: list[dict] | None = None,
+                template: str | None = None) -> go.Figure:
     """One go.Figure from plain dicts with Plotly's per-property validation skipped: no update_* calls, each of
-    which walks Plotly's property tree (5-7 ms a figure on a busy server instead of ~0.5 ms). Every factory that
-    uses it has a test that round-trips its figure through validation (go.Figure(fig.to_dict())); axis titles
-    must be dicts (dict(text=...)), as a validated figure would store them.
+    which walks Plotly's property tree (5-7 ms a figure on a busy server instead of ~0.5 ms). Every figure factory
+    builds its figure with it, and tests/test_figures_roundtrip.py checks that each one's figure passes validation
+    unchanged (go.Figure(fig.to_dict())): write values as validation stores them (axis titles as dict(text=...),
+    lists not tuples); subplots are axes with explicit domains and anchors (see panel_row), add_hline a shape.
 
     The default template (Streamlit's theme once streamlit is imported) comes cut to the trace types present: its
     entries for other types style nothing here, but were copied and walked on every build and every to_dict
-    (st.plotly_chart), a third of a small figure's cost."""
+    (st.plotly_chart), a third of a small figure's cost. `template` names another template (cut the same way);
+    `frames` (plain dicts too) animate the figure. A value of None means "not set", as it does for go.Figure."""
     if "template" not in layout:
-        layout = {**layout, "template": _template(pio.templates.default, frozenset(t["type"] for t in data))}
-    return go.Figure(dict(data=data, layout=layout), _validate=False)
+        name = pio.templates.default if template is None else template
+        layout = {**layout, "template": _template(name, frozenset(t["type"] for t in data))}
+    return go.Figure(dict(data=data, layout=layout, **({"frames": frames} if frames else {})), _validate=False)
 
 
 @functools.lru_cache(maxsize=32)
@@ -92,6 +118,11 @@ def _template(name: str | None, trace_types: frozenset[str]) -> dict:
     full = pio.templates[name].to_plotly_json()
     kept = {k: v for k, v in full.get("data", {}).items() if k in trace_types}
     return {"layout": full.get("layout", {}), **({"data": kept} if kept else {})}
+
+
+def axis(title: str | None = None, **extra) -> dict:
+    """An axis as a dict, its title (if any) as dict(text=...), the form validation stores."""
+    return dict(**({"title": dict(text=title)} if title is not None else {}), **extra)
 
 
 def category_axis(labels: list[str], title: str | None = None, **extra) -> dict:

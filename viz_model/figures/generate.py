@@ -9,9 +9,18 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from viz_model.figures.common import MASKED_COLOR, SEQUENTIAL, base_layout, escape, to_numpy, visible
+from viz_model.figures.common import (
+    MASKED_COLOR,
+    SEQUENTIAL,
+    escape,
+    fast_figure,
+    layout_dict,
+    panel_row,
+    to_numpy,
+    visible,
+    vline,
+)
 
 KEPT, REMOVED, CHOSEN = "#4C78A8", "rgba(160,160,160,0.55)", "#F58518"
 
@@ -40,21 +49,26 @@ def next_token_bars(
     status = ["chosen" if i == chosen else ("kept" if kept[i] else "removed by the filter") for i in range(len(names))]
     hover = [f"'{n}'<br>model p = {a:.4f}<br>after filter = {b:.4f}<br>{s}" for n, a, b, s in zip(names, p, q, status)]
     y = list(range(len(names)))
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=(
-        "1. model: p(next | prefix)", f"2. after {escape(strategy) or 'filtering'} (renormalised)"))
-    fig.add_trace(go.Bar(x=p, y=y, orientation="h", marker_color=colours, name="model p",
-                         text=[f"{v:.3f}" for v in p], textposition="outside", cliponaxis=False,
-                         hovertext=hover, hoverinfo="text"), row=1, col=1)
-    fig.add_trace(go.Bar(x=q, y=y, orientation="h", marker_color=[c if k else REMOVED for c, k in zip(colours, kept)],
-                         name="after filter", text=[f"{v:.3f}" if k else "removed" for v, k in zip(q, kept)],
-                         textposition="outside", cliponaxis=False, hovertext=hover, hoverinfo="text"), row=1, col=2)
+    panels = ("1. model: p(next | prefix)", f"2. after {escape(strategy) or 'filtering'} (renormalised)")
+    domains, notes = panel_row(panels, 0.04)  # one row of two panels sharing the y axis, a title above each
+    bars = [dict(type="bar", x=p, y=y, orientation="h", marker=dict(color=colours), name="model p",
+                 text=[f"{v:.3f}" for v in p], textposition="outside", cliponaxis=False, hovertext=hover,
+                 hoverinfo="text", xaxis="x", yaxis="y"),
+            dict(type="bar", x=q, y=y, orientation="h", marker=dict(color=[c if k else REMOVED for c, k in
+                                                                            zip(colours, kept)]),
+                 name="after filter", text=[f"{v:.3f}" if k else "removed" for v, k in zip(q, kept)],
+                 textposition="outside", cliponaxis=False, hovertext=hover, hoverinfo="text", xaxis="x2", yaxis="y2")]
     top = max(float(p.max(initial=0)), float(q.max(initial=0)), 1e-9)
-    fig.update_xaxes(range=[0, min(1.0, top) * 1.3], title="probability")
-    fig.update_yaxes(tickmode="array", tickvals=y, ticktext=[("▶ " if i == chosen else "") + n for i, n in
-                                                              enumerate(names)], autorange="reversed", row=1, col=1)
-    fig = base_layout(fig, title, height=140 + 26 * len(names))
-    fig.update_layout(showlegend=False, bargap=0.25)
-    return fig
+    def x_axis(c: int) -> dict:  # one dict per axis: a figure's axes share no mutable parts
+        return dict(anchor=f"y{c or ''}", domain=domains[c - 1 if c else 0], range=[0, min(1.0, top) * 1.3],
+                    title=dict(text="probability"))
+
+    return fast_figure(bars, layout_dict(
+        title, height=140 + 26 * len(names), showlegend=False, bargap=0.25, annotations=notes,
+        xaxis=x_axis(0), xaxis2=x_axis(2),
+        yaxis=dict(anchor="x", domain=[0.0, 1.0], tickmode="array", tickvals=y, autorange="reversed",
+                   ticktext=[("▶ " if i == chosen else "") + n for i, n in enumerate(names)]),
+        yaxis2=dict(anchor="x2", domain=[0.0, 1.0], matches="y", showticklabels=False)))
 
 
 def sequence_table(tokens: Sequence[str], logprobs: Sequence[float], positions: Sequence[int],
@@ -95,46 +109,43 @@ def attention_rows(
     hover = [[f"query {query_positions[s]} '{keys[query_positions[s]]}' (predicting '{pred[s]}') → key {j} "
               f"'{keys[j]}': " + (f"{z[s, j]:.3f}" if ok[s, j] else "not yet in the sequence")
               for j in range(Tk)] for s in range(S)]
-    fig = go.Figure()
-    fig.add_trace(go.Heatmap(z=np.where(ok, np.nan, 1.0), colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
-                             showscale=False, hovertext=hover, hoverinfo="text", name="future", x=list(range(Tk)),
-                             y=list(range(S))))
-    fig.add_trace(go.Heatmap(z=z, x=list(range(Tk)), y=list(range(S)), zmin=0, zmax=1, colorscale=SEQUENTIAL,
-                             hovertext=hover, hoverinfo="text", hoverongaps=False, name="attention",
-                             colorbar=dict(title=dict(text="attention", side="right"), thickness=12)))
-    fig.add_vline(x=n_prompt - 0.5, line=dict(color="white", width=3, dash="dot"))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(Tk)), ticktext=[f"{j} {k}" for j, k in enumerate(keys)],
-                     title="key (the prefix it reads) · dotted line = end of the prompt", side="top", tickangle=-45)
-    fig.update_yaxes(tickmode="array", tickvals=list(range(S)), ticktext=ylab, autorange="reversed",
-                     title="query → the token it produced")
-    fig = base_layout(fig, title, height=max(300, 150 + 26 * S))
-    fig.update_layout(margin=dict(t=130 if title else 100), title=dict(y=0.99, yanchor="top"))
-    return fig
+    cols, rows = list(range(Tk)), list(range(S))
+    data = [dict(type="heatmap", z=np.where(ok, np.nan, 1.0), colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]],
+                 showscale=False, hovertext=hover, hoverinfo="text", name="future", x=cols, y=rows),
+            dict(type="heatmap", z=z, x=cols, y=rows, zmin=0, zmax=1, colorscale=SEQUENTIAL, hovertext=hover,
+                 hoverinfo="text", hoverongaps=False, name="attention",
+                 colorbar=dict(title=dict(text="attention", side="right"), thickness=12))]
+    return fast_figure(data, layout_dict(
+        title, height=max(300, 150 + 26 * S), top=130 if title else 100, title_top=bool(title),
+        shapes=[vline(n_prompt - 0.5, dict(color="white", width=3, dash="dot"))],
+        xaxis=dict(tickmode="array", tickvals=cols, ticktext=[f"{j} {k}" for j, k in enumerate(keys)], side="top",
+                   title=dict(text="key (the prefix it reads) · dotted line = end of the prompt"), tickangle=-45),
+        yaxis=dict(tickmode="array", tickvals=rows, ticktext=ylab, autorange="reversed",
+                   title=dict(text="query → the token it produced"))))
 
 
 def latency_chart(lengths_on, ms_on, lengths_off, ms_off, title: str | None = None) -> go.Figure:
     """Per-token latency as the sequence grows, with and without the KV cache."""
-    fig = go.Figure()
-    for name, x, y, colour in (("without cache (re-read the whole prefix)", lengths_off, ms_off, "#E45756"),
-                               ("with KV cache (only the new token)", lengths_on, ms_on, KEPT)):
-        fig.add_trace(go.Scatter(x=list(x), y=list(y), mode="lines+markers", name=name, line=dict(color=colour),
-                                 hovertemplate="sequence length %{x}<br>%{y:.2f} ms<extra>" + name + "</extra>"))
-    fig.update_xaxes(title="tokens in the sequence when the step runs")
-    fig.update_yaxes(title="ms for this token", rangemode="tozero")
-    fig = base_layout(fig, title, height=340)
-    fig.update_layout(legend=dict(orientation="h", y=-0.25))
-    return fig
+    data = [dict(type="scatter", x=list(x), y=list(y), mode="lines+markers", name=name, line=dict(color=colour),
+                 hovertemplate="sequence length %{x}<br>%{y:.2f} ms<extra>" + name + "</extra>")
+            for name, x, y, colour in (("without cache (re-read the whole prefix)", lengths_off, ms_off, "#E45756"),
+                                       ("with KV cache (only the new token)", lengths_on, ms_on, KEPT))]
+    return fast_figure(data, layout_dict(
+        title, height=340, legend=dict(orientation="h", y=-0.25),
+        xaxis=dict(title=dict(text="tokens in the sequence when the step runs")),
+        yaxis=dict(title=dict(text="ms for this token"), rangemode="tozero")))
 
 
 def strategy_scatter(df: pd.DataFrame, title: str | None = None) -> go.Figure:
     """One point per strategy: diversity (distinct bigrams) against average log-probability."""
-    fig = go.Figure(go.Scatter(
-        x=df["distinct-2"], y=df["avg log p"], mode="markers+text", text=[escape(s) for s in df["strategy"]],
+    points = dict(
+        type="scatter", x=df["distinct-2"].to_numpy(), y=df["avg log p"].to_numpy(), mode="markers+text",
+        text=[escape(s) for s in df["strategy"]],
         textposition=["top center" if i % 2 == 0 else "bottom center" for i in range(len(df))],
         marker=dict(size=14, color=KEPT), name="strategies",
-        hovertemplate="%{text}<br>distinct-2 %{x:.2f}<br>avg log p %{y:.2f}<extra></extra>"))
-    fig.update_xaxes(title="diversity: distinct bigrams / all bigrams", range=[-0.05, 1.1])
+        hovertemplate="%{text}<br>distinct-2 %{x:.2f}<br>avg log p %{y:.2f}<extra></extra>")
     lo = float(np.nanmin(df["avg log p"])) if len(df) else -1.0
-    fig.update_yaxes(title="average log p per token (higher = more likely)",
-                     range=[min(lo * 1.15, lo - 0.3) if math.isfinite(lo) else -5, 0.2])
-    return base_layout(fig, title, height=360)
+    return fast_figure([points], layout_dict(
+        title, height=360, xaxis=dict(title=dict(text="diversity: distinct bigrams / all bigrams"), range=[-0.05, 1.1]),
+        yaxis=dict(title=dict(text="average log p per token (higher = more likely)"),
+                   range=[min(lo * 1.15, lo - 0.3) if math.isfinite(lo) else -5, 0.2])))

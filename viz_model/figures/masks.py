@@ -6,9 +6,18 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from viz_model.figures.common import DIVERGING, MASKED_COLOR, SEQUENTIAL, base_layout, to_numpy, token_labels
+from viz_model.figures.common import (
+    DIVERGING,
+    MASKED_COLOR,
+    SEQUENTIAL,
+    fast_figure,
+    hline,
+    layout_dict,
+    panel_row,
+    to_numpy,
+    token_labels,
+)
 
 PANELS = ("1. boolean mask (may attend?)", "2. additive mask M (0 / −∞)", "3. scores S + M (before softmax)",
           "4. softmax(S + M) (after)")
@@ -16,6 +25,11 @@ PANELS = ("1. boolean mask (may attend?)", "2. additive mask M (0 / −∞)", "3
 
 def _fmt(x: float) -> str:
     return "−∞" if x == -np.inf else f"{x:.2f}"
+
+
+def _ticks(labels: list[str]) -> dict:
+    """Token labels at 0..T-1 in small type; a fresh dict for each axis (a figure's axes share no mutable parts)."""
+    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickfont=dict(size=10))
 
 
 def mask_panels(allowed, scores, probs, tokens: Sequence[str], *, title: str | None = None) -> go.Figure:
@@ -29,7 +43,6 @@ def mask_panels(allowed, scores, probs, tokens: Sequence[str], *, title: str | N
     additive = np.where(ok, 0.0, -np.inf)
     masked = s + additive
     show = T <= 12
-    fig = make_subplots(rows=1, cols=4, subplot_titles=PANELS, horizontal_spacing=0.035)
     idx = list(range(T))
 
     def hover(fmt) -> list[list[str]]:
@@ -46,23 +59,23 @@ def mask_panels(allowed, scores, probs, tokens: Sequence[str], *, title: str | N
         ("probs", np.where(ok, p, np.nan), SEQUENTIAL, 0, 1,
          np.where(ok, np.vectorize(lambda x: f"{x:.2f}")(p), "0"), hover(lambda i, j: f"{p[i, j]:.3f}")),
     ]
+    domains, notes = panel_row(PANELS, 0.035, font_size=12)  # one row of four panels, a title above each
+    data, axes = [], {}
     for c, (name, z, scale, lo, hi, text, hv) in enumerate(panels, start=1):
+        n = "" if c == 1 else c  # Plotly names the first axes x / y, then x2 / y2 ...
+        ax = dict(xaxis=f"x{n}", yaxis=f"y{n}")
+        axes[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=domains[c - 1], tickangle=-60, side="bottom",
+                                 **_ticks(labels))
+        axes[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=[0.0, 1.0], autorange="reversed", **_ticks(labels),
+                                 **(dict(title=dict(text="query")) if c == 1 else dict(showticklabels=False)))
         if name in ("scores", "probs") and not ok.all():  # blocked cells: grey underlay, never a colour
-            fig.add_trace(go.Heatmap(z=np.where(ok, np.nan, 1.0), x=idx, y=idx, showscale=False, name=f"{name} masked",
-                                     colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertext=hv, hoverinfo="text"),
-                          row=1, col=c)
-        fig.add_trace(go.Heatmap(z=z, x=idx, y=idx, colorscale=scale, zmin=lo, zmax=hi, showscale=False, name=name,
-                                 text=text if show else None, texttemplate="%{text}" if show else None,
-                                 hovertext=hv, hoverinfo="text", hoverongaps=False, xgap=1, ygap=1),
-                      row=1, col=c)
-    fig.update_xaxes(tickmode="array", tickvals=idx, ticktext=labels, tickangle=-60, side="bottom",
-                     tickfont=dict(size=10))
-    fig.update_yaxes(tickmode="array", tickvals=idx, ticktext=labels, autorange="reversed", tickfont=dict(size=10))
-    for c in range(2, 5):
-        fig.update_yaxes(showticklabels=False, row=1, col=c)
-    fig.update_yaxes(title="query", row=1, col=1)
-    fig.update_annotations(font_size=12)
-    return base_layout(fig, title, height=max(320, 190 + 22 * T))
+            data.append(dict(type="heatmap", z=np.where(ok, np.nan, 1.0), x=idx, y=idx, showscale=False,
+                             name=f"{name} masked", colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertext=hv,
+                             hoverinfo="text", **ax))
+        data.append(dict(type="heatmap", z=z, x=idx, y=idx, colorscale=scale, zmin=lo, zmax=hi, showscale=False,
+                         name=name, text=text if show else None, texttemplate="%{text}" if show else None,
+                         hovertext=hv, hoverinfo="text", hoverongaps=False, xgap=1, ygap=1, **ax))
+    return fast_figure(data, layout_dict(title, height=max(320, 190 + 22 * T), annotations=notes, **axes))
 
 
 def dependency_figure(norms, tokens: Sequence[str], *, title: str | None = None) -> go.Figure:
@@ -78,34 +91,35 @@ def dependency_figure(norms, tokens: Sequence[str], *, title: str | None = None)
     hover = [[f"output {labels[t]} ← input {labels[s]}: " + ("exactly 0 (no dependence)" if zero[t, s]
               else f"‖∂h/∂e‖ = {j[t, s]:.3g} ({share[t, s]:.0%} of the row)") for s in range(T)] for t in range(T)]
     idx = list(range(T))
-    fig = go.Figure()
+    data = []
     if zero.any():
-        fig.add_trace(go.Heatmap(z=np.where(zero, 1.0, np.nan), x=idx, y=idx, showscale=False, name="exactly zero",
-                                 colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertext=hover, hoverinfo="text"))
-    fig.add_trace(go.Heatmap(z=np.where(zero, np.nan, share), x=idx, y=idx, colorscale=SEQUENTIAL, zmin=0,
-                             name="dependence", hovertext=hover, hoverinfo="text", hoverongaps=False,
-                             colorbar=dict(thickness=12, title=dict(text="share of row"))))
-    fig.update_xaxes(tickmode="array", tickvals=idx, ticktext=labels, title="input position s (embedding)",
-                     side="top", tickangle=-45)
-    fig.update_yaxes(tickmode="array", tickvals=idx, ticktext=labels, title="output position t",
-                     autorange="reversed")
-    fig = base_layout(fig, title, height=max(320, 130 + 28 * T))
-    fig.update_layout(margin=dict(t=110 if title else 80), title=dict(y=0.99, yanchor="top"))
-    return fig
+        data.append(dict(type="heatmap", z=np.where(zero, 1.0, np.nan), x=idx, y=idx, showscale=False,
+                         name="exactly zero", colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertext=hover,
+                         hoverinfo="text"))
+    data.append(dict(type="heatmap", z=np.where(zero, np.nan, share), x=idx, y=idx, colorscale=SEQUENTIAL, zmin=0,
+                     name="dependence", hovertext=hover, hoverinfo="text", hoverongaps=False,
+                     colorbar=dict(thickness=12, title=dict(text="share of row"))))
+    return fast_figure(data, layout_dict(
+        title, height=max(320, 130 + 28 * T), top=110 if title else 80, title_top=bool(title),
+        xaxis=dict(tickmode="array", tickvals=idx, ticktext=labels, title=dict(text="input position s (embedding)"),
+                   side="top", tickangle=-45),
+        yaxis=dict(tickmode="array", tickvals=idx, ticktext=labels, title=dict(text="output position t"),
+                   autorange="reversed")))
 
 
 def row_sum_bars(sums_additive, sums_multiplied, tokens: Sequence[str]) -> go.Figure:
     """Measured row sums: additive −∞ mask (always 1) vs multiplying a 0/1 mask after softmax (< 1)."""
     a, m = to_numpy(sums_additive).astype(float), to_numpy(sums_multiplied).astype(float)
     labels = token_labels(tokens)
-    fig = go.Figure([
-        go.Bar(x=list(range(len(a))), y=a, name="softmax(S + M), M = 0 / −∞",
-               hovertext=[f"row {labels[i]}: sum {a[i]:.6f}" for i in range(len(a))], hoverinfo="text"),
-        go.Bar(x=list(range(len(m))), y=m, name="softmax(S) × mask (0/1)",
-               hovertext=[f"row {labels[i]}: sum {m[i]:.6f}" for i in range(len(m))], hoverinfo="text"),
-    ])
-    fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(a))), ticktext=labels, title="query row", tickangle=-45)
-    fig.update_yaxes(title="row sum", range=[0, 1.15])
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.35))
-    return base_layout(fig, "Row sums, measured", height=360)
+    ticks = list(range(len(a)))
+    line, _ = hline(1.0, dict(dash="dot", color="grey"))
+    return fast_figure([
+        dict(type="bar", x=ticks, y=a, name="softmax(S + M), M = 0 / −∞",
+             hovertext=[f"row {labels[i]}: sum {a[i]:.6f}" for i in range(len(a))], hoverinfo="text"),
+        dict(type="bar", x=list(range(len(m))), y=m, name="softmax(S) × mask (0/1)",
+             hovertext=[f"row {labels[i]}: sum {m[i]:.6f}" for i in range(len(m))], hoverinfo="text"),
+    ], layout_dict("Row sums, measured", height=360, shapes=[line], barmode="group",
+                   legend=dict(orientation="h", y=-0.35),
+                   xaxis=dict(tickmode="array", tickvals=ticks, ticktext=labels, title=dict(text="query row"),
+                              tickangle=-45),
+                   yaxis=dict(title=dict(text="row sum"), range=[0, 1.15])))
