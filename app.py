@@ -22,6 +22,7 @@ PAGES = [
     ("Position", "app_pages/rope.py", "RoPE", ":material/rotate_right:", "rope"),
     ("Lab", "app_pages/train.py", "Train", ":material/model_training:", "train"),
     ("Lab", "app_pages/generate.py", "Generate", ":material/edit_note:", "generate"),
+    ("Lab", "app_pages/cost.py", "Cost", ":material/speed:", "cost"),
 ]
 
 # Many small requests from many users: one torch thread each beats threads fighting over 2 cores
