@@ -154,8 +154,14 @@ def _read_config(doc: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
-    """Read and validate a checkpoint; any problem is a ValueError with a readable sentence."""
+    """Read and validate a checkpoint; any problem is a ValueError with a readable sentence.
+
+    A folder is a Hugging Face model folder (viz_model.hf: memory check instead of MAX_WEIGHTS_BYTES)."""
     path = Path(path)
+    if path.is_dir():
+        from viz_model import hf  # local: hf imports this module
+
+        return hf.read_hf_folder(path, device)
     doc = _read_json(json_path(path))
     state = _read_weights(path)
     digest = doc.get("weights_sha256")
