@@ -30,6 +30,7 @@ class ModelEntry:
     title: str
     description: str
     path: str | None  # None for the random baseline
+    kind: str = "transformer"  # checkpoint.MODEL_KINDS: what the sidebar's pages can run is a "transformer"
 
 
 def _shipped() -> list[ModelEntry]:
@@ -47,23 +48,34 @@ def _read_shipped(folder: str, stamp: tuple) -> tuple[ModelEntry, ...]:
     entries = []
     for js in sorted(Path(folder).glob("*.json")):
         try:
-            meta = json.loads(js.read_text()).get("metadata", {})
+            doc = json.loads(js.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        weights = js.with_suffix(".safetensors")
+        meta, weights = doc.get("metadata", {}), js.with_suffix(".safetensors")
         if weights.exists():
-            entries.append(ModelEntry(js.stem, meta.get("title", js.stem), meta.get("description", ""), str(weights)))
+            entries.append(ModelEntry(js.stem, meta.get("title", js.stem), meta.get("description", ""), str(weights),
+                                      doc.get("kind", "transformer")))
     entries.sort(key=lambda e: (e.key != DEFAULT_MODEL, e.key))
     return tuple(entries)
 
 
-def available_models() -> list[ModelEntry]:
-    """Shipped models (default first), this user's own models, then the untrained baseline."""
-    user = [ModelEntry(k, f"{k} (yours)", "trained or uploaded in this session", p)
+def available_models(kinds: tuple[str, ...] | None = None) -> list[ModelEntry]:
+    """Shipped models (default first), this user's own models, then the untrained baseline; only `kinds` if given
+    (the sidebar's pages need a transformer; the recurrent and encoder-decoder lessons pick their own models)."""
+    user = [ModelEntry(k, f"{k} (yours)", "trained or uploaded in this session", p, _kind(p))
             for k, p in st.session_state.get(USER_MODELS_KEY, {}).items()]
     baseline = ModelEntry(RANDOM_MODEL, "untrained (random weights)",
                           "the same architecture before training: its attention means nothing", None)
-    return [*_shipped(), *user, baseline]
+    return [e for e in (*_shipped(), *user, baseline) if kinds is None or e.kind in kinds]
+
+
+@functools.lru_cache(maxsize=256)
+def _kind(path: str) -> str:
+    """The model kind a checkpoint's JSON names (older ones name none: a transformer)."""
+    try:
+        return json.loads(checkpoint.json_path(path).read_text()).get("kind", "transformer")
+    except (OSError, json.JSONDecodeError):
+        return "transformer"
 
 
 def register_user_model(key: str, path: str | Path) -> None:

@@ -10,10 +10,11 @@ from viz_model.ui import presenter, share
 from viz_model.ui.models import DEFAULT_MODEL, available_models, load_model
 
 MODEL_KEY, DEVICE_KEY = "model_key", "device_key"
+SIDEBAR_KINDS = ("transformer",)  # the pages that read the sidebar's model run a TinyTransformer
 
 
 def render() -> None:
-    entries = available_models()
+    entries = available_models(SIDEBAR_KINDS)
     keys = [e.key for e in entries]
     by_key = {e.key: e for e in entries}
     share.bind("model", MODEL_KEY, choices=keys)
@@ -35,7 +36,7 @@ def render() -> None:
 
 def current_model() -> Checkpoint:
     """The model chosen in the sidebar (cached, shared, read-only)."""
-    entries = {e.key for e in available_models()}
+    entries = {e.key for e in available_models(SIDEBAR_KINDS)}
     key = st.session_state.get(MODEL_KEY, DEFAULT_MODEL)
     if key not in entries:
         key = next(iter(entries))
