@@ -1,6 +1,6 @@
 """Read a Hugging Face model folder (GPT-2, Llama, Mistral, Qwen2) into a TinyTransformer, with safetensors only.
 
-    ckpt = read_hf_folder(folder)   # checkpoint.Checkpoint(model, tokenizer, metadata, path=folder)
+    ckpt = read_hf_folder(folder)   # HFModel(model, tokenizer, metadata, path=folder)
     model_dirs_from_env()           # the folders the instructor named in ATTENTION_LAB_MODEL_DIRS at launch
 
 Never `transformers`, never remote code, never a pickle: config.json is mapped onto ModelConfig, the
@@ -28,13 +28,12 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from safetensors import SafetensorError, safe_open
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from viz_model.checkpoint import Checkpoint
 from viz_model.config import MAX_VOCAB, ModelConfig
 from viz_model.model import TinyTransformer
 from viz_model.rope import validate_scaling
@@ -530,9 +529,18 @@ def _load_tensors(p: _Prepared, dtype: torch.dtype, device: torch.device) -> dic
     return state
 
 
+class HFModel(NamedTuple):
+    """What a folder holds; checkpoint.load_checkpoint(folder) hands it out as a Checkpoint."""
+    model: TinyTransformer
+    tokenizer: Tokenizer
+    metadata: dict
+    path: Path
+
+
 def read_hf_folder(folder: str | Path, device: torch.device | str = "cpu", *,
-                   dtype: torch.dtype = torch.float32) -> Checkpoint:
-    """A Hugging Face folder as a Checkpoint (model in eval mode on `device`); any problem is a ValueError."""
+                   dtype: torch.dtype = torch.float32) -> HFModel:
+    """A Hugging Face folder's model (eval mode, on `device`), tokenizer and metadata; any problem is a
+    ValueError, raised before any weight is read."""
     folder, device = Path(folder), torch.device(device)
     p = prepare(folder)
     need = check_memory(p.n_params, dtype, device)
@@ -556,7 +564,7 @@ def read_hf_folder(folder: str | Path, device: torch.device | str = "cpu", *,
         "files": [f.name for f in p.files], "special_tokens": specials, "eos_ids": eos_ids,
         "context": p.config.max_len, "context_in_config": p.hf.get("max_position_embeddings", p.hf.get("n_positions")),
     }
-    return Checkpoint(model, p.tokenizer, metadata, folder)
+    return HFModel(model, p.tokenizer, metadata, folder)
 
 
 # -- the instructor's folders ---------------------------------------------------------------------
