@@ -13,7 +13,11 @@ import torch
 
 from viz_model import ASSETS_DIR
 from viz_model.data import write_assets
+from viz_model.lessons import encoder, encoder_decoder
 from viz_model.train import RECIPES, TrainConfig, train_and_save
+
+# Held-out measurements a task's shipped model records in its metadata (the lesson modules compute them).
+METRICS = {"mlm": encoder.heldout_metrics, "translate": encoder_decoder.heldout_metrics}
 
 
 def build(name: str) -> dict:
@@ -21,7 +25,8 @@ def build(name: str) -> dict:
     cfg = TrainConfig(task=r["task"], steps=r["steps"], lr=r["lr"], batch_size=r["batch_size"], seed=0,
                       device="cpu", eval_every=250, snapshot_every=0, sample_every=500)
     return train_and_save(ASSETS_DIR / "models" / f"{name}.safetensors", preset=r["preset"],
-                          model_overrides=r["model"], train=cfg, title=r["title"], description=r["description"])
+                          model_overrides=r["model"], train=cfg, title=r["title"], description=r["description"],
+                          kind=r.get("kind", "transformer"), metrics=METRICS.get(r["task"]))
 
 
 def main(names: list[str]) -> None:

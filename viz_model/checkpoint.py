@@ -19,9 +19,11 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
+from viz_model import hf
 from viz_model.config import ModelConfig
 from viz_model.model import TinyTransformer
 from viz_model.rnn import RecurrentConfig, RecurrentLM
+from viz_model.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 FORMAT = "attention-lab-checkpoint"
 VERSION = 1
@@ -34,6 +36,7 @@ MODEL_KINDS: dict[str, tuple[type, Any]] = {
     "transformer": (ModelConfig, TinyTransformer),
     "rnn": (RecurrentConfig, RecurrentLM.from_config),
     "lstm": (RecurrentConfig, RecurrentLM.from_config),
+    "seq2seq": (Seq2SeqConfig, Seq2SeqTransformer),
 }
 
 
@@ -159,9 +162,7 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
     A folder is a Hugging Face model folder (viz_model.hf: memory check instead of MAX_WEIGHTS_BYTES)."""
     path = Path(path)
     if path.is_dir():
-        from viz_model import hf  # local: hf imports this module
-
-        return hf.read_hf_folder(path, device)
+        return Checkpoint(*hf.read_hf_folder(path, device))
     doc = _read_json(json_path(path))
     state = _read_weights(path)
     digest = doc.get("weights_sha256")
@@ -210,4 +211,5 @@ def load(path: str | Path, device: torch.device | str = "cpu") -> tuple[TinyTran
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """The JSON side only (cheap: used by the model picker)."""
     doc = _read_json(json_path(path))
-    return {"config": doc.get("config", {}), "metadata": doc.get("metadata", {})}
+    return {"config": doc.get("config", {}), "metadata": doc.get("metadata", {}),
+            "kind": doc.get("kind", "transformer")}

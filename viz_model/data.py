@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
+import unicodedata
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -23,8 +25,11 @@ from functools import lru_cache
 import torch
 
 from viz_model.lecture import LECTURE_SENTENCES
+from viz_model.mlm import mask_tokens
+from viz_model.model import IGNORE_INDEX
 
-TASKS = ("lm", "copy", "reverse", "induction", "recall")
+TASKS = ("lm", "copy", "reverse", "induction", "recall", "mlm", "translate")
+SENTENCE_TASKS = ("mlm", "translate")  # corpus sentences for an encoder / an encoder-decoder, not toy letters
 TASK_LABELS = {"lm": "classroom corpus (language modelling)", "copy": "copy", "reverse": "reverse",
                "induction": "repeated random sequence (induction)"}
 
@@ -240,10 +245,20 @@ def recall_example(rng: random.Random, distance: int) -> ToyExample:
     return ToyExample((key, *filler, TOY_SEP, key), distance + 1, eos=False)
 
 
+# (attention probe, sample prompt): the encoder's probe has a <mask>; the translator's probe swaps an
+# adjective, splits a plural and moves two verbs (the source side; its cross-attention is what is watched).
+SENTENCE_PROBES = {
+    "mlm": ("the boy gave the girl the book because <mask> smiled", "the keys near the dog <mask> on the table"),
+    "translate": ("the old king thanked the children when they giggled", "the keys near the dog are on the table"),
+}
+
+
 def probe_text(task: str) -> str:
     """A fixed input whose attention the trainer snapshots while it learns."""
     if task == "lm":
         return "the boy gave the girl the book because she smiled"
+    if task in SENTENCE_PROBES:
+        return SENTENCE_PROBES[task][0]
     ex = toy_example(task, random.Random(7), 8, 8)
     return " ".join(ex.words)
 
@@ -252,8 +267,180 @@ def sample_prompt(task: str) -> str:
     """What the trainer completes greedily to show progress."""
     if task == "lm":
         return "please send the"
+    if task in SENTENCE_PROBES:
+        return SENTENCE_PROBES[task][1]
     ex = toy_example(task, random.Random(11), 7, 7)
     return " ".join(ex.words[: ex.score_from])
+
+
+# -- the toy translation language --------------------------------------------------------------------
+# Source: the corpus's pronoun, agreement and place sentences, read by the small clause grammar below.
+# Target: every word in Pig Latin ('cat' -> 'atcay', 'apple' -> 'appleway'), adjectives after their noun,
+# each clause's verb at the end of its clause, and a plural noun as two words, its stem and the plural word
+# 'ka' ('dogs' -> 'ogday ka'). The alignment (target word -> source word) is known by construction.
+#
+#   sentence   := clause (CONJ clause)* | "after" clause "," clause
+#   clause     := subject VERB complement*           ->  subject complement* VERB
+#   subject    := PRON | NP [PREP NP]
+#   NP         := "the" [ADJ] NOUN                   ->  "the" NOUN [ka] [ADJ]
+#   complement := NP | PREP NP | ADV | PRED
+PLURAL_WORD = "ka"
+PLURAL_STEMS = {**{pl: sg for sg, pl in AGREE_NOUNS}, "children": "child", "farmers": "farmer",
+                "teachers": "teacher"}
+TEMPLATE_VERBS = ("met", "followed", "saw", "waited", "gave", "thanked")
+MULTIWORD = {("next", "to"): "PREP", ("all", "day"): "ADV", ("at", "night"): "ADV"}
+
+
+def _word_classes() -> dict[str, str]:
+    groups = {
+        "DET": ("the",), "COMMA": (",",), "AFTER": ("after",), "CONJ": ("and", "because", "until", "when"),
+        "PRON": ("he", "she", "it", "they"), "ADJ": ADJECTIVES, "ADV": ("loudly", "again"),
+        "NOUN": (*NOUNS, *(w for pair in AGREE_NOUNS for w in pair), *GIFTS, *PLACE_SUBJECTS, *PLACES,
+                 "table", "box"),
+        "VERB": (*(v for _, v in NOUNS.values()), *TEMPLATE_VERBS, *(w for p in AGREE_VERBS for w in p),
+                 *PLACE_VERBS),
+        "PREP": (*(p for p in AGREE_PREPS if " " not in p), *PLACE_PREPS, "for"),
+        "PRED": tuple(e for e in AGREE_ENDINGS if " " not in e),
+    }
+    classes: dict[str, str] = {}
+    for cls, words in groups.items():
+        for w in words:
+            if classes.setdefault(w, cls) != cls:
+                raise AssertionError(f"{w!r} is both {classes[w]} and {cls}")  # a lexicon bug, not user input
+    return classes
+
+
+WORD_CLASSES = _word_classes()
+
+
+def pig_latin(word: str) -> str:
+    """The toy language's word: 'cat' -> 'atcay', 'queen' -> 'eenquay', 'apple' -> 'appleway'; ',' stays."""
+    if not word.isalpha():
+        return word
+    if word[0] in "aeiou":
+        return word + "way"
+    i = 2 if word.startswith("qu") else 1
+    while i < len(word) and word[i] not in "aeiouy":
+        i += 1
+    return word[i:] + word[:i] + "ay"
+
+
+def target_words(word: str) -> list[str]:
+    """One source word in the toy language: one word, or two for a plural noun (stem + 'ka')."""
+    if word in PLURAL_STEMS:
+        return [pig_latin(PLURAL_STEMS[word]), PLURAL_WORD]
+    return [pig_latin(word)]
+
+
+def target_vocabulary() -> list[str]:
+    """Every word the toy language can produce (the shared word tokenizer appends them to its vocabulary)."""
+    source = {*WORD_CLASSES, *(w for pair in MULTIWORD for w in pair)}
+    return sorted({t for w in source for t in target_words(w)} - source)
+
+
+def source_words(text: str) -> list[str]:
+    """Lower-cased words and punctuation, split as the word tokenizer splits them (one word = one token)."""
+    return re.findall(r"\w+|[^\w\s]", unicodedata.normalize("NFKC", text or "").lower())
+
+
+class _Parser:
+    """Recursive descent over (class, word indices) units; each rule returns source indices in target order."""
+
+    def __init__(self, words: list[str]):
+        self.words, self.units, i = words, [], 0
+        while i < len(words):
+            pair = tuple(words[i: i + 2])
+            if pair in MULTIWORD:
+                self.units.append((MULTIWORD[pair], (i, i + 1)))
+                i += 2
+                continue
+            if words[i] not in WORD_CLASSES:
+                raise ValueError(f"'{words[i]}' is not a word of the toy language (it knows the words of the "
+                                 f"corpus's pronoun, agreement and place sentences).")
+            self.units.append((WORD_CLASSES[words[i]], (i,)))
+            i += 1
+        self.i = 0
+
+    def peek(self) -> str | None:
+        return self.units[self.i][0] if self.i < len(self.units) else None
+
+    def take(self, cls: str, what: str) -> list[int]:
+        if self.peek() != cls:
+            where = f"at '{self.words[self.units[self.i][1][0]]}'" if self.i < len(self.units) else "at the end"
+            raise ValueError(f"this sentence is outside the toy language: it expected {what} {where}.")
+        self.i += 1
+        return list(self.units[self.i - 1][1])
+
+    def noun_phrase(self) -> list[int]:
+        det = self.take("DET", "'the'")
+        adj = self.take("ADJ", "an adjective") if self.peek() == "ADJ" else []
+        return det + self.take("NOUN", "a noun after 'the'") + adj  # the adjective moves after its noun
+
+    def clause(self) -> list[int]:
+        if self.peek() == "PRON":
+            subject = self.take("PRON", "a pronoun")
+        else:
+            subject = self.noun_phrase()
+            if self.peek() == "PREP":
+                subject += self.take("PREP", "a preposition") + self.noun_phrase()
+        verb = self.take("VERB", "a verb after the subject")
+        rest: list[int] = []
+        while self.peek() in ("DET", "PREP", "ADV", "PRED"):
+            if self.peek() == "DET":
+                rest += self.noun_phrase()
+            elif self.peek() == "PREP":
+                rest += self.take("PREP", "a preposition") + self.noun_phrase()
+            else:
+                rest += self.take(self.peek(), "a word")
+        return subject + rest + verb  # the verb goes to the end of its clause
+
+    def sentence(self) -> list[int]:
+        if self.peek() == "AFTER":
+            order = self.take("AFTER", "'after'") + self.clause() + self.take("COMMA", "','") + self.clause()
+        else:
+            order = self.clause()
+            while self.peek() == "CONJ":
+                order += self.take("CONJ", "a conjunction") + self.clause()
+        if self.i != len(self.units):
+            self.take("END", "the end of the sentence")  # raises with the first unexpected word
+        return order
+
+
+def reference_translation(text: str) -> tuple[str, list[int]]:
+    """(target text, alignment): alignment[j] is the index of the source word that target word j translates.
+
+    Source word indices are word-tokenizer token indices (no <bos>). A ValueError says why a sentence is
+    outside the toy language.
+    """
+    words = source_words(text)
+    if not words:
+        raise ValueError("there is nothing to translate: type a sentence.")
+    target, alignment = [], []
+    for k in _Parser(words).sentence():
+        for t in target_words(words[k]):
+            target.append(t)
+            alignment.append(k)
+    return " ".join(target), alignment
+
+
+def is_translatable(text: str) -> bool:
+    try:
+        reference_translation(text)
+    except ValueError:
+        return False
+    return True
+
+
+def heldout_sentences(n: int, seed: int = 0, kind: str | None = None, translatable: bool = False) -> list[str]:
+    """n distinct corpus sentences (of one kind, or the mixture) from the held-out side of the split."""
+    rng, out = random.Random(seed), {}
+    for _ in range(400 * n):
+        k, text = random_sentence(rng)
+        if (kind is None or k == kind) and is_heldout(text) and (not translatable or is_translatable(text)):
+            out[text] = None
+            if len(out) == n:
+                break
+    return list(out)
 
 
 # -- batching ----------------------------------------------------------------------------------------
@@ -294,19 +481,33 @@ def lm_stream(token_ids: Sequence[Sequence[int]], block_size: int, batch_size: i
 class Batch:
     ids: torch.Tensor      # (B, T)
     targets: torch.Tensor  # (B, T), pad_id where nothing is predicted
+    key_padding_mask: torch.Tensor | None = None  # (B, T) True = real token; for an encoder (mlm)
+    src: torch.Tensor | None = None               # (B, T_src) source ids of an encoder-decoder (translate)
+
+
+def pad_right(seqs: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+    """(B, T) ids, each sequence followed by pad_id up to the longest."""
+    out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+    return out
 
 
 class TaskData:
     """Batches for one task. batch(step) depends only on (seed, step): resuming needs no stream state."""
 
     def __init__(self, task: str, tokenizer, seed: int = 0, batch_size: int = 32, corpus_size: int = 20_000,
-                 heldout_size: int = 256, no_bos_fraction: float = 0.2, repeat_fraction: float = 0.15):
+                 heldout_size: int = 256, no_bos_fraction: float = 0.2, repeat_fraction: float = 0.15,
+                 mlm_probability: float = 0.15):
         if task not in TASKS:
             raise ValueError(f"unknown task {task!r}; choose one of {TASKS}.")
         self.task, self.tokenizer, self.seed, self.batch_size = task, tokenizer, seed, batch_size
         self.no_bos_fraction, self.repeat_fraction = no_bos_fraction, repeat_fraction
+        self.mlm_probability = mlm_probability  # mlm: BERT's share of selected tokens
         self.pad_id, self.bos_id, self.eos_id = (tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>"))
-        if task == "lm":
+        if task in SENTENCE_TASKS:
+            self._init_sentences(corpus_size, heldout_size)
+        elif task == "lm":
             split = corpus_split(0, corpus_size, heldout_size)  # the corpus itself is fixed; seed orders batches
             self.train_ids = self._encode(split.train)
             self.heldout_ids = self._encode(split.heldout)
@@ -327,8 +528,43 @@ class TaskData:
     def _encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [[self.bos_id, *e.ids, self.eos_id] for e in self.tokenizer.encode_batch(list(texts))]
 
+    def _init_sentences(self, corpus_size: int, heldout_size: int) -> None:
+        """mlm: corpus sentences as <bos> words <eos>; translate: (source, target) pairs of the toy language."""
+        split = corpus_split(0, corpus_size, heldout_size)
+        self.mask_id, self.vocab_size = self.tokenizer.token_to_id("<mask>"), self.tokenizer.get_vocab_size()
+        if self.task == "mlm":
+            self.train_ids, self.heldout_ids = self._encode(split.train), self._encode(split.heldout)
+            self.heldout_from = [1] * len(self.heldout_ids)
+            return
+        if self.tokenizer.token_to_id(PLURAL_WORD) is None:
+            raise ValueError("this tokenizer has no words of the toy language; use the shipped word tokenizer.")
+        self.train_pairs = self._pairs(t for t in split.train if is_translatable(t))
+        self.heldout_pairs = self._pairs(t for t in split.heldout if is_translatable(t))
+        self.heldout_ids = [tgt for _, tgt in self.heldout_pairs]
+
+    def _pairs(self, texts) -> list[tuple[list[int], list[int]]]:
+        """(source ids + <eos>, <bos> + target ids + <eos>) for each source sentence."""
+        texts = list(texts)
+        targets = [reference_translation(t)[0] for t in texts]
+        src = [[*e.ids, self.eos_id] for e in self.tokenizer.encode_batch(texts)]
+        return list(zip(src, self._encode(targets)))
+
+    def _sentence_batch(self, seqs: Sequence, generator: torch.Generator) -> Batch:
+        if self.task == "translate":  # decoder input <bos> y1.., targets y1..<eos>; source padded on the right
+            ids, targets = pad_batch([tgt for _, tgt in seqs], self.pad_id)
+            return Batch(ids, targets, src=pad_right([src for src, _ in seqs], self.pad_id))
+        ids = pad_right(seqs, self.pad_id)  # (B, T)
+        inputs, targets = mask_tokens(ids, mask_id=self.mask_id, vocab_size=self.vocab_size,
+                                      p=self.mlm_probability, generator=generator)
+        targets = targets.masked_fill(targets == IGNORE_INDEX, self.pad_id)  # the Batch convention: pad = no target
+        return Batch(inputs, targets, key_padding_mask=ids != self.pad_id)
+
     def batch(self, step: int) -> Batch:
         rng = random.Random(self.seed * 1_000_003 + step)
+        if self.task in SENTENCE_TASKS:
+            pool = self.train_ids if self.task == "mlm" else self.train_pairs
+            seqs = [pool[rng.randrange(len(pool))] for _ in range(self.batch_size)]
+            return self._sentence_batch(seqs, torch.Generator().manual_seed(self.seed * 1_000_003 + step))
         if self.task == "lm":
             seqs, score_from = [], []
             for _ in range(self.batch_size):
@@ -346,6 +582,10 @@ class TaskData:
                                 [ex.score_from + 1 for ex in exs]))
 
     def heldout_batches(self, batch_size: int = 128) -> list[Batch]:
+        if self.task in SENTENCE_TASKS:  # the same masks every time: one fixed generator per held-out batch
+            pool = self.heldout_ids if self.task == "mlm" else self.heldout_pairs
+            return [self._sentence_batch(pool[i: i + batch_size], torch.Generator().manual_seed(777 + i))
+                    for i in range(0, len(pool), batch_size)]
         out = []
         for i in range(0, len(self.heldout_ids), batch_size):
             out.append(Batch(*pad_batch(self.heldout_ids[i: i + batch_size], self.pad_id,
@@ -368,18 +608,20 @@ def corpus_sample(n_per_kind: int = 12, seed: int = 0) -> str:
     for kind, make in makers.items():
         lines += [f"## {kind}", *(make() for _ in range(n_per_kind)), ""]
     lines += ["## lecture", *(s.lower() for s in LECTURE_SENTENCES), ""]
-    for task in TASKS[1:]:
+    for task in (t for t in TASKS[1:] if t not in SENTENCE_TASKS):
         lines += [f"## toy task: {task}", *(" ".join(toy_example(task, rng).words) for _ in range(3)), ""]
     return "\n".join(lines)
 
 
 def write_assets() -> None:
     from viz_model import ASSETS_DIR
-    from viz_model.tokenizer import build_bpe_tokenizer, build_word_tokenizer
+    from viz_model.tokenizer import build_bpe_tokenizer, build_word_tokenizer, extend_word_vocab
 
     texts = tokenizer_texts()
     (ASSETS_DIR / "tokenizers").mkdir(parents=True, exist_ok=True)
-    build_word_tokenizer(texts).save(str(ASSETS_DIR / "tokenizers" / "word.json"))
+    # The toy language's words come last, so every corpus word keeps the id it had before they were added.
+    word = extend_word_vocab(build_word_tokenizer(texts), target_vocabulary())
+    word.save(str(ASSETS_DIR / "tokenizers" / "word.json"))
     build_bpe_tokenizer(texts, vocab_size=512).save(str(ASSETS_DIR / "tokenizers" / "bpe.json"))
     (ASSETS_DIR / "corpus_sample.txt").write_text(corpus_sample() + "\n", encoding="utf-8")
     print(f"wrote tokenizers and corpus sample under {ASSETS_DIR}")

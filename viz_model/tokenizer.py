@@ -37,6 +37,16 @@ def build_word_tokenizer(texts: Iterable[str], min_frequency: int = 1) -> Tokeni
     return tok
 
 
+def extend_word_vocab(tok: Tokenizer, words: Iterable[str]) -> Tokenizer:
+    """The same word-level tokenizer with `words` appended at the end of its vocabulary: every existing id is
+    unchanged, so models trained on the smaller vocabulary read the same ids (the toy language's words)."""
+    vocab = tok.get_vocab()
+    new = [w for w in dict.fromkeys(words) if w not in vocab]
+    out = Tokenizer.from_str(tok.to_str())
+    out.model = models.WordLevel({**vocab, **{w: len(vocab) + i for i, w in enumerate(new)}}, unk_token=UNK)
+    return out
+
+
 def build_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Tokenizer:
     """Byte-level BPE (GPT-2 style): any text is representable; words split into sub-word pieces."""
     tok = Tokenizer(models.BPE())

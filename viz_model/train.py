@@ -25,10 +25,21 @@ from typing import Any
 import torch
 
 from viz_model.config import ModelConfig
-from viz_model.data import TASKS, TaskData, probe_text, recall_example, sample_prompt
+from viz_model.data import (
+    SENTENCE_TASKS,
+    TASKS,
+    Batch,
+    TaskData,
+    probe_text,
+    recall_example,
+    reference_translation,
+    sample_prompt,
+)
 from viz_model.device import resolve_device
+from viz_model.mlm import fill_mask
 from viz_model.model import TinyTransformer
 from viz_model.rnn import RECURRENT_KINDS, RecurrentLM
+from viz_model.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, encode_source, translate
 
 
 @dataclass
@@ -93,8 +104,9 @@ class EvalEvent:
 @dataclass
 class AttentionSnapshot:
     step: int
-    tokens: list[str]     # labels of the probe's tokens (with <bos>)
+    tokens: list[str]     # labels of the probe's tokens (with <bos>); translate: the source (keys)
     probs: list[torch.Tensor] = field(default_factory=list)  # per layer: (H, T, T) CPU float tensors
+    query_tokens: list[str] | None = None  # translate: row labels of the cross-attention (H, T_tgt, T_src)
 
 
 @dataclass
@@ -181,7 +193,6 @@ class Trainer:
     def _train_step(self) -> StepEvent | DivergedEvent:
         cfg, s = self.config, self.step_count
         batch = self.data.batch(s)
-        ids, targets = batch.ids.to(self.device), batch.targets.to(self.device)
         lr = lr_at(s, cfg)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -195,7 +206,7 @@ class Trainer:
             if self.device.type == "cuda":
                 torch.cuda.manual_seed(cfg.seed * 1_000_003 + s)
             with torch.autocast(self.device.type, dtype=self._amp_dtype, enabled=self._amp_dtype is not None):
-                loss = self.model(ids, targets=targets).loss
+                loss = model_output(self.model, batch, self.device).loss
             self.optimizer.zero_grad(set_to_none=True)
             if self._scaler is not None:
                 self._scaler.scale(loss).backward()
@@ -263,7 +274,7 @@ class Trainer:
             events.append(self.snapshot())
         if cfg.sample_every and (s % cfg.sample_every == 0 or last):
             prompt = sample_prompt(cfg.task)
-            events.append(SampleEvent(s, prompt, greedy_text(self.model, self.tokenizer, prompt, cfg.sample_tokens)))
+            events.append(SampleEvent(s, prompt, self._sample_text(prompt)))
         if last:
             self.finished_reason = "finished"
             events.append(DoneEvent(s, "finished", self.train_seconds))
@@ -279,13 +290,50 @@ class Trainer:
     def __iter__(self) -> Iterator[Event]:
         return self.run()
 
+    def _sample_text(self, prompt: str) -> str:
+        """Progress in words: a greedy continuation; the encoder's top fill-in per <mask>; a translation."""
+        if self.config.task == "mlm":
+            return " ".join(fills[0][0] for fills in fill_mask(self.model, self.tokenizer, prompt, top_k=1))
+        if self.config.task == "translate":
+            return translate(self.model, self.tokenizer, prompt, self.model.config.max_len).text
+        return greedy_text(self.model, self.tokenizer, prompt, self.config.sample_tokens)
+
     def snapshot(self) -> AttentionSnapshot:
+        if self.config.task == "translate":
+            return cross_attention_snapshot(self.model, self.tokenizer, probe_text("translate"), self.step_count)
         ids, labels = encode_words(self.tokenizer, probe_text(self.config.task))
         trace = run_traced(self.model, ids)
         return AttentionSnapshot(self.step_count, labels, [lt.probs[0].detach().float().cpu() for lt in trace.layers])
 
 
 # -- helpers shared with heads.py and the build script ----------------------------------------------
+def model_output(model: torch.nn.Module, batch: Batch, device: torch.device | str, targets: bool = True):
+    """The model's output on a batch of any task: decoder (ids), encoder (ids + padding mask), or
+    encoder-decoder (source, then decoder input); with the loss when `targets`."""
+    tgt = batch.targets.to(device) if targets else None
+    if batch.src is not None:  # the source padding mask defaults to src != pad_id
+        return model(batch.src.to(device), batch.ids.to(device), targets=tgt)
+    if batch.key_padding_mask is not None:
+        return model(batch.ids.to(device), key_padding_mask=batch.key_padding_mask.to(device), targets=tgt)
+    return model(batch.ids.to(device), targets=tgt)
+
+
+@torch.no_grad()
+def cross_attention_snapshot(model: Seq2SeqTransformer, tokenizer, source: str, step: int) -> AttentionSnapshot:
+    """The probe's cross-attention under teacher forcing with its reference translation: per decoder layer
+    (H, T_tgt, T_src); query_tokens label each row by the target token it predicts, tokens the source."""
+    src, labels, _ = encode_source(model, tokenizer, source)
+    target = [tokenizer.token_to_id(w) for w in reference_translation(source)[0].split()]
+    bos, eos = tokenizer.token_to_id("<bos>"), tokenizer.token_to_id("<eos>")
+    was_training = model.training
+    model.eval()
+    out = model(torch.tensor([src], device=model.device), torch.tensor([[bos, *target]], device=model.device),
+                trace=True)
+    model.train(was_training)
+    rows = [tokenizer.id_to_token(i) for i in (*target, eos)]
+    return AttentionSnapshot(step, labels, [lt.probs[0].float().cpu() for lt in out.trace.cross], query_tokens=rows)
+
+
 def encode_words(tokenizer, text: str, bos: bool = True) -> tuple[torch.Tensor, list[str]]:
     """(1, T) ids with <bos> first, and their labels."""
     enc = tokenizer.encode(text, add_special_tokens=False)
@@ -310,8 +358,8 @@ def evaluate(model: TinyTransformer, data: TaskData) -> tuple[float, float]:
     total, correct, count = 0.0, 0, 0
     pad = model.config.pad_id
     for batch in data.heldout_batches():
-        ids, targets = batch.ids.to(model.device), batch.targets.to(model.device)
-        logits = model(ids).logits.float()
+        targets = batch.targets.to(model.device)
+        logits = model_output(model, batch, model.device, targets=False).logits.float()
         keep = targets != pad
         lp = torch.log_softmax(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
         total += float(-lp[keep].sum())
@@ -376,20 +424,34 @@ for _enc in ("none", "sinusoidal", "learned", "rope"):
         preset="tiny", model=dict(SMALL, pos_encoding=_enc), task="lm", steps=1000, lr=3e-3, batch_size=32,
         title=f"Small model, {_enc} positions",
         description=f"2 layers x 4 heads, d_model 64, positional encoding '{_enc}' (for comparing encodings).")
+# The Architectures section: an encoder trained with masked LM, and an encoder-decoder on the toy translation.
+RECIPES["encoder-mlm"] = dict(
+    preset="classroom", model=dict(causal=False, pos_encoding="rope"), task="mlm", steps=4000, lr=2e-3,
+    batch_size=64, title="Encoder (masked LM)",
+    description="Bidirectional attention, trained like BERT: 15% of the words hidden, predicted from both sides.")
+RECIPES["translate"] = dict(
+    preset="tiny", kind="seq2seq", model=dict(SMALL, n_encoder_layers=2, max_len=32, pos_encoding="learned"),
+    task="translate", steps=2000, lr=3e-3, batch_size=64, title="Encoder-decoder (toy translation)",
+    description="Translates corpus sentences into the toy language (adjectives after nouns, verbs last).")
 
 
 def build_model(preset: str, tokenizer, kind: str = "transformer", **overrides: Any) -> torch.nn.Module:
     """A fresh model: a TinyTransformer from a preset, or (kind "rnn" / "lstm") a RecurrentLM (preset unused)."""
     if kind in RECURRENT_KINDS:
         return RecurrentLM(kind, tokenizer.get_vocab_size(), **overrides)
+    if kind == "seq2seq":  # n_layers = decoder depth, n_encoder_layers in overrides
+        return Seq2SeqTransformer(Seq2SeqConfig.preset(preset, vocab_size=tokenizer.get_vocab_size(), **overrides))
     cfg = ModelConfig.preset(preset, vocab_size=tokenizer.get_vocab_size(), **overrides)
     return TinyTransformer(cfg)
 
 
 def train_and_save(out: str | Path, *, preset: str = "classroom", model_overrides: dict | None = None,
                    train: TrainConfig, title: str = "", description: str = "", log=print,
-                   kind: str = "transformer") -> dict[str, Any]:
-    """Train a fresh model, score its heads, and save it with full metadata. Returns the metadata."""
+                   kind: str = "transformer", metrics=None) -> dict[str, Any]:
+    """Train a fresh model, score its heads, and save it with full metadata. Returns the metadata.
+
+    metrics: optional (model, tokenizer) -> dict of held-out measurements merged into the metadata (the build
+    script passes the lesson's, e.g. viz_model.lessons.encoder.heldout_metrics)."""
     from viz_model import checkpoint, heads
     from viz_model.tokenizer import load_tokenizer
 
@@ -419,11 +481,14 @@ def train_and_save(out: str | Path, *, preset: str = "classroom", model_override
         "next_token_accuracy": accuracy, "train_seconds": round(trainer.train_seconds, 1),
         "params": model.num_params(), "tokenizer": "word", "bos": True,
         "train_config": asdict(replace(train, device="cpu")),
-        "head_roles": heads.head_roles(model, tokenizer, train.task) if kind == "transformer" else [],
+        "head_roles": (heads.head_roles(model, tokenizer, train.task)
+                       if kind == "transformer" and train.task not in SENTENCE_TASKS else []),
     }
     if train.task == "recall":  # where each model kind stops remembering: the lesson's table
         meta["accuracy_by_distance"] = {str(d): a for d, a in
                                         accuracy_by_distance(model, tokenizer, RECALL_DISTANCES).items()}
+    if metrics is not None:
+        meta.update(metrics(model, tokenizer))
     checkpoint.save(model, tokenizer, out, meta)
     log(f"saved {out}: held-out loss {heldout_loss:.4f}, accuracy {accuracy:.3f}, "
         f"{trainer.train_seconds:.0f}s training")

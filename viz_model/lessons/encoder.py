@@ -1,0 +1,158 @@
+"""What the Encoder page proves: a masked-LM encoder fills agreement verbs and pronouns from both sides."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import torch
+
+from viz_model import data
+from viz_model.model import TinyTransformer
+from viz_model.tokenizer import MASK
+
+SINGULAR_VERBS = frozenset(v[0] for v in data.AGREE_VERBS)  # is, was, seems, looks
+PLURAL_VERBS = frozenset(v[1] for v in data.AGREE_VERBS)    # are, were, seem, look
+TWIN = {a: b for pair in data.AGREE_VERBS for a, b in (pair, pair[::-1])}  # is <-> are, was <-> were, ...
+
+
+@dataclass(frozen=True)
+class MaskedWord:
+    """A held-out sentence (words) with one word to hide at `index` (a word index, no <bos>)."""
+
+    words: tuple[str, ...]
+    index: int
+
+    @property
+    def answer(self) -> str:
+        return self.words[self.index]
+
+
+@torch.no_grad()
+def masked_probs(model: TinyTransformer, tokenizer, items: list[tuple[list[str], list[int]]]) -> list[torch.Tensor]:
+    """For each (words, positions): the encoder's softmax (n_positions, V) with those words replaced by <mask>.
+
+    Sequences are <bos> words <eos>, right-padded in one batch; padding keys are masked out.
+    """
+    bos, eos, pad, unk, mask_id = (tokenizer.token_to_id(t) for t in ("<bos>", "<eos>", "<pad>", "<unk>", MASK))
+    seqs = []
+    for words, positions in items:
+        ids = [_id(tokenizer, w, unk) for w in words]
+        for p in positions:
+            ids[p] = mask_id
+        seqs.append([bos, *ids, eos])
+    ids = data.pad_right(seqs, pad).to(model.device)  # (N, T)
+    was_training = model.training
+    model.eval()
+    logits = model(ids, key_padding_mask=ids != pad).logits.float()  # (N, T, V)
+    model.train(was_training)
+    probs = torch.softmax(logits, dim=-1).cpu()
+    return [probs[i, [p + 1 for p in positions]] for i, (_, positions) in enumerate(items)]  # +1 for <bos>
+
+
+def agreement_items(n: int = 200, seed: int = 0) -> list[MaskedWord]:
+    """Held-out agreement sentences ('the keys near the dog are ready') with the verb to be masked."""
+    out = []
+    for text in data.heldout_sentences(n, seed=seed, kind="agreement"):
+        words = tuple(text.split())
+        out.append(MaskedWord(words, next(i for i, w in enumerate(words) if w in TWIN)))
+    return out
+
+
+def pronoun_items(n: int = 200) -> list[MaskedWord]:
+    """Held-out pronoun sentences with the pronoun to be masked (its antecedent fixes it; so does its verb)."""
+    return [MaskedWord(ex.words, ex.pronoun_index) for ex in data.pronoun_examples(n, split="heldout")]
+
+
+def _id(tokenizer, word: str, unk: int) -> int:
+    i = tokenizer.token_to_id(word)
+    return unk if i is None else i
+
+
+@dataclass
+class AgreementResult:
+    number_top1: float   # the top-1 word is a verb of the subject's number (is/was/seems/looks for one key)
+    pair: float          # p(correct form) > p(its other-number twin): is vs are, was vs were, ...
+    n: int
+
+
+def agreement_accuracy(model: TinyTransformer, tokenizer, items: list[MaskedWord]) -> AgreementResult:
+    """Subject-verb agreement across a distractor noun of the other number, the verb masked."""
+    probs = masked_probs(model, tokenizer, [(list(it.words), [it.index]) for it in items])
+    number = pair = 0
+    for it, p in zip(items, probs):
+        p = p[0]
+        top = tokenizer.id_to_token(int(p.argmax()))
+        same_number = SINGULAR_VERBS if it.answer in SINGULAR_VERBS else PLURAL_VERBS
+        number += top in same_number
+        pair += bool(p[tokenizer.token_to_id(it.answer)] > p[tokenizer.token_to_id(TWIN[it.answer])])
+    return AgreementResult(number / len(items), pair / len(items), len(items))
+
+
+def top1_accuracy(model: TinyTransformer, tokenizer, items: list[MaskedWord]) -> float:
+    """Share of items whose hidden word is the encoder's top-1 prediction."""
+    probs = masked_probs(model, tokenizer, [(list(it.words), [it.index]) for it in items])
+    hits = [tokenizer.id_to_token(int(p[0].argmax())) == it.answer for it, p in zip(items, probs)]
+    return sum(hits) / len(items)
+
+
+def random_mask_accuracy(model: TinyTransformer, tokenizer, sentences: list[str], p: float = 0.15,
+                         seed: int = 0) -> tuple[float, float, int]:
+    """(top-1, top-5, n masked) over random positions: each word masked with probability p (at least one)."""
+    rng = random.Random(seed)
+    items = []
+    for text in sentences:
+        words = text.split()
+        chosen = [i for i in range(len(words)) if rng.random() < p] or [rng.randrange(len(words))]
+        items.append((words, chosen))
+    top1 = top5 = n = 0
+    for (words, chosen), probs in zip(items, masked_probs(model, tokenizer, items)):
+        answers = torch.tensor([tokenizer.token_to_id(words[i]) for i in chosen])  # (k,)
+        best = probs.topk(5, dim=-1).indices                                       # (k, 5)
+        top1 += int((best[:, 0] == answers).sum())
+        top5 += int((best == answers[:, None]).any(-1).sum())
+        n += len(chosen)
+    return top1 / n, top5 / n, n
+
+
+def heldout_metrics(model: TinyTransformer, tokenizer, n: int = 200) -> dict[str, float | int]:
+    """The shipped encoder's metadata: every number on sentences it never trained on."""
+    agree = agreement_accuracy(model, tokenizer, agreement_items(n))
+    top1, top5, n_random = random_mask_accuracy(model, tokenizer, data.corpus_split().heldout)
+    return {"agreement_number_top1": agree.number_top1, "agreement_pair_accuracy": agree.pair,
+            "pronoun_top1": top1_accuracy(model, tokenizer, pronoun_items(n)),
+            "random_mask_top1": top1, "random_mask_top5": top5, "n_agreement": agree.n,
+            "n_pronoun": n, "n_random_masked": n_random}
+
+
+@dataclass
+class LookAhead:
+    """'The bank by the river': how much `query` attends to `key` in each layer and head, (L, H)."""
+
+    tokens: list[str]
+    query_index: int
+    key_index: int
+    weight: torch.Tensor  # (L, H)
+
+
+@torch.no_grad()
+def attention_weight(model: TinyTransformer, tokenizer, text: str, query: str, key: str) -> LookAhead:
+    """The attention weight from word `query` to word `key` (first occurrences) in every layer and head.
+
+    A causal decoder gives exactly 0 when `key` comes after `query`; an encoder need not."""
+    words = data.source_words(text)
+    if query not in words or key not in words:
+        raise ValueError(f"the sentence must contain both '{query}' and '{key}'.")
+    unk = tokenizer.token_to_id("<unk>")
+    ids = [tokenizer.token_to_id("<bos>"), *(_id(tokenizer, w, unk) for w in words)]
+    was_training = model.training
+    model.eval()
+    trace = model(torch.tensor([ids], device=model.device), trace=True).trace
+    model.train(was_training)
+    q, k = words.index(query) + 1, words.index(key) + 1  # +1 for <bos>
+    weight = torch.stack([lt.probs[0, :, q, k] for lt in trace.layers]).float().cpu()  # (L, H)
+    return LookAhead(["<bos>", *words], q, k, weight)
+
+
+__all__ = ["AgreementResult", "LookAhead", "MaskedWord", "agreement_accuracy", "agreement_items", "attention_weight",
+           "heldout_metrics", "masked_probs", "pronoun_items", "random_mask_accuracy", "top1_accuracy"]

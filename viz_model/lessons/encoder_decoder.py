@@ -1,0 +1,129 @@
+"""What the Encoder-decoder page proves: a cross-attention head learns the toy language's word alignment, and
+reusing the encoder's K/V makes each decoding step cheaper than re-encoding the source."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from viz_model import data
+from viz_model.seq2seq import Seq2SeqTrace, Seq2SeqTransformer, decode_steps, encode_source, greedy_batch
+
+
+def alignment_accuracy(cross_attention: torch.Tensor, alignment: list[int]) -> torch.Tensor:
+    """Per head (L, H): share of target words whose cross-attention row peaks on their aligned source word.
+
+    cross_attention: (L, H, T_tgt, T_src) with row j the query that predicts target word j; rows after the
+    alignment's length (e.g. the one predicting <eos>) are not scored.
+    """
+    if cross_attention.ndim != 4:
+        raise ValueError(f"cross-attention must be (layers, heads, T_tgt, T_src), got {tuple(cross_attention.shape)}.")
+    n = len(alignment)
+    if n == 0 or cross_attention.shape[2] < n:
+        raise ValueError(f"the alignment has {n} target words but the cross-attention {cross_attention.shape[2]} rows.")
+    peaks = cross_attention[:, :, :n, :].argmax(-1)  # (L, H, n)
+    target = torch.as_tensor(alignment, device=peaks.device)
+    return (peaks == target).float().mean(-1)
+
+
+@dataclass
+class TeacherForced:
+    """The model reading a source and its reference translation: every attention of every layer."""
+
+    source_tokens: list[str]     # words as typed, then <eos>
+    target_tokens: list[str]     # the reference words (what rows 0..n-1 predict), then <eos>
+    alignment: list[int]         # source index of each reference word
+    trace: Seq2SeqTrace          # .encoder / .decoder / .cross, batch of one
+    cross_attention: torch.Tensor  # (L, H, T_tgt, T_src)
+
+
+@torch.no_grad()
+def teacher_forced(model: Seq2SeqTransformer, tokenizer, source: str) -> TeacherForced:
+    """Run the source with its reference translation as the decoder input; ValueError outside the toy language."""
+    target, alignment = data.reference_translation(source)
+    src, labels, _ = encode_source(model, tokenizer, source)
+    tgt = [tokenizer.token_to_id("<bos>"), *(tokenizer.token_to_id(w) for w in target.split())]
+    was_training = model.training
+    model.eval()
+    out = model(torch.tensor([src], device=model.device), torch.tensor([tgt], device=model.device), trace=True)
+    model.train(was_training)
+    cross = torch.stack([lt.probs[0] for lt in out.trace.cross]).float().cpu()  # (L, H, T_tgt, T_src)
+    return TeacherForced(labels, [*target.split(), "<eos>"], alignment, out.trace, cross)
+
+
+@torch.no_grad()
+def alignment_scores(model: Seq2SeqTransformer, tokenizer, sentences: list[str]) -> torch.Tensor:
+    """(L, H) alignment accuracy pooled over every target word of the sentences (teacher forcing, one batch)."""
+    pairs = [data.reference_translation(s) for s in sentences]
+    pad, bos, eos = (tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>"))
+    src = data.pad_right([[*(tokenizer.token_to_id(w) for w in data.source_words(s)), eos] for s in sentences], pad)
+    tgt = data.pad_right([[bos, *(tokenizer.token_to_id(w) for w in t.split())] for t, _ in pairs], pad)
+    was_training = model.training
+    model.eval()
+    trace = model(src.to(model.device), tgt.to(model.device), trace=True).trace
+    model.train(was_training)
+    cross = torch.stack([lt.probs for lt in trace.cross], 1).float().cpu()  # (B, L, H, T_tgt, T_src)
+    hits = torch.zeros(cross.shape[1:3])
+    for b, (_, alignment) in enumerate(pairs):
+        hits += alignment_accuracy(cross[b], alignment) * len(alignment)
+    return hits / sum(len(a) for _, a in pairs)
+
+
+def exact_match(model: Seq2SeqTransformer, tokenizer, sentences: list[str]) -> float:
+    """Share of sentences whose greedy translation equals the reference word for word."""
+    eos = tokenizer.token_to_id("<eos>")
+    sources = [[*(tokenizer.token_to_id(w) for w in data.source_words(s)), eos] for s in sentences]
+    outputs = greedy_batch(model, sources, max_new_tokens=model.config.max_len, bos_id=tokenizer.token_to_id("<bos>"),
+                           eos_id=eos)
+    refs = [data.reference_translation(s)[0] for s in sentences]
+    return sum(" ".join(tokenizer.id_to_token(i) for i in out) == ref for out, ref in zip(outputs, refs)) / len(refs)
+
+
+def heldout_metrics(model: Seq2SeqTransformer, tokenizer, n: int = 400) -> dict:
+    """The shipped translator's metadata: exact match and per-head alignment on sentences never trained on."""
+    sentences = data.heldout_sentences(n, seed=1, translatable=True)
+    scores = alignment_scores(model, tokenizer, sentences)  # (L, H)
+    best = int(scores.argmax())
+    layer, head = divmod(best, scores.shape[1])
+    return {"exact_match": exact_match(model, tokenizer, sentences), "n_sentences": len(sentences),
+            "alignment_accuracy": [[round(float(a), 4) for a in row] for row in scores],
+            "best_alignment_head": {"layer": layer, "head": head, "accuracy": float(scores[layer, head])}}
+
+
+@dataclass
+class DecodeTiming:
+    """The same greedy translation decoded two ways, timed on this machine."""
+
+    tokens: int                     # target tokens decoded (each run)
+    seconds_reuse: float            # encoder once, cross K/V once, decoder KV cache
+    seconds_reencode: float         # the whole source encoded again at every step, no cache
+    same_tokens: bool               # both ways chose the same tokens
+    cross_kv_shape: tuple[int, ...]  # (B, H, T_src, d_k): K (and V) of one decoder layer, computed once
+
+    @property
+    def speedup(self) -> float:
+        return self.seconds_reencode / max(self.seconds_reuse, 1e-12)
+
+
+def decode_timing(model: Seq2SeqTransformer, tokenizer, text: str, max_new_tokens: int = 32) -> DecodeTiming:
+    """Decode `text` greedily with and without reusing the encoder (tracing off: only the arithmetic)."""
+    ids, _, _ = encode_source(model, tokenizer, text)
+    kw = dict(max_new_tokens=max_new_tokens, attention=False, bos_id=tokenizer.token_to_id("<bos>"),
+              eos_id=tokenizer.token_to_id("<eos>"))
+    was_training = model.training
+    model.eval()
+    runs = {}
+    for reuse in (True, False):
+        t0 = time.perf_counter()
+        runs[reuse] = [d.step.token_id for d in decode_steps(model, ids, use_cache=reuse, reuse_encoder=reuse, **kw)]
+        runs[reuse, "s"] = time.perf_counter() - t0
+    with torch.no_grad():
+        shape = tuple(model.encode(torch.tensor([ids], device=model.device)).cross_kv[0][0].shape)
+    model.train(was_training)
+    return DecodeTiming(len(runs[True]), runs[True, "s"], runs[False, "s"], runs[True] == runs[False], shape)
+
+
+__all__ = ["DecodeTiming", "TeacherForced", "alignment_accuracy", "alignment_scores", "decode_timing",
+           "exact_match", "heldout_metrics", "teacher_forced"]

@@ -1,0 +1,425 @@
+"""An encoder-decoder transformer (the 2017 translation model) whose three attention kinds can be traced.
+
+    model = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=V, n_encoder_layers=2, n_layers=2))
+    out = model(src, tgt, targets=..., trace=True)      # out.trace.encoder / .decoder / .cross: LayerTrace lists
+    result = translate(model, tokenizer, "the cat sat on the mat")   # .text, .tokens, .cross_attention
+
+Encoder: bidirectional self-attention over the source (source padding masked). Decoder: causal self-attention,
+then cross-attention with Q from the decoder and K, V from the encoder output (no causal mask, source padding
+masked), then the MLP. Decoding encodes the source once, projects each layer's cross-attention K and V once,
+and keeps a KV cache for the decoder's self-attention.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from viz_model import masks, rope
+from viz_model.attention import LayerTrace, MultiHeadAttention, attention
+from viz_model.config import ModelConfig, _check_int
+from viz_model.generate import GenStep, Sampling, as_sampling, filter_distribution
+from viz_model.model import IGNORE_INDEX, Block, TinyTransformer, make_mlp, make_norm
+from viz_model.positional import sinusoidal_encoding
+
+KV = tuple[torch.Tensor, torch.Tensor]
+
+
+@dataclass
+class Seq2SeqConfig(ModelConfig):
+    """A ModelConfig for both stacks: n_layers is the decoder's depth, n_encoder_layers the encoder's.
+
+    Source and target share one vocabulary, one embedding matrix and (tie_weights) the output projection.
+    `causal` describes the decoder's self-attention and must stay True; the encoder is always bidirectional.
+    """
+
+    n_encoder_layers: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_int("n_encoder_layers", self.n_encoder_layers, 1, 48)
+        if not self.causal:
+            raise ValueError("an encoder-decoder's decoder predicts left to right: causal must be True.")
+        if self.rope_scaling is not None:
+            raise ValueError("the encoder-decoder uses plain RoPE (no rope_scaling).")
+
+
+# -- attention pieces -------------------------------------------------------------------------------------
+class CrossAttention(nn.Module):
+    """softmax(Q_dec K_enc^T / sqrt(d_k) + source padding) V_enc: every target position sees every source token."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.n_heads, self.d_k, self.dropout = cfg.n_heads, cfg.d_k, cfg.dropout
+        self.q = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.attn_bias)
+        self.kv = nn.Linear(cfg.d_model, 2 * cfg.d_model, bias=cfg.attn_bias)
+        self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.out_bias)  # W_O
+
+    def heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
+
+    def memory_kv(self, memory: torch.Tensor) -> KV:
+        """K and V of the encoder output, (B, H, T_src, d_k) each: computed once per source."""
+        k, v = self.kv(memory).chunk(2, dim=-1)  # (B, T_src, d_model) each
+        return self.heads(k), self.heads(v)
+
+    def forward(self, x: torch.Tensor, kv: KV, mask: torch.Tensor | None, trace: bool = False,
+                ) -> tuple[torch.Tensor, LayerTrace | None]:
+        B, T, C = x.shape                     # x: (B, T_tgt, d_model) decoder stream
+        q, (k, v) = self.heads(self.q(x)), kv  # q (B, H, T_tgt, d_k); k, v (B, H, T_src, d_k)
+        if trace:
+            inner = attention(q, k, v, mask)  # mask (B, 1, 1, T_src): padding only, never causal
+            head_out = inner.out
+        else:
+            head_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                      dropout_p=self.dropout if self.training else 0.0)
+        y = self.out(head_out.transpose(1, 2).reshape(B, T, C))  # (B, T_tgt, d_model)
+        if not trace:
+            return y, None
+        return y, LayerTrace(q, k, v, inner.scores, inner.mask, inner.probs, head_out, y)
+
+
+class DecoderBlock(nn.Module):
+    """Causal self-attention, then cross-attention to the encoder, then the MLP; each with norm + residual."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.pre, self.residual = cfg.norm_position == "pre", cfg.residual
+        self.ln1, self.ln_cross, self.ln2 = make_norm(cfg), make_norm(cfg), make_norm(cfg)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, qkv=cfg.qkv, n_kv_heads=cfg.n_kv_heads,
+                                       bias=cfg.attn_bias, out_bias=cfg.out_bias)
+        self.cross = CrossAttention(cfg)
+        self.mlp = make_mlp(cfg)
+        self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
+
+    def _add(self, x: torch.Tensor, fx: torch.Tensor) -> torch.Tensor:
+        return x + self.drop(fx) if self.residual else self.drop(fx)  # (B, T, d_model)
+
+    def forward(self, x, mask, rope_cs, past, is_causal, cross_kv, cross_mask, trace):
+        if self.pre:  # x + f(LN(x)) for each of the three sublayers
+            a, rec, kv = self.attn(self.ln1(x), mask, rope_cs, past, trace, None, is_causal)
+            x = self._add(x, a)
+            c, crec = self.cross(self.ln_cross(x), cross_kv, cross_mask, trace)
+            x = self._add(x, c)
+            x = self._add(x, self.mlp(self.ln2(x)))
+        else:  # LN(x + f(x)), the 2017 layout
+            a, rec, kv = self.attn(x, mask, rope_cs, past, trace, None, is_causal)
+            x = self.ln1(self._add(x, a))
+            c, crec = self.cross(x, cross_kv, cross_mask, trace)
+            x = self.ln_cross(self._add(x, c))
+            x = self.ln2(self._add(x, self.mlp(x)))
+        return x, rec, crec, kv
+
+
+# -- outputs ----------------------------------------------------------------------------------------------
+@dataclass
+class Seq2SeqTrace:
+    encoder: list[LayerTrace] = field(default_factory=list)  # encoder self-attention, (B, H, T_src, T_src)
+    decoder: list[LayerTrace] = field(default_factory=list)  # decoder self-attention, (B, H, T_tgt, T_past+T_tgt)
+    cross: list[LayerTrace] = field(default_factory=list)    # cross-attention, (B, H, T_tgt, T_src)
+    encoder_residual: list[torch.Tensor] = field(default_factory=list)  # (B, T_src, d_model) after each block
+    decoder_residual: list[torch.Tensor] = field(default_factory=list)  # (B, T_tgt, d_model) after each block
+
+
+@dataclass
+class EncoderState:
+    """What decoding needs from the source, computed once: the memory and each layer's cross K/V."""
+
+    memory: torch.Tensor            # (B, T_src, d_model) encoder output
+    padding: torch.Tensor           # (B, T_src) True = real source token
+    cross_kv: list[KV]              # per decoder layer: K, V (B, H, T_src, d_k)
+    trace: Seq2SeqTrace | None = None  # encoder layers only, when traced
+
+    @property
+    def cross_mask(self) -> torch.Tensor | None:
+        return None if bool(self.padding.all()) else self.padding[:, None, None, :]  # (B, 1, 1, T_src)
+
+
+@dataclass
+class Seq2SeqOutput:
+    logits: torch.Tensor                 # (B, T_tgt, vocab)
+    loss: torch.Tensor | None = None
+    trace: Seq2SeqTrace | None = None
+    cache: list[KV] | None = None        # decoder self-attention (k, v) per layer
+
+
+# -- the model --------------------------------------------------------------------------------------------
+class Seq2SeqTransformer(nn.Module):
+    kind = "seq2seq"  # the checkpoint JSON's "kind" (checkpoint.MODEL_KINDS)
+
+    def __init__(self, config: Seq2SeqConfig):
+        super().__init__()
+        if not isinstance(config, Seq2SeqConfig):
+            raise ValueError("an encoder-decoder needs a Seq2SeqConfig (a ModelConfig with n_encoder_layers).")
+        self.config = cfg = config
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)  # shared by source, target and the output
+        if cfg.pos_encoding == "learned":
+            self.src_pos_emb, self.tgt_pos_emb = nn.Embedding(cfg.max_len, cfg.d_model), nn.Embedding(cfg.max_len,
+                                                                                                      cfg.d_model)
+        if cfg.pos_encoding == "sinusoidal":
+            self.register_buffer("pe_table", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False)
+        if cfg.pos_encoding == "rope":  # in both stacks' self-attention; cross-attention compares two sequences
+            freqs, factor = rope.inv_freq(cfg.d_k, cfg.rope_base)
+            cos, sin = rope.rope_cos_sin(torch.arange(cfg.max_len), freqs, factor)
+            self.register_buffer("rope_cos", cos, persistent=False)  # (max_len, d_k/2)
+            self.register_buffer("rope_sin", sin, persistent=False)
+        self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
+        self.encoder = nn.ModuleList(Block(cfg) for _ in range(cfg.n_encoder_layers))  # bidirectional: by mask
+        self.ln_enc = make_norm(cfg) if cfg.norm_position == "pre" else nn.Identity()
+        self.decoder = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = make_norm(cfg) if cfg.norm_position == "pre" else nn.Identity()
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(TinyTransformer._init)
+        if cfg.tie_weights:
+            self.head.weight = self.tok_emb.weight
+
+    @property
+    def device(self) -> torch.device:
+        return self.tok_emb.weight.device
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def _embed(self, ids: torch.Tensor, start: int, side: str):
+        """Token embeddings plus absolute position (learned / sinusoidal), and RoPE's cos/sin for this slice."""
+        cfg, T = self.config, ids.shape[1]
+        if start + T > cfg.max_len:
+            raise ValueError(f"the {side} has {start + T} tokens; this model reads at most {cfg.max_len}.")
+        positions = torch.arange(start, start + T, device=self.device)  # (T,)
+        x = self.tok_emb(ids)  # (B, T, d_model)
+        if cfg.embed_scale:
+            x = x * math.sqrt(cfg.d_model)
+        if cfg.pos_encoding == "learned":
+            x = x + (self.src_pos_emb if side == "source" else self.tgt_pos_emb)(positions)
+        elif cfg.pos_encoding == "sinusoidal":
+            x = x + self.pe_table[positions]
+        rope_cs = (self.rope_cos[positions], self.rope_sin[positions]) if cfg.pos_encoding == "rope" else None
+        return self.drop(x), rope_cs
+
+    def encode(self, src: torch.Tensor, src_padding_mask: torch.Tensor | None = None,
+               trace: bool = False) -> EncoderState:
+        """Run the encoder once; project every decoder layer's cross-attention K and V once."""
+        src = src[None] if src.ndim == 1 else src  # (B, T_src)
+        if src.shape[1] == 0:
+            raise ValueError("the source has no tokens.")
+        padding = (src != self.config.pad_id) if src_padding_mask is None else src_padding_mask.to(self.device)
+        if not bool(padding.any(-1).all()):
+            raise ValueError("every source sentence needs at least one real (non-padding) token.")
+        x, rope_cs = self._embed(src, 0, "source")
+        T = src.shape[1]
+        mask = None if bool(padding.all()) else masks.combine(masks.bidirectional_mask(T, self.device), padding)
+        record = Seq2SeqTrace() if trace else None
+        for block in self.encoder:
+            x, layer, _ = block(x, mask, rope_cs, None, trace, None, False)  # (B, T_src, d_model)
+            if record is not None:
+                record.encoder.append(layer)
+                record.encoder_residual.append(x)
+        memory = self.ln_enc(x)
+        return EncoderState(memory, padding, [blk.cross.memory_kv(memory) for blk in self.decoder], record)
+
+    def _self_mask(self, T: int, past_len: int, tgt_padding_mask: torch.Tensor | None):
+        """Decoder self-attention: (mask, is_causal). Causal over past + new tokens, and target padding."""
+        if tgt_padding_mask is None and past_len == 0:
+            return None, T > 1  # SDPA's causal kernel
+        q_pos = torch.arange(past_len, past_len + T, device=self.device)[:, None]
+        allowed = q_pos >= torch.arange(past_len + T, device=self.device)[None, :]  # (T, T_past+T)
+        if tgt_padding_mask is None:
+            return (None if bool(allowed.all()) else allowed), False
+        return masks.combine(allowed, tgt_padding_mask.to(self.device)), False
+
+    def decode(self, tgt: torch.Tensor, state: EncoderState, *, tgt_padding_mask: torch.Tensor | None = None,
+               targets: torch.Tensor | None = None, past: list[KV] | None = None, trace: bool = False,
+               use_cache: bool = False) -> Seq2SeqOutput:
+        """Decoder over `tgt` (after `past` cached positions), attending to the encoded source in `state`."""
+        tgt = tgt[None] if tgt.ndim == 1 else tgt  # (B, T_tgt)
+        if tgt.shape[1] == 0:
+            raise ValueError("the target has no tokens (it starts with <bos>).")
+        past_len = past[0][0].shape[2] if past else 0
+        x, rope_cs = self._embed(tgt, past_len, "target")
+        mask, is_causal = self._self_mask(tgt.shape[1], past_len, tgt_padding_mask)
+        record = None
+        if trace:  # the encoder's layers (when it was traced) come first; the lists are new, never shared
+            enc = state.trace or Seq2SeqTrace()
+            record = Seq2SeqTrace(list(enc.encoder), encoder_residual=list(enc.encoder_residual))
+        cache = []
+        for i, block in enumerate(self.decoder):
+            x, rec, crec, kv = block(x, mask, rope_cs, past[i] if past else None, is_causal,
+                                     state.cross_kv[i], state.cross_mask, trace)
+            cache.append(kv)
+            if record is not None:
+                record.decoder.append(rec)
+                record.cross.append(crec)
+                record.decoder_residual.append(x)
+        logits = self.head(self.ln_f(x))  # (B, T_tgt, vocab)
+        loss = None
+        if targets is not None:
+            targets = targets.masked_fill(targets == self.config.pad_id, IGNORE_INDEX)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                   ignore_index=IGNORE_INDEX)
+        return Seq2SeqOutput(logits, loss, record, cache if use_cache else None)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_padding_mask: torch.Tensor | None = None,
+                tgt_padding_mask: torch.Tensor | None = None, targets: torch.Tensor | None = None,
+                trace: bool = False) -> Seq2SeqOutput:
+        """Teacher forcing: encode src, decode tgt (<bos> y1 ..) in one pass; targets (y1 .. <eos>) give the loss.
+
+        src_padding_mask defaults to src != pad_id (True = real token)."""
+        state = self.encode(src, src_padding_mask, trace)
+        return self.decode(tgt, state, tgt_padding_mask=tgt_padding_mask, targets=targets, trace=trace)
+
+
+# -- decoding ---------------------------------------------------------------------------------------------
+@dataclass
+class DecodeStep:
+    step: GenStep                      # the Generate page's step: token, p, filtered p, logprob, self-attention
+    cross_attention: torch.Tensor | None  # (L, H, T_src): the new token's query over the source
+
+
+def decode_steps(model: Seq2SeqTransformer, src_ids: Sequence[int] | torch.Tensor, *,
+                 strategy: Sampling | str = "greedy", max_new_tokens: int = 64, seed: int = 0,
+                 use_cache: bool = True, reuse_encoder: bool | None = None, attention: bool = True,
+                 tokenizer=None, bos_id: int = 2, eos_id: int = 3) -> Iterator[DecodeStep]:
+    """Yield one step per target token (the last one carries stop_reason 'eos' | 'length' | 'context').
+
+    use_cache: decoder self-attention KV cache (one new token per step). reuse_encoder (default: use_cache):
+    the source is encoded once and its cross K/V reused; False re-encodes the source at every step.
+    """
+    s, reuse = as_sampling(strategy), use_cache if reuse_encoder is None else reuse_encoder
+    if use_cache and not reuse:
+        raise ValueError("a decoder KV cache needs the encoder output kept (reuse_encoder=True).")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}.")
+    src = torch.as_tensor([int(i) for i in (src_ids.flatten().tolist() if torch.is_tensor(src_ids) else src_ids)],
+                          device=model.device)[None]  # (1, T_src)
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    limit = min(max_new_tokens, model.config.max_len - 1)  # <bos> takes target position 0
+    seq, cache = [bos_id], None
+    with torch.no_grad():
+        state = model.encode(src) if reuse else None
+        for index in range(limit):
+            t0 = time.perf_counter()
+            if not reuse:
+                state = model.encode(src)  # the naive decoder: the whole source again, every step
+            feed = seq[-1:] if use_cache else seq
+            out = model.decode(torch.tensor([feed], device=model.device), state, past=cache, trace=attention,
+                               use_cache=use_cache)
+            logits = out.logits[0, -1].float().cpu()  # (V,)
+            seconds = time.perf_counter() - t0
+            probs, filtered = filter_distribution(logits, s)
+            pick = torch.argmax(filtered) if s.is_greedy else torch.multinomial(filtered, 1, generator=gen)
+            token_id = int(pick)
+            seq.append(token_id)
+            stop = "eos" if token_id == eos_id else ("length" if index == max_new_tokens - 1 else
+                                                     ("context" if index == limit - 1 else None))
+            yield _step(out, index, seq, logits, probs, filtered, seconds, use_cache, stop, attention, tokenizer)
+            if stop:
+                return
+            cache = out.cache
+
+
+def _step(out: Seq2SeqOutput, index: int, seq: list[int], logits, probs, filtered, seconds: float,
+          use_cache: bool, stop: str | None, attention: bool, tokenizer) -> DecodeStep:
+    token_id = seq[-1]
+    self_att = cross = None
+    if attention:  # the newest query's row in every layer
+        self_att = torch.stack([lt.probs[0, :, -1, :] for lt in out.trace.decoder]).float().cpu()  # (L, H, T)
+        cross = torch.stack([lt.probs[0, :, -1, :] for lt in out.trace.cross]).float().cpu()      # (L, H, T_src)
+    return DecodeStep(GenStep(
+        index=index, position=len(seq) - 1, token_id=token_id, token=_label(tokenizer, token_id), logits=logits,
+        probs=probs, filtered_probs=filtered, logprob=float(torch.log(probs[token_id])),
+        filtered_logprob=float(torch.log(filtered[token_id])), attention=self_att, seconds=seconds,
+        use_cache=use_cache, stop_reason=stop), cross)
+
+
+@torch.no_grad()
+def greedy_batch(model: Seq2SeqTransformer, sources: Sequence[Sequence[int]], *, max_new_tokens: int = 64,
+                 bos_id: int = 2, eos_id: int = 3) -> list[list[int]]:
+    """Greedy translations of many sources at once (encoder once, cached decoder); each stops at its <eos>."""
+    pad = model.config.pad_id
+    src = torch.full((len(sources), max(len(s) for s in sources)), pad, dtype=torch.long)
+    for i, s in enumerate(sources):
+        src[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+    was_training = model.training
+    model.eval()
+    state = model.encode(src.to(model.device))  # (B, T_src) right-padded: padding masked in both attentions
+    feed = torch.full((len(sources), 1), bos_id, dtype=torch.long, device=model.device)  # (B, 1)
+    out_ids, cache = [], None
+    done = torch.zeros(len(sources), dtype=torch.bool, device=model.device)
+    for _ in range(min(max_new_tokens, model.config.max_len - 1)):
+        out = model.decode(feed, state, past=cache, use_cache=True)
+        feed = out.logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
+        out_ids.append(feed[:, 0])
+        done |= feed[:, 0] == eos_id
+        cache = out.cache
+        if bool(done.all()):
+            break
+    model.train(was_training)
+    rows = torch.stack(out_ids, 1).tolist() if out_ids else [[] for _ in sources]  # (B, steps)
+    return [row[: row.index(eos_id)] if eos_id in row else row for row in rows]
+
+
+def _label(tokenizer, token_id: int) -> str:
+    if tokenizer is None:
+        return f"#{token_id}"
+    from viz_model.tokenizer import display_token
+    return display_token(tokenizer, token_id)
+
+
+@dataclass
+class Translation:
+    text: str                         # the generated target words joined by spaces (no <bos>/<eos>)
+    tokens: list[str]                 # the generated target tokens, without the final <eos>
+    token_ids: list[int]
+    source_tokens: list[str]          # labels of the source as encoded (words as typed, then <eos>)
+    source_ids: list[int]
+    cross_attention: torch.Tensor     # (L, H, T_tgt, T_src): row j is the query that produced tokens[j]
+    steps: list[DecodeStep]           # every step, including the one that chose <eos>
+    stop_reason: str                  # 'eos' | 'length' | 'context'
+    unknown: list[str]                # source words the tokenizer does not know (fed as <unk>)
+    seconds: float                    # wall time of the whole decode
+
+
+def encode_source(model: Seq2SeqTransformer, tokenizer, text: str):
+    """(ids with <eos> last, labels, unknown words) for a source sentence; ValueError when empty or too long."""
+    from viz_model.tokenizer import encode
+
+    enc = encode(tokenizer, text)
+    if not enc.ids:
+        raise ValueError("there is nothing to translate: type a sentence.")
+    ids = [*enc.ids, tokenizer.token_to_id("<eos>")]
+    if len(ids) > model.config.max_len:
+        raise ValueError(f"the sentence has {len(ids)} tokens with <eos>; this model reads at most "
+                         f"{model.config.max_len}. Shorten it.")
+    return ids, [*enc.tokens, "<eos>"], enc.unknown
+
+
+def translate(model: Seq2SeqTransformer, tokenizer, text: str, max_new_tokens: int = 64, use_cache: bool = True,
+              strategy: Sampling | str = "greedy", seed: int = 0) -> Translation:
+    """Translate `text` token by token (greedy unless a Sampling is given), keeping the cross-attention rows."""
+    ids, labels, unknown = encode_source(model, tokenizer, text)
+    was_training = model.training
+    model.eval()
+    t0 = time.perf_counter()
+    steps = list(decode_steps(model, ids, strategy=strategy, max_new_tokens=max_new_tokens, seed=seed,
+                              use_cache=use_cache, tokenizer=tokenizer, bos_id=tokenizer.token_to_id("<bos>"),
+                              eos_id=tokenizer.token_to_id("<eos>")))
+    seconds = time.perf_counter() - t0
+    model.train(was_training)
+    kept = steps[:-1] if steps[-1].step.stop_reason == "eos" else steps
+    cross = (torch.stack([d.cross_attention for d in kept], dim=2) if kept  # (L, H, T_tgt, T_src)
+             else torch.zeros(model.config.n_layers, model.config.n_heads, 0, len(ids)))
+    tokens = [d.step.token for d in kept]
+    return Translation(" ".join(tokens), tokens, [d.step.token_id for d in kept], labels, ids, cross, steps,
+                       steps[-1].step.stop_reason, unknown, seconds)
+
+
+__all__ = ["CrossAttention", "DecodeStep", "DecoderBlock", "EncoderState", "Seq2SeqConfig", "Seq2SeqOutput",
+           "Seq2SeqTrace", "Seq2SeqTransformer", "Translation", "decode_steps", "encode_source", "greedy_batch",
+           "translate"]
