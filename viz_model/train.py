@@ -424,6 +424,14 @@ for _enc in ("none", "sinusoidal", "learned", "rope"):
         preset="tiny", model=dict(SMALL, pos_encoding=_enc), task="lm", steps=1000, lr=3e-3, batch_size=32,
         title=f"Small model, {_enc} positions",
         description=f"2 layers x 4 heads, d_model 64, positional encoding '{_enc}' (for comparing encodings).")
+# The Q, K and V page: the classroom recipe with Q = K, K = V or raw X ("separate" is the classroom model itself).
+_QKV_TITLES = {"shared_qk": "shared Q = K", "shared_kv": "shared K = V", "none": "no projections (Q = K = V = X)"}
+for _mode, _title in _QKV_TITLES.items():
+    RECIPES[f"qkv-{_mode}"] = dict(
+        RECIPES["classroom"], model=dict(RECIPES["classroom"]["model"], qkv=_mode),
+        title=f"Classroom recipe, {_title}",
+        description=f"The classroom model's size, seed and steps with qkv='{_mode}' (for comparing how Q, K and V "
+                    "are made).")
 # The Architectures section: an encoder trained with masked LM, and an encoder-decoder on the toy translation.
 RECIPES["encoder-mlm"] = dict(
     preset="classroom", model=dict(causal=False, pos_encoding="rope"), task="mlm", steps=4000, lr=2e-3,
