@@ -116,7 +116,7 @@ class TinyTransformer(nn.Module):
             self.register_buffer("pe_table", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False)
         if cfg.pos_encoding == "rope":
             # seq_len=max_len as before; only the first ROPE_TABLE_LEN rows are kept (the rest on demand)
-            cos, sin = self._rope_tables(torch.arange(min(cfg.max_len, ROPE_TABLE_LEN), device="cpu"), cfg.max_len)
+            cos, sin = self._rope_tables(torch.arange(min(cfg.max_len, ROPE_TABLE_LEN)), cfg.max_len)
             self.register_buffer("rope_cos", cos, persistent=False)  # (min(max_len, 4096), d_k/2)
             self.register_buffer("rope_sin", sin, persistent=False)
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
@@ -144,9 +144,8 @@ class TinyTransformer(nn.Module):
     # -- positions ------------------------------------------------------------------------------
     def _rope_tables(self, positions: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = self.config
-        with torch.device("cpu"):  # tables on the CPU even while the parameters are made on "meta" (hf reader)
-            freqs, factor = rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=seq_len)
-            return rope.rope_cos_sin(positions.cpu(), freqs, factor)
+        freqs, factor = rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=seq_len)
+        return rope.rope_cos_sin(positions.cpu(), freqs, factor)
 
     def rope_cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin (T, d_k/2) for these positions; cached table when possible, else computed in float64."""
