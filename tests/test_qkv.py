@@ -1,0 +1,179 @@
+"""The Q, K and V lesson: symmetric scores for Q = K and raw X, K = V in the head output, the lookup equals the
+model's own head output, the cosine, the claims' verdicts, and the shipped variants' held-out losses."""
+
+import math
+from dataclasses import dataclass, replace
+
+import pytest
+import torch
+
+from viz_model import ASSETS_DIR
+from viz_model.checkpoint import load_checkpoint
+from viz_model.config import QKV_MODES, ModelConfig
+from viz_model.data import TaskData
+from viz_model.lessons import qkv
+from viz_model.model import TinyTransformer
+from viz_model.tokenizer import load_tokenizer
+from viz_model.train import evaluate
+
+torch.set_num_threads(1)
+TEXT = "the cat sat on the mat"
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return load_tokenizer("word")
+
+
+def build(tok, qkv_mode: str, pos_encoding: str = "rope", seed: int = 0) -> TinyTransformer:
+    """A tiny random model with weights large enough that every score is far from 0."""
+    torch.manual_seed(seed)
+    cfg = ModelConfig(vocab_size=tok.get_vocab_size(), d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=32,
+                      pos_encoding=pos_encoding, qkv=qkv_mode)
+    model = TinyTransformer(cfg).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.4)
+    return model
+
+
+@pytest.fixture(scope="module")
+def tiny(tok):
+    return {m: build(tok, m) for m in QKV_MODES}
+
+
+def test_asymmetry_is_zero_for_a_symmetric_matrix_and_two_for_an_antisymmetric_one():
+    a = torch.randn(5, 5)
+    assert float(qkv.asymmetry(a + a.T)) <= 1e-7
+    assert float(qkv.asymmetry(a - a.T)) == pytest.approx(2.0, abs=1e-6)  # ‖2A‖/‖A‖ when Aᵀ = −A
+
+
+@pytest.mark.parametrize("pos", ["rope", "none"])
+def test_shared_qk_and_raw_x_give_symmetric_scores_separate_does_not(tok, pos):
+    for mode in QKV_MODES:
+        rows = qkv.variant_scores({mode: build(tok, mode, pos)}, tok, TEXT, layer=1, head=1)
+        if mode in ("shared_qk", "none"):
+            assert rows[0].asymmetry <= 1e-6, mode
+        elif mode == "separate":
+            assert rows[0].asymmetry > 0.3, mode
+
+
+def test_shared_kv_head_out_is_probs_times_the_keys(tok):
+    model = build(tok, "shared_kv", pos_encoding="none")  # with RoPE, V is the *unrotated* K
+    ids, _ = qkv.encode_sentence(model, tok, TEXT)
+    for lt in qkv.traced(model, ids).layers:
+        assert torch.equal(lt.v, lt.k)
+        torch.testing.assert_close(lt.head_out, lt.probs @ lt.k, rtol=0, atol=1e-6)
+
+
+def test_lookup_weighted_sum_equals_the_traced_head_out(tiny, tok):
+    for mode, model in tiny.items():
+        ids, _ = qkv.encode_sentence(model, tok, TEXT)
+        trace = qkv.traced(model, ids)
+        for query in (1, 3, 6):
+            res = qkv.lookup(model, tok, TEXT, layer=1, head=0, query=query)
+            want = trace.layers[1].head_out[0, 0, query].numpy()
+            assert abs(res.out - want).max() <= 1e-6, mode
+            assert res.probs[query + 1:].sum() == 0 and res.probs.sum() == pytest.approx(1, abs=1e-6)
+            assert sorted(c.index for c in res.contributors) == list(range(query + 1))
+            norms = [c.norm for c in res.contributors]
+            assert norms == sorted(norms, reverse=True)
+            top = res.contributors[0]
+            assert top.norm == pytest.approx(top.weight * float((res.v[top.index] ** 2).sum()) ** 0.5, rel=1e-5)
+
+
+def test_lookup_rejects_a_query_outside_the_sentence(tiny, tok):
+    with pytest.raises(ValueError, match="query position"):
+        qkv.lookup(tiny["separate"], tok, TEXT, layer=0, head=0, query=7)
+
+
+def test_cosine_on_hand_examples():
+    assert qkv.cosine(torch.tensor([1.0, 0.0]), torch.tensor([1.0, 1.0])) == pytest.approx(1 / math.sqrt(2))
+    assert qkv.cosine(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([-2.0, -4.0, -6.0])) == pytest.approx(-1.0)
+    assert qkv.cosine(torch.tensor([3.0, 0.0]), torch.tensor([0.0, 5.0])) == pytest.approx(0.0)
+    with pytest.raises(ValueError):
+        qkv.cosine(torch.zeros(3), torch.ones(3))
+
+
+def test_minimal_pair_measures_the_shared_last_word(tiny, tok):
+    res = qkv.minimal_pair(tiny, tok, "the cat sat", "the mat sat")
+    assert (res.word, res.position, res.differs_at) == ("sat", 3, 2)
+    model = tiny["separate"]
+    ta = qkv.traced(model, qkv.encode_sentence(model, tok, "the cat sat")[0])
+    tb = qkv.traced(model, qkv.encode_sentence(model, tok, "the mat sat")[0])
+    want = torch.nn.functional.cosine_similarity(ta.residual[-1][0, 3], tb.residual[-1][0, 3], dim=0)
+    assert res.hidden_cos["separate"] == pytest.approx(float(want), abs=1e-6)
+    assert all(len(c) == 2 and max(c) < 1 - 1e-6 for c in res.attn_cos.values())  # the outputs do differ
+
+
+def test_minimal_pair_rejects_pairs_that_are_not_minimal(tiny, tok):
+    for a, b in (("the cat sat", "the cat sat down"), ("the cat sat", "a mat ran"), ("the cat sat", "the cat ran")):
+        with pytest.raises(ValueError):
+            qkv.minimal_pair(tiny, tok, a, b)
+
+
+def test_self_attention_counts_rows_that_see_more_than_one_key():
+    probs = torch.tensor([[1.0, 0, 0], [0.7, 0.3, 0], [0.2, 0.2, 0.6]])
+    allowed = torch.ones(3, 3).tril().bool()
+    share, rate, chance = qkv.self_attention(probs, allowed)
+    assert (share, rate, chance) == pytest.approx(((0.3 + 0.6) / 2, 0.5, (1 / 2 + 1 / 3) / 2))
+
+
+def test_claims_on_tiny_models_give_the_symmetry_verdicts(tiny, tok):
+    sums = [qkv.summarize(m, tok, sentences=qkv.CLAIM_SENTENCES[:2], pairs=qkv.MINIMAL_PAIRS[:2],
+                          heldout_loss=float(i)) for i, m in enumerate(tiny.values())]
+    rows = qkv.claims(sums)
+    assert [r.holds for r in rows[:3]] == [True, True, True]  # raw X, Q = K symmetric; separate asymmetric
+    assert rows[0].value <= 1e-6 and rows[2].value >= qkv.ASYMMETRY_MIN
+    assert rows[-1].holds and rows[-1].note == ""  # heldout 3.0 for "none" (the last mode) is the largest
+    flipped = qkv.claims([replace(s, heldout_loss=-s.heldout_loss) for s in sums])
+    assert not flipped[-1].holds and "raw X's loss is" in flipped[-1].note  # now raw X is the best, not the worst
+    assert not flipped[-3].holds and flipped[-3].value == pytest.approx(3.0)  # separate is 3 nats above the best
+    with pytest.raises(ValueError, match="all four"):
+        qkv.claims(sums[:3])
+
+
+def test_qkv_variants_replace_only_the_qkv_field():
+    @dataclass(frozen=True)
+    class Spec:
+        steps: int = 10
+        qkv: str = "separate"
+
+    runs = qkv.qkv_variants(Spec(steps=7))
+    assert [r.qkv for r in runs] == list(QKV_MODES) and {r.steps for r in runs} == {7}
+
+    @dataclass(frozen=True)
+    class OldSpec:
+        steps: int = 10
+
+    with pytest.raises(ValueError, match="no 'qkv'"):
+        qkv.qkv_variants(OldSpec())
+
+
+# -- the shipped variants -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def shipped():
+    return {m: load_checkpoint(ASSETS_DIR / "models" / f"{name}.safetensors") for m, name in qkv.SHIPPED.items()}
+
+
+def test_shipped_variants_share_the_classroom_recipe(shipped):
+    base = shipped["separate"]
+    for mode, ck in shipped.items():
+        cfg = ck.model.config
+        assert cfg.qkv == mode
+        assert (cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.d_ff, cfg.pos_encoding) == (128, 4, 2, 512, "rope")
+        assert ck.metadata["train_config"] == base.metadata["train_config"]
+
+
+def test_shipped_heldout_losses_recompute(shipped):
+    for mode, ck in shipped.items():
+        loss, _ = evaluate(ck.model, TaskData("lm", ck.tokenizer, seed=ck.metadata["seed"]))
+        assert loss == pytest.approx(ck.metadata["heldout_loss"], abs=1e-4), mode
+
+
+def test_shipped_shared_qk_and_raw_x_are_symmetric(shipped):
+    models = {m: ck.model for m, ck in shipped.items()}
+    tok = shipped["separate"].tokenizer  # the vocabulary the models were trained with
+    rows = {r.variant: r for r in qkv.variant_scores(models, tok, TEXT, layer=0, head=0)}
+    assert rows["shared_qk"].asymmetry <= 1e-6 and rows["none"].asymmetry <= 1e-6
+    assert rows["separate"].asymmetry > qkv.ASYMMETRY_MIN
