@@ -265,6 +265,7 @@ def test_special_tokens_come_from_the_tokenizer_config_and_pad_is_never_a_real_f
     assert (ll["bos"]["token"], ll["eos"]["token"], ll["unk"]["token"]) == ("<s>", "</s>", "<unk>")
     assert ll["pad"]["id"] == loaded["llama"].model.config.vocab_size - 1 > max(
         loaded["llama"].tokenizer.get_vocab().values())  # a row no token uses
+    assert [loaded[n].metadata["adds_bos"] for n in ("gpt2", "llama", "qwen2")] == [False, True, False]
     q = loaded["qwen2"].metadata
     assert q["special_tokens"]["pad"]["token"] == "<|endoftext|>" and q["special_tokens"]["bos"] is None
     assert q["special_tokens"]["eos"]["token"] == "<|im_end|>" and q["eos_ids"] == [2]

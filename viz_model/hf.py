@@ -464,6 +464,12 @@ def special_tokens(folder: Path, hf: Mapping[str, Any], tok: Tokenizer, cfg: Mod
     return out, eos_ids
 
 
+def adds_bos(tok: Tokenizer, bos: dict[str, Any] | None) -> bool:
+    """Whether encode(text) (add_special_tokens=True) starts with the model's <bos> (Llama: yes; GPT-2, Qwen2: no)."""
+    ids = tok.encode("a").ids
+    return bos is not None and bool(ids) and ids[0] == bos["id"]
+
+
 def _fallback_pad(tok: Tokenizer, cfg: ModelConfig, eos: dict[str, Any] | None) -> dict[str, Any]:
     used = max(tok.get_vocab(with_added_tokens=True).values(), default=-1) + 1
     if used < cfg.vocab_size:
@@ -573,9 +579,11 @@ def read_hf_folder(folder: str | Path, device: torch.device | str = "cpu", *,
     metadata = {
         "source": "huggingface", "model_type": p.hf["model_type"], "name": folder.name,
         "architecture": archs[0] if isinstance(archs, list) and archs else None,
-        "n_params": p.n_params, "weights_bytes": need, "dtype": str(dtype).removeprefix("torch."),
+        "n_params": p.n_params, "memory_bytes": need, "disk_bytes": sum(f.stat().st_size for f in p.files),
+        "dtype": str(dtype).removeprefix("torch."),
         "stored_dtypes": sorted({p.stored[n].dtype for s in p.plan.values() for n in s.names}),
         "files": [f.name for f in p.files], "special_tokens": specials, "eos_ids": eos_ids,
+        "adds_bos": adds_bos(p.tokenizer, specials["bos"]),
         "context": p.config.max_len, "context_in_config": p.hf.get("max_position_embeddings", p.hf.get("n_positions")),
     }
     return HFModel(model, p.tokenizer, metadata, folder)
@@ -644,7 +652,7 @@ def find_model_dir(name: str, env: Mapping[str, str] | None = None) -> Path:
     raise ValueError(f"no model named {name!r} is offered; the instructor lists folders in {ENV_VAR} at launch.")
 
 
-__all__ = ["ENV_VAR", "ModelDir", "SUPPORTED_TYPES", "Source", "StoredTensor", "available_bytes", "check_memory",
-           "describe_folder", "find_model_dir", "half_to_interleaved", "hf_config", "human_bytes",
-           "model_dirs_from_env", "prepare", "read_hf_folder", "read_headers", "read_tokenizer", "rope_from_hf",
-           "special_tokens", "weight_files", "weight_plan"]
+__all__ = ["ENV_VAR", "HFModel", "ModelDir", "SUPPORTED_TYPES", "Source", "StoredTensor", "adds_bos",
+           "available_bytes", "check_memory", "describe_folder", "find_model_dir", "half_to_interleaved", "hf_config",
+           "human_bytes", "model_dirs_from_env", "prepare", "read_hf_folder", "read_headers", "read_tokenizer",
+           "rope_from_hf", "special_tokens", "weight_files", "weight_plan"]
