@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from viz_model.lessons import cost
+
 TINY = (16, 64)  # T = 16, 32, 64: a sweep of a few seconds on a busy 2-core machine
 
 
@@ -74,14 +76,20 @@ def test_kv_cache_is_linear_in_layers_and_T(opened):
     # 2 (K and V) x 32 layers x 32 heads x d_k 128 x 2 bytes = 512 KiB per token (the Llama-2-7B shape)
     assert lecture["y"][lecture["x"].index(32768)] == pytest.approx(2 * 32 * 32 * 128 * 32768 * 2 / 2**20)
     assert any("(sidebar)" in n for n in lines)  # the sidebar's model is there, merged with its shipped twin
-    assert len([n for n in lines if "more of the same shape" in n]) == 1  # enc-* and induction share a shape
+    shipped = cost.shipped_kv_models()
+    shapes = {(m.n_layers, m.n_heads, m.n_kv_heads, m.d_k, m.dtype_bytes) for m in shipped}
+    table = at.table[0].value
+    assert len(lines) == len(table) == len(shapes) + 2  # one row per distinct shape, plus the two lecture models
+    names = [n for row in table.index for n in row.split("; ")]
+    assert sorted(names) == sorted([m.name + (" (sidebar)" if m.name == "classroom" else "") for m in shipped]
+                                   + [n for n in names if n.startswith("lecture-sized")])
     at.slider(key="cost_kv_layers").set_value(8).run()
     lines8 = {t["name"]: t for t in spec(at, "cost_kv_chart")["data"]}
     lecture8 = next(t for n, t in lines8.items() if n.startswith("lecture-sized: 32 heads of d_k 128, 16-bit"))
     assert lecture8["name"].endswith("· 8 layers")
     assert np.allclose(np.array(lecture8["y"]) * 4, lecture["y"])  # a quarter of the layers, a quarter the cache
-    table = at.dataframe[0].value
-    assert (table["layers"] == 8).sum() == 2 and "cache at T = 32,768" in table.columns
+    table = at.table[0].value
+    assert (table["layers"] == 8).sum() == 2 and "T = 32,768" in table.columns
 
 
 def test_a_click_measures_the_chosen_range_and_shows_each_slope(opened):
@@ -103,8 +111,8 @@ def test_a_click_measures_the_chosen_range_and_shows_each_slope(opened):
     traced = next(t for t in measured if t["name"].startswith("T×T (traced), forward ·"))
     sdpa = next(t for t in measured if t["name"].startswith("SDPA, forward ·"))
     assert traced["y"][-1] > sdpa["y"][-1]  # the traced path keeps T×T matrices that SDPA never builds
-    table = at.dataframe[0].value
-    assert list(table["T"]) == ["16", "32", "64"] and "one T×T matrix, MB (computed)" in table.columns
+    table = at.table[0].value
+    assert list(table.index) == ["16", "32", "64"] and "T×T MB (computed)" in table.columns
     notes = " ".join(texts(at.caption))
     assert "Memory limit:" in notes and "Memory measured as:" in notes
     assert "the lecture" in " ".join(texts(at.markdown))
@@ -129,7 +137,7 @@ def test_points_past_the_time_budget_are_listed_with_their_reason(opened):
     at.number_input(key="cost_cpu_budget").set_value(1).run()
     at.button(key="cost_cpu_go").click().run()
     assert not at.exception, texts(at.exception)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     skipped_cells = int((table == "skipped").to_numpy().sum()) // 2  # ms and MB of each skipped point
     listed = [line for m in texts(at.markdown) if m.startswith("**Skipped points**")
               for line in m.splitlines()[1:]]

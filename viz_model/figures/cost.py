@@ -44,7 +44,7 @@ def loglog_chart(lines: Sequence[dict], *, y_title: str, unit: str, title: str |
         title, height=height, top=60 if title else 20, hovermode="closest",
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, font=dict(size=12)),
         xaxis=dict(type="log", title=dict(text="sequence length T (log scale)"), **_pow2_ticks(all_T)),
-        yaxis=dict(type="log", title=dict(text=f"{y_title} (log scale)"))))
+        yaxis=dict(type="log", title=dict(text=f"{y_title} (log scale)"), dtick=1)))
 
 
 def kv_cache_chart(lines: Sequence[dict], *, title: str | None = None, height: int = 440) -> go.Figure:
@@ -63,4 +63,4 @@ def kv_cache_chart(lines: Sequence[dict], *, title: str | None = None, height: i
         title, height=height, top=60 if title else 20, hovermode="closest",
         legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, font=dict(size=12)),
         xaxis=dict(type="log", title=dict(text="tokens in the cache T (log scale)"), **_pow2_ticks(all_T)),
-        yaxis=dict(type="log", title=dict(text="KV cache, MiB (log scale)"))))
+        yaxis=dict(type="log", title=dict(text="KV cache, MiB (log scale)"), dtick=1)))

@@ -25,6 +25,7 @@ RECURRENCE_PAGE = "app_pages/recurrence.py"
 SLOPE_OK = (1.8, 2.2)     # the issue's band for "memory grows with T²"
 MAX_STORED = 32           # measured sweeps kept per server (one per device and setting)
 SHORT = {"materialised": "T×T (traced)", "sdpa": "SDPA"}
+ABBREV = {"materialised": "T×T", "sdpa": "SDPA", "forward": "fwd", "forward+backward": "fwd+bwd"}
 KV_TS = tuple(2**i for i in range(6, 16))   # 64 … 32,768 tokens in the cache
 TABLE_TS = (64, 1024, 4096, 32768)
 
@@ -71,7 +72,7 @@ def settings(where: Where) -> Settings:
     share.bind(f"{p.removeprefix('cost_')}_T", f"{p}_T", _range, choices=pairs, fmt=lambda v: f"{v[0]}-{v[1]}")
     share.bind(f"{p.removeprefix('cost_')}_heads", f"{p}_heads", int, choices=(1, 4, 8))
     share.bind(f"{p.removeprefix('cost_')}_budget", f"{p}_budget", int, lo=1, hi=600)
-    c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
+    c1, c2, c3, c4 = st.columns([3, 1, 1, 1.3])
     lo, hi = c1.select_slider("Sequence lengths T (powers of two)", where.Ts, value=where.default, key=f"{p}_T",
                               format_func=lambda t: f"{t:,}",
                               help="Each doubling of T quadruples the T×T matrix. Longer T takes much longer.")
@@ -80,7 +81,7 @@ def settings(where: Where) -> Settings:
     budget = c3.number_input("Time budget, s", 1, 600, where.budget_s, step=5, key=f"{p}_budget",
                              help="Points still to measure after this many seconds are skipped, so the server "
                                   "is never tied up for long.")
-    backward = c4.checkbox("forward+backward too", True, key=f"{p}_backward",
+    backward = c4.checkbox("backward pass too", True, key=f"{p}_backward",
                            help="Training also stores what the backward pass needs.")
     return Settings(int(lo), int(hi), int(heads), 128, bool(backward), int(budget))
 
@@ -175,7 +176,8 @@ def _lines(sweep: lesson.CostSweep, metric: str) -> list[dict]:
 
 def render_sweep(sweep: lesson.CostSweep, when: float, wall_s: float, *, where: Where, key: str) -> None:
     age = max(0, int(time.time() - when))
-    st.caption(f"Measured on **{sweep.device}** {age // 60} min {age % 60} s ago (took {wall_s:.0f} s): one causal "
+    ago = f"{age} s ago" if age < 120 else f"{age // 60} min ago"
+    st.caption(f"Measured on **{sweep.device}** {ago} (took {wall_s:.0f} s): one causal "
                f"attention layer, d_model {sweep.d_model}, {sweep.n_heads} heads, batch {sweep.batch}, "
                f"{sweep.dtype}. Median of 3 timed runs after a warm-up.")
     c1, c2 = st.columns(2)
@@ -185,7 +187,8 @@ def render_sweep(sweep: lesson.CostSweep, when: float, wall_s: float, *, where: 
             _lines(sweep, m), y_title=y, unit=u, title=f"{'Time' if m == 'time' else 'Peak memory'} against T"))
         chart.show(fig, key=f"{where.prefix}_{metric}", name=f"cost_{where.device}_{metric}", container=col)
     render_claim(sweep)
-    st.dataframe(sweep_table(sweep), hide_index=True, width="stretch")
+    st.table(sweep_table(sweep).set_index("T"))  # a static table: wraps its headers instead of scrolling
+    st.caption("fwd = forward, fwd+bwd = forward+backward; ms = median wall time of one run, MB = its peak memory.")
     st.caption(f"**Memory limit:** {sweep.limit_note}. **Memory measured as:** {sweep.memory_method}.")
     skipped = sorted({(r.T, r.path, r.mode, r.skipped) for r in sweep.rows if r.skipped})
     if skipped:
@@ -193,17 +196,23 @@ def render_sweep(sweep: lesson.CostSweep, when: float, wall_s: float, *, where: 
                                                        for T, p, m, why in skipped))
 
 
+def _num(v: float) -> str:
+    """Three significant digits, without exponents: 0.00391, 1.53, 436, 1,234."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
 def sweep_table(sweep: lesson.CostSweep) -> pd.DataFrame:
     """One row per T: the T×T matrix's computed size, then ms and MB measured for each path and mode."""
     modes = [m for m in lesson.MODES if any(r.mode == m for r in sweep.rows)]
     rows = []
     for T, tt in zip(sweep.Ts, sweep.score_matrix_mb):
-        row = {"T": f"{T:,}", "one T×T matrix, MB (computed)": f"{tt:,.2f}"}
+        row = {"T": f"{T:,}", "T×T MB (computed)": _num(tt)}
         for mode in modes:
             for path in lesson.PATHS:
                 r = sweep.row(T, path, mode)
-                row[f"{SHORT[path]} {mode}: ms"] = "skipped" if r.skipped else f"{r.ms:,.2f}"
-                row[f"{SHORT[path]} {mode}: MB"] = "skipped" if r.skipped else f"{r.peak_mb:,.2f}"
+                name = f"{ABBREV[path]} {ABBREV[mode]}"
+                row[f"{name} ms"] = "skipped" if r.skipped else _num(r.ms)
+                row[f"{name} MB"] = "skipped" if r.skipped else _num(r.peak_mb)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -232,11 +241,14 @@ def render_claim(sweep: lesson.CostSweep) -> None:
         if sd.memory is not None:
             st.caption(f"SDPA, {mode}: memory slope {sd.memory:.2f} (1 = linear) — it never stores the T×T matrix.")
     fwd_t, sdpa_t = sweep.slope("materialised", "forward").time, sweep.slope("sdpa", "forward").time
+    on_cpu = sweep.memory_method == lesson.CPU_MEMORY_METHOD
     if fwd_t is not None and sdpa_t is not None:
         st.caption(f"Time slopes (forward): T×T {fwd_t:.2f}, SDPA {sdpa_t:.2f}. Time is noisier than memory, and "
-                   "on a CPU it shows a lower slope at small T because fixed overheads (Python, kernel calls, "
-                   "thread start-up) weigh as much as the T² work there. Both paths still do T² multiply-adds: "
-                   "SDPA saves memory, not the quadratic work.")
+                   f"on a {'CPU' if on_cpu else 'GPU'} it shows a lower slope at small T because fixed overheads "
+                   "(Python, kernel calls, thread start-up) weigh as much as the T² work there. Both paths still "
+                   "do T² multiply-adds: SDPA saves memory, not the quadratic work."
+                   + (" Above 2, as here, usually means the T×T matrices have outgrown the CPU's caches, so each "
+                      "entry also costs a trip to main memory." if on_cpu and fwd_t > SLOPE_OK[1] else ""))
 
 
 # -- the GPU --------------------------------------------------------------------------------------------------
@@ -288,7 +300,7 @@ def kv_models(sidebar_name: str, sidebar_config, lecture_layers: int) -> list[tu
 def _size(n: float) -> str:
     for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= div:
-            return f"{n / div:,.1f} {unit}"
+            return f"{_num(n / div)} {unit}"
     return f"{n:,.0f} B"
 
 
@@ -296,11 +308,10 @@ def kv_table(groups: list[tuple[list[str], lesson.KVModel]]) -> pd.DataFrame:
     rows = []
     for names, m in groups:
         kv = lesson.kv_cache_table(TABLE_TS, [m])
-        row = {"model": ", ".join(names), "layers": m.n_layers, "K/V heads": m.n_kv_heads, "d_k": m.d_k,
-               "bytes per number": m.dtype_bytes, "per token": _size(kv[0].per_token_bytes),
-               "per token per layer": _size(kv[0].per_token_bytes / m.n_layers)}
-        row.update({f"cache at T = {r.T:,}": _size(r.bytes) for r in kv})
-        row[f"one layer's T×T scores at T = {TABLE_TS[-1]:,}"] = _size(kv[-1].score_matrix_bytes)
+        row = {"model": "; ".join(names), "layers": m.n_layers, "K/V heads × d_k": f"{m.n_kv_heads} × {m.d_k}",
+               "bytes/number": m.dtype_bytes, "per token": _size(kv[0].per_token_bytes)}
+        row.update({f"T = {r.T:,}": _size(r.bytes) for r in kv})
+        row[f"1 layer's T×T at {TABLE_TS[-1]:,}"] = _size(kv[-1].score_matrix_bytes)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -321,7 +332,9 @@ def kv_cache(sidebar_name: str, sidebar_config) -> None:
     key = input_key(sidebar_name, repr(groups))
     chart.show(cached("cost_kv", (key,), lambda: kv_cache_chart(lines, title="KV cache against T, computed")),
                key="cost_kv_chart", name="kv_cache")
-    st.dataframe(kv_table(groups), hide_index=True, width="stretch")
+    st.table(kv_table(groups).set_index("model"))
+    st.caption(f"KV cache of one sequence at each T; the last column is one layer's (1, H, T, T) score matrix at "
+               f"T = {TABLE_TS[-1]:,}, for comparison. Models of the same shape share a row.")
     big = lesson.kv_cache_table((TABLE_TS[-1],), [replace(lesson.LECTURE_MODELS[0], n_layers=layers)])[0]
     gqa = lesson.kv_cache_table((TABLE_TS[-1],), [replace(lesson.LECTURE_MODELS[1], n_layers=layers)])[0]
     st.markdown(f"At T = {big.T:,} the lecture-sized model's cache holds **{_size(big.bytes)}** "
