@@ -31,7 +31,8 @@ from viz_model.model import IGNORE_INDEX
 TASKS = ("lm", "copy", "reverse", "induction", "recall", "mlm", "translate")
 SENTENCE_TASKS = ("mlm", "translate")  # corpus sentences for an encoder / an encoder-decoder, not toy letters
 TASK_LABELS = {"lm": "classroom corpus (language modelling)", "copy": "copy", "reverse": "reverse",
-               "induction": "repeated random sequence (induction)"}
+               "induction": "repeated random sequence (induction)",
+               "recall": "recall a noun 1-60 tokens back (long dependency)"}
 
 
 # -- pronoun sentences -------------------------------------------------------------------------------

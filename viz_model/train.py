@@ -424,6 +424,17 @@ for _enc in ("none", "sinusoidal", "learned", "rope"):
         preset="tiny", model=dict(SMALL, pos_encoding=_enc), task="lm", steps=1000, lr=3e-3, batch_size=32,
         title=f"Small model, {_enc} positions",
         description=f"2 layers x 4 heads, d_model 64, positional encoding '{_enc}' (for comparing encodings).")
+# Why it trains: an RNN, an LSTM and a transformer on the long-dependency recall task (assets/models/recurrence/).
+_RECALL = dict(preset="tiny", task="recall", lr=3e-3, batch_size=32)  # the same 2000 steps for each kind
+RECIPES["recurrence/rnn"] = dict(
+    _RECALL, kind="rnn", model=dict(d_model=64, n_layers=1), steps=2000, title="RNN on recall",
+    description="One tanh RNN layer (torch's nn.RNN, d 64) recalling a noun across 1-60 filler letters.")
+RECIPES["recurrence/lstm"] = dict(
+    _RECALL, kind="lstm", model=dict(d_model=64, n_layers=1), steps=2000, title="LSTM on recall",
+    description="One LSTM layer (torch's nn.LSTM, d 64) recalling a noun across 1-60 filler letters.")
+RECIPES["recurrence/transformer"] = dict(
+    _RECALL, model=dict(SMALL, pos_encoding="rope"), steps=2000, title="Transformer on recall",
+    description="2 layers x 4 heads, d_model 64, RoPE, recalling a noun across 1-60 filler letters.")
 # The Q, K and V page: the classroom recipe with Q = K, K = V or raw X ("separate" is the classroom model itself).
 _QKV_TITLES = {"shared_qk": "shared Q = K", "shared_kv": "shared K = V", "none": "no projections (Q = K = V = X)"}
 for _mode, _title in _QKV_TITLES.items():
@@ -532,7 +543,8 @@ def main(argv: list[str] | None = None) -> None:
                             eval_every=250)
     out = args.out or f"runs/{name or args.preset}.safetensors"
     train_and_save(out, preset=recipe["preset"], model_overrides=recipe["model"], train=train_cfg,
-                   title=recipe.get("title", ""), description=recipe.get("description", ""))
+                   title=recipe.get("title", ""), description=recipe.get("description", ""),
+                   kind=recipe.get("kind", "transformer"))
 
 
 if __name__ == "__main__":

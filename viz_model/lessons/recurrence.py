@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import time
@@ -98,23 +99,20 @@ def _fwd_bwd_ms(model: nn.Module, ids: torch.Tensor, repeats: int) -> float:
 def time_forward_backward(models: dict[str, nn.Module], lengths: Sequence[int] = LENGTHS, batch_size: int = 8,
                           device: str | torch.device = "auto", repeats: int = 3,
                           progress: Progress = None) -> list[TimingRow]:
-    """Forward + backward ms of one (batch_size, T) batch for every model and length, on `device`."""
+    """Forward + backward ms of one (batch_size, T) batch for every model and length, on `device`. The models
+    take turns at each length, so a busy machine slows them alike; rows come out grouped by model."""
     dev = resolve_device(device)
-    rows, todo, done = [], len(models) * len(lengths), 0
+    models = {kind: model.to(dev).train() for kind, model in models.items()}
     gen = torch.Generator().manual_seed(0)
-    for kind, model in models.items():
-        model = model.to(dev).train()
-        first = None
-        for T in lengths:
-            vocab = model.config.vocab_size
-            ids = torch.randint(1, vocab, (batch_size, T), generator=gen).to(dev)  # (B, T)
-            ms = _fwd_bwd_ms(model, ids, repeats)
-            first = first or ms
-            rows.append(TimingRow(kind, T, ms, ms / first, model.num_params(), str(dev)))
-            done += 1
-            if progress:
-                progress(done / todo)
-    return rows
+    ms: dict[tuple[str, int], float] = {}
+    for i, T in enumerate(lengths):
+        for kind, model in models.items():
+            ids = torch.randint(1, model.config.vocab_size, (batch_size, T), generator=gen).to(dev)  # (B, T)
+            ms[kind, T] = _fwd_bwd_ms(model, ids, repeats)
+        if progress:
+            progress((i + 1) / len(lengths))
+    return [TimingRow(kind, T, ms[kind, T], ms[kind, T] / ms[kind, lengths[0]], model.num_params(), str(dev))
+            for kind, model in models.items() for T in lengths]
 
 
 # -- 2. gradients by distance ------------------------------------------------------------------------
@@ -155,6 +153,25 @@ def gradient_curve(model: nn.Module, ids: torch.Tensor, kind: str = "") -> Gradi
     return GradientCurve(kind or getattr(model, "kind", "transformer"), norms, slope, float(torch.tensor(slope).exp()))
 
 
+def linear_regime_rnn(gain: float, d_model: int = 16, vocab_size: int = 32, seed: int = 0) -> RecurrentLM:
+    """An RNN where ‖W_hh‖₂ alone sets the rate: W_hh = gain x an orthogonal matrix, W_ih orthogonal, no biases,
+    inputs of size 1e-6 so that tanh stays in its linear range (tanh' = 1). Then ∂h_T/∂h_t = (gain Q)^(T−t) and
+    the gradient by distance is exactly gain^d: it dives below 1 and explodes above 1. A trained RNN saturates
+    tanh instead (tanh' < 1 shrinks every step), so scaling its W_hh above 1 rarely makes it explode."""
+    if not (math.isfinite(gain) and gain > 0):
+        raise ValueError(f"the gain of W_hh must be a positive number, got {gain!r}.")
+    gen = torch.Generator().manual_seed(seed)
+    model = RecurrentLM("rnn", vocab_size, d_model, 1)
+    cell = model.layers[0]
+    with torch.no_grad():
+        cell.weight_hh_l0.copy_(gain * torch.linalg.qr(torch.randn(d_model, d_model, generator=gen))[0])
+        cell.weight_ih_l0.copy_(torch.linalg.qr(torch.randn(d_model, d_model, generator=gen))[0])
+        cell.bias_ih_l0.zero_()
+        cell.bias_hh_l0.zero_()
+        model.tok_emb.weight.copy_(torch.randn(vocab_size, d_model, generator=gen) * 1e-6)
+    return model
+
+
 @dataclass
 class RecurrenceView:
     spectral_norm: float                # ‖W_hh‖₂ after rescaling
@@ -192,5 +209,5 @@ def accuracy_table(models: dict[str, nn.Module], tokenizer, distances: Sequence[
 
 
 __all__ = ["AccuracyRow", "GradientCurve", "GraphDepth", "KINDS", "LENGTHS", "RecurrenceView", "TimingRow",
-           "accuracy_table", "comparable_models", "gradient_curve", "graph_depth", "load_shipped", "recall_inputs",
-           "rescaled_view", "shipped_path", "time_forward_backward"]
+           "accuracy_table", "comparable_models", "gradient_curve", "graph_depth", "linear_regime_rnn",
+           "load_shipped", "recall_inputs", "rescaled_view", "shipped_path", "time_forward_backward"]
