@@ -36,6 +36,7 @@ from viz_model.data import (
     sample_prompt,
 )
 from viz_model.device import resolve_device
+from viz_model.generate import greedy_ids
 from viz_model.mlm import fill_mask
 from viz_model.model import TinyTransformer
 from viz_model.rnn import RECURRENT_KINDS, RecurrentLM
@@ -391,22 +392,11 @@ def accuracy_by_distance(model: torch.nn.Module, tokenizer, distances: Sequence[
 RECALL_DISTANCES = (1, 2, 4, 8, 16, 24, 32, 48, 60)  # up to data.RECALL_MAX_DISTANCE
 
 
-@torch.no_grad()
 def greedy_text(model: TinyTransformer, tokenizer, prompt: str, max_new_tokens: int = 8) -> str:
     """Greedy continuation (stops at <eos>), without the prompt."""
-    was_training = model.training
-    model.eval()
-    ids, _ = encode_words(tokenizer, prompt)
-    ids = ids.to(model.device)
-    eos, new = tokenizer.token_to_id("<eos>"), []
-    for _ in range(max_new_tokens):
-        nxt = int(model(ids[:, -model.config.max_len:]).logits[0, -1].argmax())
-        if nxt == eos:
-            break
-        new.append(nxt)
-        ids = torch.cat([ids, torch.tensor([[nxt]], device=ids.device)], dim=1)
-    model.train(was_training)
-    return " ".join(tokenizer.id_to_token(i) for i in new)
+    ids = encode_words(tokenizer, prompt)[0][0].tolist()
+    return " ".join(tokenizer.id_to_token(i) for i in greedy_ids(model, ids, max_new_tokens,
+                                                                  tokenizer.token_to_id("<eos>")))
 
 
 # -- recipes: how each shipped model is trained --------------------------------------------------------
