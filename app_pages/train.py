@@ -23,7 +23,8 @@ with st.expander("Configure", expanded=job is None, icon=":material/tune:"):
     spec = T.config_form()
     try:
         cfg, n_params = validate(spec, vocab)
-        st.caption(f"{n_params:,} parameters · {cfg.n_layers} layers × {cfg.n_heads} heads · d_model {cfg.d_model}"
+        heads = f" × {cfg.n_heads} heads" if hasattr(cfg, "n_heads") else f" of {spec.arch.upper()}"
+        st.caption(f"{n_params:,} parameters · {cfg.n_layers} layers{heads} · d_model {cfg.d_model}"
                    f" · {spec.steps * spec.batch_size:,} sequences seen.")
     except ValueError as e:
         st.warning(str(e))

@@ -128,3 +128,18 @@ def test_an_oversized_model_is_refused_with_a_message_before_it_starts(app_test)
     assert "train_job_id" not in at.session_state
     at.slider(key="train_heads").set_value(5).run()  # 256 is not divisible by 5
     assert any("divisible by n_heads" in w.value for w in at.warning)
+
+
+def test_an_lstm_trains_on_recall_from_the_page_and_says_it_has_no_attention(app_test):
+    at = app_test("app_pages/train.py")
+    at.selectbox(key="train_arch").set_value("lstm")
+    configure(at, steps=20, every=10, task="recall")
+    at.button(key="train_start").click().run()
+    poll(at, lambda step, status: status == "done")
+    at.run()
+    assert any("LSTM has no attention to watch" in c.value for c in at.caption)
+    loss = chart(at, "Loss: train")
+    assert values(next(t for t in loss["data"] if t["name"] == "train")["x"]) == list(range(1, 21))
+    at.session_state["train_tab"] = "Teacher forcing"
+    at.run()
+    assert not at.exception and any("p(target)" in d.value.columns for d in at.dataframe)

@@ -32,7 +32,8 @@ TASKS = ("lm", "copy", "reverse", "induction", "recall", "mlm", "translate")
 SENTENCE_TASKS = ("mlm", "translate")  # corpus sentences for an encoder / an encoder-decoder, not toy letters
 TASK_LABELS = {"lm": "classroom corpus (language modelling)", "copy": "copy", "reverse": "reverse",
                "induction": "repeated random sequence (induction)",
-               "recall": "recall a noun 1-60 tokens back (long dependency)"}
+               "recall": "recall a noun 1-60 tokens back (long dependency)",
+               "mlm": "masked language modelling (encoder)", "translate": "translation (encoder-decoder)"}
 
 
 # -- pronoun sentences -------------------------------------------------------------------------------

@@ -89,12 +89,15 @@ def attention_grid(
 
 
 def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]] | None = None,
-                         title: str | None = None, allowed=None) -> tuple[list[dict], dict]:
-    """attention_grid's traces and layout as plain dicts, for figures built on it (the training player)."""
+                         title: str | None = None, allowed=None, q_tokens: Sequence[str] | None = None
+                         ) -> tuple[list[dict], dict]:
+    """attention_grid's traces and layout as plain dicts, for figures built on it (the training player).
+    q_tokens labels the rows when queries and keys differ (cross-attention: (L, H, T_tgt, T_src))."""
     a = to_numpy(probs)
-    L, H, T, _ = a.shape
-    ok = np.ones((T, T), dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
+    L, H, Tq, Tk = a.shape
+    ok = np.ones((Tq, Tk), dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
     labels = token_labels(tokens)
+    rows = labels if q_tokens is None else token_labels(q_tokens)
     grey = masked_layer(ok)
     hs, vs = 0.02, ((0.12 if roles else 0.08) if L > 1 else 0.0)
     w, h_ = (1 - hs * (H - 1)) / H, (1 - vs * (L - 1)) / L
@@ -112,10 +115,10 @@ def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]]
             notes.append(dict(text=f"L{l}·H{h}{sub}", x=x0 + w / 2, y=y1, xref="paper", yref="paper",
                               xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)))
             if not ok.all():  # grey underlay: a blocked cell never reads as "learned 0"
-                data.append(dict(type="heatmap", z=grey, x=labels, y=labels, showscale=False, hoverongaps=False,
+                data.append(dict(type="heatmap", z=grey, x=labels, y=rows, showscale=False, hoverongaps=False,
                                  colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], name=f"L{l}H{h} masked",
                                  hovertemplate=f"L{l} H{h}: " + _hover("masked (−∞)"), **ax))
-            data.append(dict(type="heatmap", z=np.where(ok, a[l, h], np.nan).astype(np.float32), x=labels, y=labels,
+            data.append(dict(type="heatmap", z=np.where(ok, a[l, h], np.nan).astype(np.float32), x=labels, y=rows,
                              zmin=0, zmax=1, colorscale=SEQUENTIAL, showscale=(l == h == 0), name=f"L{l}H{h}",
                              hoverongaps=False, hovertemplate=f"L{l} H{h}: " + _hover("%{z:.3f}"),
                              colorbar=dict(thickness=10, title=dict(text="attention")), **ax))

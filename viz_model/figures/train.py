@@ -74,11 +74,14 @@ def role_timeline(steps: Sequence[int], scores: np.ndarray, role: str, loss_step
         legend=dict(orientation="h", y=-0.25), uirevision="roles"), template=LIVE)
 
 
-def attention_now(probs, tokens: Sequence[str], *, title: str | None = None) -> go.Figure:
-    """Light live version of attention_grid: (L, H, T, T) as L x H heatmaps on one 0..1 scale, no validators."""
+def attention_now(probs, tokens: Sequence[str], *, title: str | None = None,
+                  q_tokens: Sequence[str] | None = None) -> go.Figure:
+    """Light live version of attention_grid: (L, H, Tq, Tk) as L x H heatmaps on one 0..1 scale; q_tokens labels
+    the rows when queries and keys differ (a translation's cross-attention)."""
     a = np.asarray(probs, float)
-    L, H, T, _ = a.shape
+    L, H, Tq, Tk = a.shape
     labels = token_labels(tokens)
+    rows = labels if q_tokens is None else token_labels(q_tokens)
     gap_x, gap_y = 0.02, 0.08
     w, hgt = (1 - gap_x * (H - 1)) / H, (1 - gap_y * (L - 1)) / L
     data, layout, notes = [], {}, []
@@ -87,8 +90,8 @@ def attention_now(probs, tokens: Sequence[str], *, title: str | None = None) -> 
             n = la * H + h + 1
             xa, ya = f"x{n if n > 1 else ''}", f"y{n if n > 1 else ''}"
             x0, y1 = h * (w + gap_x), 1 - la * (hgt + gap_y)
-            hover = [[f"L{la} H{h}: '{labels[i]}' → '{labels[j]}': {a[la, h, i, j]:.3f}" for j in range(T)]
-                     for i in range(T)]
+            hover = [[f"L{la} H{h}: '{rows[i]}' → '{labels[j]}': {a[la, h, i, j]:.3f}" for j in range(Tk)]
+                     for i in range(Tq)]
             data.append(dict(type="heatmap", z=a[la, h].round(4).tolist(), zmin=0, zmax=1, colorscale=SEQUENTIAL,
                              showscale=n == 1, hovertext=hover, hoverinfo="text", name=f"L{la}H{h}", xaxis=xa,
                              yaxis=ya, colorbar=dict(thickness=10, title=dict(text="attention"))))
@@ -102,16 +105,18 @@ def attention_now(probs, tokens: Sequence[str], *, title: str | None = None) -> 
 
 
 def attention_player(snapshots: Sequence[np.ndarray], steps: Sequence[int], tokens: Sequence[str],
-                     max_frames: int = 40) -> go.Figure:
+                     max_frames: int = 40, q_tokens: Sequence[str] | None = None) -> go.Figure:
     """Every head's probe attention at each snapshot step: a Plotly slider + play button scrub client-side.
 
-    snapshots[s] is (L, H, T, T); frames are subsampled to at most max_frames (the last one is always kept).
+    snapshots[s] is (L, H, Tq, Tk); frames are subsampled to at most max_frames (the last one is always kept);
+    q_tokens labels the rows of a cross-attention (a translation's target tokens).
     """
     n = len(snapshots)
     if n == 0:
         raise ValueError("no attention snapshots yet: they arrive every few steps once training starts.")
     keep = sorted(set(np.linspace(0, n - 1, min(n, max_frames)).round().astype(int).tolist()))
-    data, layout = attention_grid_dicts(snapshots[keep[-1]], tokens, title=f"Probe attention at step {steps[keep[-1]]}")
+    data, layout = attention_grid_dicts(snapshots[keep[-1]], tokens, q_tokens=q_tokens,
+                                        title=f"Probe attention at step {steps[keep[-1]]}")
     L, H = snapshots[0].shape[:2]
     frames = [dict(name=str(steps[i]), layout=dict(title=dict(text=f"Probe attention at step {steps[i]}")),
                    data=[dict(type="heatmap", z=snapshots[i][la, h]) for la in range(L) for h in range(H)])

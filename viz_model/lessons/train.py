@@ -17,22 +17,27 @@ import numpy as np
 import torch
 
 from viz_model import heads
-from viz_model.config import ModelConfig
+from viz_model.checkpoint import MODEL_KINDS
+from viz_model.config import PRESETS, ModelConfig
 from viz_model.data import TASKS, TaskData, sample_prompt
 from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
 from viz_model.lessons.masks import prefix_check as prefix_errors
 from viz_model.model import TinyTransformer
+from viz_model.rnn import RECURRENT_KINDS, RecurrentConfig
+from viz_model.seq2seq import Seq2SeqConfig
 from viz_model.tokenizer import encode, load_tokenizer
 from viz_model.train import AttentionSnapshot, DivergedEvent, EvalEvent, SampleEvent, StepEvent, TrainConfig, Trainer
 
 BUDGET = 4e12          # params x steps x batch x T: about 3x a 600-step classroom run
+ARCHS = ("transformer", *RECURRENT_KINDS)  # what the Train page can build; "translate" makes it an encoder-decoder
 
 
 @dataclass(frozen=True)
 class TrainSpec:
     preset: str = "tiny"          # "tiny" | "classroom" | "custom"
     task: str = "lm"
+    arch: str = "transformer"     # "transformer" | "rnn" | "lstm" (torch's nn.RNN / nn.LSTM)
     n_layers: int = 2
     n_heads: int = 2
     d_model: int = 32
@@ -53,18 +58,40 @@ class TrainSpec:
     device: str = "auto"
     every: int = 20               # eval / snapshot / sample interval
 
-    def model_config(self, vocab_size: int) -> ModelConfig:
-        """Preset or custom config (ModelConfig raises ValueError with a sentence if impossible)."""
+    @property
+    def kind(self) -> str:
+        """The model class a run builds (checkpoint.MODEL_KINDS): translation needs an encoder-decoder."""
+        return "seq2seq" if self.task == "translate" else self.arch
+
+    def size(self) -> dict:
+        """n_layers, n_heads, d_model of the preset, or the custom choice."""
+        if self.preset in PRESETS:
+            return {k: PRESETS[self.preset][k] for k in ("n_layers", "n_heads", "d_model")}
+        return dict(n_layers=self.n_layers, n_heads=self.n_heads, d_model=self.d_model)
+
+    def model_config(self, vocab_size: int) -> ModelConfig | RecurrentConfig:
+        """Preset or custom config (the config classes raise ValueError with a sentence if impossible). An encoder
+        (masked LM) is never causal and an encoder-decoder's decoder always is, whatever the causal switch says."""
+        size = self.size()
+        if self.arch != "transformer":
+            if self.task in ("mlm", "translate"):
+                raise ValueError(f"an {self.arch.upper()} reads left to right: it cannot be an encoder or a "
+                                 "translator here. Pick a transformer, or a next-token task.")
+            return RecurrentConfig(kind=self.arch, vocab_size=vocab_size, d_model=size["d_model"],
+                                   n_layers=size["n_layers"], max_len=self.seq_len)
+        causal = {"mlm": False, "translate": True}.get(self.task, self.causal)
         arch = dict(pos_encoding=self.pos_encoding, rope_base=self.rope_base, norm_position=self.norm_position,
-                    causal=self.causal, tie_weights=self.tie_weights, qkv=self.qkv, norm=self.norm,
+                    causal=causal, tie_weights=self.tie_weights, qkv=self.qkv, norm=self.norm,
                     residual=self.residual, vocab_size=vocab_size, max_len=self.seq_len)
-        if self.preset in ("tiny", "classroom"):
-            return ModelConfig.preset(self.preset, **arch)
-        return ModelConfig(n_layers=self.n_layers, n_heads=self.n_heads, d_model=self.d_model,
-                           d_ff=4 * self.d_model, **arch)
+        cls = Seq2SeqConfig if self.task == "translate" else ModelConfig
+        if self.preset in PRESETS:
+            return cls.preset(self.preset, **arch)
+        return cls(**size, d_ff=4 * self.d_model, **arch)
 
     def label(self) -> str:
         """Names every setting that differs from the default, so the curves of a comparison are told apart."""
+        if self.arch != "transformer":
+            return " · ".join([self.preset, self.task, self.arch.upper()])
         parts = [self.preset, self.task, self.pos_encoding, "causal" if self.causal else "no mask"]
         extras = {"qkv": self.qkv != "separate", "norm": self.norm != "layernorm",
                   f"{self.norm_position}-norm": self.norm_position != "pre", "no residual": not self.residual,
@@ -77,10 +104,17 @@ LIMITS = dict(n_layers=(1, 6), n_heads=(1, 8), d_model=(16, 256), batch_size=(1,
               steps=(10, 5000), every=(5, 500))
 
 
+def build_model(spec: TrainSpec, config: ModelConfig | RecurrentConfig) -> torch.nn.Module:
+    """A fresh model of the spec's kind from its config (random weights from torch's current seed)."""
+    return MODEL_KINDS[spec.kind][1](config)
+
+
 def validate(spec: TrainSpec, vocab_size: int) -> tuple[ModelConfig, int]:
     """Check everything before a thread starts; returns (config, parameter count). ValueError otherwise."""
     if spec.task not in TASKS:
         raise ValueError(f"choose a task from {', '.join(TASKS)}.")
+    if spec.arch not in ARCHS:
+        raise ValueError(f"choose a model kind from {', '.join(ARCHS)}.")
     for name, (lo, hi) in LIMITS.items():
         v = getattr(spec, name)
         if not lo <= v <= hi:
@@ -89,7 +123,7 @@ def validate(spec: TrainSpec, vocab_size: int) -> tuple[ModelConfig, int]:
         raise ValueError(f"the learning rate must be between 0.00001 and 0.1, got {spec.lr}.")
     resolve_device(spec.device)
     cfg = spec.model_config(vocab_size)
-    n_params = sum(p.numel() for p in TinyTransformer(cfg).parameters())
+    n_params = sum(p.numel() for p in build_model(spec, cfg).parameters())
     cost = n_params * spec.steps * spec.batch_size * spec.seq_len
     if cost > BUDGET:
         raise ValueError(f"this run is too big for the shared server: {n_params:,} parameters × {spec.steps:,} "
@@ -137,7 +171,7 @@ class Run:
         self.tok = load_tokenizer("word")
         self.config, self.n_params = validate(spec, self.tok.get_vocab_size())
         torch.manual_seed(spec.seed)
-        model = TinyTransformer(self.config)
+        model = build_model(spec, self.config)
         cfg = TrainConfig(task=spec.task, steps=spec.steps, batch_size=spec.batch_size, lr=spec.lr, seed=spec.seed,
                           warmup_steps=max(1, min(50, spec.steps // 10)) if spec.warmup else 0,
                           eval_every=spec.every,
@@ -158,10 +192,12 @@ class Run:
                        "tokens_per_s": ev.tokens_per_s}
             elif isinstance(ev, EvalEvent):
                 yield {"kind": "eval", "step": ev.step, "heldout_loss": ev.heldout_loss, "accuracy": ev.accuracy}
-            elif isinstance(ev, AttentionSnapshot):
-                probs = torch.stack(ev.probs).numpy()  # (L, H, T, T)
-                yield {"kind": "snapshot", "step": ev.step, "tokens": ev.tokens, "probs": probs,
-                       "roles": role_scores(self.model, self.tok, probs, self.spec.task)}
+            elif isinstance(ev, AttentionSnapshot) and ev.probs:  # an RNN has no attention to snapshot
+                probs = torch.stack(ev.probs).numpy()  # (L, H, T, T); translate: cross-attention (L, H, Tt, Ts)
+                roles = role_scores(self.model, self.tok, probs, self.spec.task) if self.spec.kind == "transformer" \
+                    else {}
+                yield {"kind": "snapshot", "step": ev.step, "tokens": ev.tokens, "probs": probs, "roles": roles,
+                       "query_tokens": ev.query_tokens}
             elif isinstance(ev, SampleEvent):
                 yield {"kind": "sample", "step": ev.step, "prompt": ev.prompt, "text": ev.text}
             elif isinstance(ev, DivergedEvent):
@@ -169,11 +205,18 @@ class Run:
 
 
 ABLATIONS = ("positional encoding", "causal mask", "Q, K and V", "pre/post-norm × warm-up", "norm kind",
-             "residual")
+             "residual", "RNN vs LSTM vs transformer")
 
 
 def ablation_specs(spec: TrainSpec, kind: str) -> list[TrainSpec]:
     """Copies of `spec` that differ in one thing (same data, seed and steps), for the compare-setups tab."""
+    if kind == "RNN vs LSTM vs transformer":
+        if spec.task in ("mlm", "translate"):
+            raise ValueError("an RNN cannot be an encoder or a translator here: pick a next-token task (recall "
+                             "shows where each model kind stops remembering).")
+        return [replace(spec, arch=a) for a in ARCHS]
+    if spec.arch != "transformer":
+        raise ValueError(f"“{kind}” varies a part of a transformer; this setup is an {spec.arch.upper()}.")
     if kind == "positional encoding":
         return [replace(spec, pos_encoding=p) for p in ("none", "sinusoidal", "learned", "rope")]
     if kind == "causal mask":
@@ -222,7 +265,8 @@ class History:
     roles: dict[str, np.ndarray]            # role -> (S, L, H)
     samples: list[dict]
     diverged: str | None = None
-    tokens: list[str] | None = None         # the probe's token labels
+    tokens: list[str] | None = None         # the probe's token labels (a translation's source: the keys)
+    query_tokens: list[str] | None = None   # a translation's target tokens: the rows of its cross-attention
 
     def curve(self) -> dict:
         return {"steps": self.steps, "loss": self.loss, "eval_steps": self.eval_steps, "heldout": self.heldout}
@@ -244,7 +288,7 @@ def history(events: list[dict]) -> History:
         elif k == "snapshot":
             h.snap_steps.append(e["step"])
             h.snaps.append(e["probs"])
-            h.tokens = e.get("tokens")
+            h.tokens, h.query_tokens = e.get("tokens"), e.get("query_tokens")
             for role, v in e["roles"].items():
                 role_rows.setdefault(role, []).append(v)
         elif k == "sample":

@@ -30,8 +30,7 @@ import numpy as np
 import torch
 
 from viz_model.data import TaskData
-from viz_model.lessons.train import Run, TrainSpec
-from viz_model.model import TinyTransformer
+from viz_model.lessons.train import Run, TrainSpec, build_model
 from viz_model.runtime.jobs import worker_threads
 from viz_model.tokenizer import load_tokenizer
 
@@ -142,7 +141,7 @@ class ProcessRun:
         self.config = spec.model_config(self.tok.get_vocab_size())  # the child has validated the spec
         self.n_params = n_params
         with torch.random.fork_rng(devices=[]):  # the copy's random init must not move the server's RNG
-            self.model = TinyTransformer(self.config).eval()
+            self.model = build_model(spec, self.config).eval()
         self.step = 0            # the step the weights in self.model belong to
 
     @functools.cached_property

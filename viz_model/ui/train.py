@@ -13,7 +13,16 @@ from viz_model.data import TASK_LABELS, probe_text
 from viz_model.device import available_devices
 from viz_model.figures.train import attention_now, attention_player, loss_curves, lr_curve, role_timeline
 from viz_model.lessons import train as lesson
-from viz_model.lessons.train import ABLATIONS, TrainSpec, ablation_specs, history, mask_demo, prefix_check, validate
+from viz_model.lessons.train import (
+    ABLATIONS,
+    ARCHS,
+    TrainSpec,
+    ablation_specs,
+    history,
+    mask_demo,
+    prefix_check,
+    validate,
+)
 from viz_model.runtime import jobs as J
 from viz_model.runtime.runs import checkpoint_zip, import_upload, model_key, runs_dir, safe_name, save_run
 from viz_model.runtime.train_process import make_events
@@ -21,14 +30,18 @@ from viz_model.ui import chart
 from viz_model.ui.models import register_user_model
 
 ABLATION_KEY, WAS_ACTIVE_KEY = "train_ablation_ids", "train_was_active"
+ARCH_LABELS = {"transformer": "transformer", "rnn": "RNN (nn.RNN, tanh)", "lstm": "LSTM (nn.LSTM)"}
 QKV_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
               "none": "none (raw XXᵀ)"}
 
 
 def config_form() -> TrainSpec:
     """Widgets -> TrainSpec (validated later, before anything starts)."""
-    c1, c2, c3 = st.columns(3)
-    preset = c1.selectbox("Model", ["tiny", "classroom", "custom"], key="train_preset",
+    c0, c1, c2, c3 = st.columns(4)
+    kind = c0.selectbox("Model kind", ARCHS, key="train_arch", format_func=ARCH_LABELS.get,
+                        help="A transformer, or torch's own nn.RNN / nn.LSTM (no attention: a hidden state "
+                             "carried step by step). The RNN ignores the transformer switches below.")
+    preset = c1.selectbox("Size", ["tiny", "classroom", "custom"], key="train_preset",
                           help="tiny trains in seconds; classroom is the lecture model; custom lets you pick.")
     task = c2.selectbox("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task")
     device = c3.selectbox("Device", ["auto", *available_devices()], key="train_device")
@@ -61,7 +74,7 @@ def config_form() -> TrainSpec:
     seed = h5.number_input("Seed", 0, 10_000, 0, key="train_seed")
     every = h6.number_input("Snapshot every", 5, 500, 20, 5, key="train_every",
                             help="Held-out loss, attention snapshot and a greedy sample every N steps.")
-    return TrainSpec(preset=preset, task=task, pos_encoding=pos, rope_base=float(base), norm_position=norm,
+    return TrainSpec(preset=preset, task=task, arch=kind, pos_encoding=pos, rope_base=float(base), norm_position=norm,
                      causal=causal, tie_weights=tie, qkv=qkv, norm=norm_kind, residual=residual, warmup=warmup,
                      lr=float(lr), batch_size=int(batch), seq_len=int(seq),
                      steps=int(steps), seed=int(seed), device=device, every=int(every), **arch)
@@ -115,15 +128,21 @@ def attention(job) -> None:
     """The latest probe attention, per-head role scores over time, and the greedy samples so far."""
 
 
-    h = history(job.events_since())
+    h, spec = history(job.events_since()), job.meta["spec"]
+    if spec.kind in ("rnn", "lstm"):
+        st.caption(f"An {spec.arch.upper()} has no attention to watch: everything it knows about the past is "
+                   "squeezed into one hidden state, handed from step to step.")
     if h.snaps:
         d1, d2 = st.columns(2)
-        chart.show(attention_now(h.snaps[-1], h.tokens, title=f"Probe attention now (step {h.snap_steps[-1]})"),
+        what = "cross-attention (target → source)" if h.query_tokens else "attention"
+        chart.show(attention_now(h.snaps[-1], h.tokens, q_tokens=h.query_tokens,
+                                 title=f"Probe {what} now (step {h.snap_steps[-1]})"),
                    key="train_attn_now", name="train_attention", container=d1, exports=False)
-        role = d2.selectbox("Head role", list(h.roles), key="train_role",
-                            index=list(h.roles).index("induction") if "induction" in h.roles else 0)
-        chart.show(role_timeline(h.snap_steps, h.roles[role], role, h.steps, h.loss),
-                   key="train_roles", name="train_roles", container=d2, exports=False)
+        if h.roles:
+            role = d2.selectbox("Head role", list(h.roles), key="train_role",
+                                index=list(h.roles).index("induction") if "induction" in h.roles else 0)
+            chart.show(role_timeline(h.snap_steps, h.roles[role], role, h.steps, h.loss),
+                       key="train_roles", name="train_roles", container=d2, exports=False)
     if h.samples:
         st.dataframe(pd.DataFrame(h.samples[::-1][:12]), hide_index=True, key="train_samples")
 
@@ -136,11 +155,16 @@ def evolution(job) -> None:
     h = history(job.events_since())
     run = job.result
     if not h.snaps:
-        st.caption(f"The first snapshot comes at step {run.spec.every}.")
+        st.caption("An RNN has no attention: there is nothing to snapshot." if run.spec.kind in ("rnn", "lstm")
+                   else f"The first snapshot comes at step {run.spec.every}.")
         return
     st.caption(f"{len(h.snaps)} snapshots of the probe “{probe_text(run.spec.task)}”: drag the slider "
                "or press play. Reload the tab (or any control) to include newer snapshots.")
-    chart.show(attention_player(h.snaps, h.snap_steps, h.tokens), key="train_player", name="train_attention_evolution")
+    if h.query_tokens:
+        st.caption("A translation model: each frame is the probe's cross-attention, target words (rows) reading "
+                   "source words (columns). Watch it go from uniform to the word alignment.")
+    chart.show(attention_player(h.snaps, h.snap_steps, h.tokens, q_tokens=h.query_tokens), key="train_player",
+               name="train_attention_evolution")
 
 
 def teacher_forcing(job) -> None:
@@ -156,9 +180,14 @@ def teacher_forcing(job) -> None:
     if run is None:
         st.info("Start a run first: the table uses the model being trained.")
         return
+    if run.spec.task in ("mlm", "translate"):
+        st.info("This table is for next-token models. A masked-LM encoder predicts hidden words from both sides, and "
+                "a translator is teacher-forced on the target sentence: see the Encoder and Encoder–decoder pages.")
+        return
+    recurrent = run.spec.kind in ("rnn", "lstm")
     with job.model_lock:  # the worker mutates the model between steps; read a consistent copy
         rows = lesson.teacher_forcing(run.model, run.tok, text)
-        err = prefix_check(run.model, run.tok, text) if run.config.causal else None
+        err = 0.0 if recurrent else prefix_check(run.model, run.tok, text) if run.config.causal else None
     st.dataframe(pd.DataFrame(rows).round({"p(target)": 3, "loss": 3}), hide_index=True, key="train_tf_table")
     mean = sum(r["loss"] for r in rows) / len(rows)
     st.caption(f"{len(rows)} predictions from one pass; mean loss {mean:.3f} nats.")
@@ -175,7 +204,11 @@ def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
 
 
     kind = st.radio("Vary", ABLATIONS, horizontal=True, key="train_ablation_kind")
-    specs = ablation_specs(spec, kind)
+    try:
+        specs = ablation_specs(spec, kind)
+    except ValueError as e:
+        st.info(f"Not available for this setup: {e}")
+        return
     st.caption(f"Runs {len(specs)} copies of the setup above (same data, seed and steps), "
                f"{reg.slots} at a time; the rest wait in the queue.")
     if st.button(f"Run {len(specs)} side by side", key="train_ablation_start", icon=":material/compare:"):
