@@ -430,7 +430,8 @@ def _named_specials(folder: Path) -> tuple[dict[str, str], list[str]]:
             value = value.get("content") if isinstance(value, dict) else value
             if isinstance(value, str) and value:
                 named[role] = value
-        for value in doc.get("additional_special_tokens") or doc.get("extra_special_tokens") or []:
+        listed = doc.get("additional_special_tokens") or doc.get("extra_special_tokens") or []
+        for value in listed.values() if isinstance(listed, dict) else listed:  # transformers 5: {name: token}
             value = value.get("content") if isinstance(value, dict) else value
             if isinstance(value, str):
                 extra.append(value)
@@ -453,7 +454,7 @@ def special_tokens(folder: Path, hf: Mapping[str, Any], tok: Tokenizer, cfg: Mod
         tid, source = (tok.token_to_id(named[role]), "tokenizer") if role in named else (None, "")
         if tid is None:
             found = _ids(hf.get(f"{role}_token_id")) + _ids(gen.get(f"{role}_token_id"))
-            tid, source = (found[0], "config.json") if found else (None, "")
+            tid, source = (found[0], "config.json / generation_config.json") if found else (None, "")
         ok = tid is not None and 0 <= tid < cfg.vocab_size
         out[role] = {"id": tid, "token": tok.id_to_token(tid), "source": source} if ok else None
     eos = [out["eos"]["id"]] if out["eos"] else []
