@@ -298,8 +298,9 @@ def weight_files(folder: Path) -> list[Path]:
         raise ValueError(
             f"{pickles[0]} is a PyTorch pickle; the app never opens pickles, because loading one can run any code. "
             f"Convert it once to safetensors on a machine where you trust the file, e.g. `python -c \"from "
-            f"transformers import AutoModelForCausalLM as M; m = M.from_pretrained('{folder}'); "
-            f"m.save_pretrained('{folder}')\"` (it writes model.safetensors beside it), then offer the folder again.")
+            f"transformers import AutoModelForCausalLM as M; m = M.from_pretrained('path/to/{folder.name}'); "
+            f"m.save_pretrained('path/to/{folder.name}')\"` (it writes model.safetensors beside it), then offer "
+            f"the folder again.")
     raise ValueError(f"the model folder {folder.name} has no model.safetensors (nor sharded *.safetensors).")
 
 
