@@ -18,6 +18,7 @@ PAGES = [
     ("Start", "app_pages/start.py", "Start", ":material/home:", "start"),
     ("Attention", "app_pages/explorer.py", "Explorer", ":material/grid_on:", "explorer"),
     ("Attention", "app_pages/masks.py", "Masks", ":material/filter_alt:", "masks"),
+    ("Attention", "app_pages/qkv.py", "Q, K and V", ":material/key:", "qkv"),
     ("Position", "app_pages/sinusoidal.py", "Sinusoidal", ":material/waves:", "sinusoidal"),
     ("Position", "app_pages/rope.py", "RoPE", ":material/rotate_right:", "rope"),
     ("Lab", "app_pages/train.py", "Train", ":material/model_training:", "train"),

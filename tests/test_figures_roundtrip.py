@@ -137,6 +137,17 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
     "cost.kv_cache_chart": lambda: _f("cost.kv_cache_chart")(
         [dict(name="tiny <1>", T=[64, 128], mib=[0.5, 1.0], layers=1, note="d_model 64"),
          dict(name="classroom", T=[64, 128], mib=[2.0, 4.0], layers=4, note="4 heads")], title="KV cache"),
+    "qkv.lookup_bars": lambda: _f("qkv.lookup_bars")(
+        rng(6).normal(size=T), probs()[2], CAUSAL[2], TOKENS, 2, title="Lookup of <b>x</b>"),
+    "qkv.score_panels": lambda: _f("qkv.score_panels")(
+        [rng(7).normal(size=(T, T)), np.eye(T), np.zeros((T, T))], ["separate", "shared <Q = K>", "raw X"], TOKENS,
+        title="Scores before the mask"),
+    "qkv.self_attention_bars": lambda: _f("qkv.self_attention_bars")(
+        ["separate", "<b>Q = K</b>"], [0.15, 0.44], [0.15, 0.55], 0.24, title="Self-attention"),
+    "qkv.pair_cosine_bars": lambda: _f("qkv.pair_cosine_bars")(
+        ["separate", "shared K = V"], [[0.05, -0.02], [0.31, 0.69]], [0.21, 0.60], "<sat>", title="cos"),
+    "qkv.loss_bars": lambda: _f("qkv.loss_bars")(
+        ["separate", "raw <X>"], [1.1724, 1.1719], reference=0, title="Held-out loss"),
 }
 
 # Trace types of every factory's sample, recorded before the factories moved to fast_figure (they must not change).
@@ -177,6 +188,11 @@ TRACE_TYPES = {
     "train.attention_player": ["heatmap"] * 4,
     "cost.loglog_chart": ["scatter"] * 2,  # (added after the conversion, built with fast_figure from the start)
     "cost.kv_cache_chart": ["scatter"] * 2,
+    "qkv.lookup_bars": ["bar"] * 2,
+    "qkv.score_panels": ["heatmap"] * 3,
+    "qkv.self_attention_bars": ["bar", "bar", "scatter"],
+    "qkv.pair_cosine_bars": ["bar"] * 3,
+    "qkv.loss_bars": ["bar"] * 2,
 }
 
 

@@ -1,0 +1,191 @@
+"""AppTest of the Q, K and V page: it opens fast on the lookup, its pickers change what is computed, every tab
+renders, the claims are measured rows, bad input is a message, and the Train button opens the ablation."""
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+
+from viz_model.checkpoint import load_checkpoint
+from viz_model.lessons import qkv as lesson
+from viz_model.ui.cache import _built
+from viz_model.ui.models import MODELS_DIR
+
+PAGE = "app_pages/qkv.py"
+TABS = ["Database lookup", "Four variants", "Minimal pairs", "Held-out loss", "Claims"]
+
+
+def arr(value):
+    """A Plotly array from the JSON spec: a plain list, or {'dtype', 'bdata', 'shape'} for numpy data."""
+    if isinstance(value, dict):
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        return flat.reshape([int(n) for n in str(value.get("shape", len(flat))).split(",")])
+    return np.asarray(value)
+
+
+def chart(at, key):
+    return json.loads(at.get_by_key(key).proto.spec)
+
+
+def clean(at):
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def open_tab(at, label):
+    at.session_state["qkv_tab"] = label  # AppTest has no tab clicks: set the tabs' state, as a click does
+    return at.run()
+
+
+@pytest.fixture(scope="module")
+def at():
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    return at.switch_page(PAGE).run()
+
+
+@pytest.fixture(scope="module")
+def classroom():
+    return load_checkpoint(MODELS_DIR / "classroom.safetensors")
+
+
+def test_page_opens_on_the_lookup_without_the_heldout_measurement(monkeypatch):
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the default tab must not measure the held-out loss")
+
+    monkeypatch.setattr(lesson, "heldout_loss", forbidden)
+    _built.clear()  # no summary left in the server-wide cache by an earlier test
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page(PAGE).run()
+    clean(at)
+    assert chart(at, "qkv_lookup_chart")["data"] and chart(at, "qkv_mix_chart")["data"]  # the default tab
+    assert any(s.value.startswith("✓ Σ_j p_j v_j recomputed here equals the model's own head output")
+               for s in at.success)
+
+
+def test_lookup_chart_shows_the_models_own_scores_and_follows_the_query(at, classroom):
+    open_tab(at, "Database lookup")
+    text = at.session_state["qkv_text"]
+    layer, head, query = at.session_state["qkv_layer"], at.session_state["qkv_head"], at.session_state["qkv_query"]
+    tokens = lesson.encode_sentence(classroom.model, classroom.tokenizer, text)[1]
+    assert tokens[query].lower() == "sat"  # the default query is the lecture's word
+    before = chart(at, "qkv_lookup_chart")["data"]
+    expect = lesson.lookup(classroom.model, classroom.tokenizer, text, layer, head, query)
+    np.testing.assert_allclose(arr(before[0]["y"]), expect.scores, atol=1e-5)
+    np.testing.assert_allclose(arr(before[1]["y"]), expect.probs, atol=1e-6)
+    at.selectbox(key="qkv_query").set_value(2).run()
+    clean(at)
+    after = chart(at, "qkv_lookup_chart")["data"]
+    other = lesson.lookup(classroom.model, classroom.tokenizer, text, layer, head, 2)
+    np.testing.assert_allclose(arr(after[0]["y"]), other.scores, atol=1e-5)
+    assert np.abs(arr(after[0]["y"]) - arr(before[0]["y"])).max() > 1e-3
+    assert arr(after[1]["y"])[3:].sum() == 0  # query 2 may not read later keys: weight exactly 0
+    table = at.dataframe[0].value
+    assert table["key"].iloc[0] == f"{other.contributors[0].index} · {other.contributors[0].token}"
+    assert any(s.value.startswith("✓ Σ_j p_j v_j") for s in at.success)
+
+
+def test_a_non_separate_sidebar_model_is_named(at):
+    at.session_state["model_key"] = "qkv-shared_kv"
+    open_tab(at, "Database lookup")
+    clean(at)
+    assert any("shared K = V" in i.value and "qkv-shared_kv" in i.value for i in at.info)
+    at.session_state["model_key"] = "classroom"
+    at.run()
+    assert not any("shared K = V" in i.value for i in at.info)
+
+
+def test_every_tab_renders(at):
+    charts = {}
+    for label in TABS:
+        open_tab(at, label)
+        clean(at)
+        charts[label] = len(at.get("plotly_chart"))
+    assert charts["Database lookup"] == 2 and charts["Four variants"] == 2
+    assert charts["Minimal pairs"] == 1 and charts["Held-out loss"] == 1 and charts["Claims"] == 0
+
+
+def test_four_variants_symmetric_scores_and_head_picker(at):
+    open_tab(at, "Four variants")
+    panels = chart(at, "qkv_panels_chart")["data"]
+    assert [p["name"].split(" · ")[0] for p in panels] == [lesson.VARIANT_LABELS[m] for m in lesson.SHIPPED]
+    for p in panels:
+        s = arr(p["z"]).astype(float)
+        asym = np.linalg.norm(s - s.T) / np.linalg.norm(s)
+        if p["name"].startswith(("shared Q = K", "raw X")):
+            assert asym < 1e-6, p["name"]
+        else:
+            assert asym > 0.1, p["name"]
+    ticks = [s.value for s in at.success]
+    assert sum(t.startswith("✓ shared Q = K: ‖S − Sᵀ‖/‖S‖") or t.startswith("✓ raw X") for t in ticks) == 2
+    at.selectbox(key="qkv_var_head").set_value(1).run()
+    clean(at)
+    again = chart(at, "qkv_panels_chart")["data"]
+    assert np.abs(arr(again[0]["z"]).astype(float) - arr(panels[0]["z"]).astype(float)).max() > 1e-3
+
+
+def test_minimal_pairs_picker_changes_the_cosines(at):
+    open_tab(at, "Minimal pairs")
+    first = chart(at, "qkv_pairs_chart")["data"]
+    assert [t["name"] for t in first] == ["attention output, layer 0", "attention output, layer 1",
+                                          "final hidden state"]
+    assert first[0]["x"][0] == lesson.VARIANT_LABELS["separate"]
+    options = at.selectbox(key="qkv_pair").options
+    at.selectbox(key="qkv_pair").set_value(options[1]).run()
+    clean(at)
+    second = chart(at, "qkv_pairs_chart")["data"]
+    assert np.abs(arr(second[0]["y"]) - arr(first[0]["y"])).max() > 1e-3
+    at.selectbox(key="qkv_pair").set_value(options[-1]).run()  # type your own: one that is not a minimal pair
+    at.text_input(key="qkv_pair_b").input("the big dog sat").run()
+    assert not at.exception
+    assert any("differs in exactly one" in w.value for w in at.warning)
+
+
+def test_claims_tab_shows_measured_rows(at):
+    open_tab(at, "Claims")
+    clean(at)
+    ticks = [s.value for s in at.success]
+    assert any(t.startswith("✓ Raw-embedding attention XXᵀ") for t in ticks)
+    assert any(t.startswith("✓ One matrix for Q and K") for t in ticks)
+    crosses = [w.value for w in at.warning if w.value.startswith("✗")]
+    held, total = map(int, re.search(r"\*\*(\d+) of (\d+)\*\* claims hold",
+                                     " ".join(m.value for m in at.markdown)).groups())
+    assert held == len(ticks) and total == len(ticks) + len(crosses) == 8
+    measured = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("**Measured:**")]  # unescaped
+    assert len(measured) == total and "largest ‖S − Sᵀ‖/‖S‖" in measured[0]
+    asym = float(re.search(r"sentence: ([0-9.e+-]+)", measured[0]).group(1))
+    assert asym <= lesson.SYMMETRY_TOL
+
+
+def test_heldout_tab_matches_metadata_and_opens_the_train_ablation(at):
+    open_tab(at, "Held-out loss")
+    clean(at)
+    bars = chart(at, "qkv_loss_chart")["data"][0]
+    assert len(arr(bars["y"])) == 4 and all(1.0 < y < 1.4 for y in arr(bars["y"]))
+    assert any(s.value.startswith("✓ Recomputed here, the held-out losses match") for s in at.success)
+    at.button(key="qkv_to_train").click().run()
+    clean(at)
+    assert at.session_state["train_tab"] == "Compare setups"
+    vary = next(r for r in at.radio if r.label == "Vary")  # drawn only inside the Compare setups tab
+    assert vary.value == "Q, K and V"
+    at.switch_page(PAGE).run()  # back, for the tests after this one
+
+
+def test_bad_input_is_a_message(at):
+    open_tab(at, "Database lookup")
+    at.text_input(key="qkv_text").input("   ").run()
+    assert not at.exception
+    assert any("Type at least one word" in w.value for w in at.warning)
+    at.text_input(key="qkv_text").input("<b>cat</b> & zebra¿ sat").run()
+    clean(at)
+    assert chart(at, "qkv_lookup_chart")["data"]
+    at.text_input(key="qkv_text").input("The cat sat on the mat").run()
