@@ -21,6 +21,7 @@ PAGES = [
     ("Attention", "app_pages/qkv.py", "Q, K and V", ":material/key:", "qkv"),
     ("Position", "app_pages/sinusoidal.py", "Sinusoidal", ":material/waves:", "sinusoidal"),
     ("Position", "app_pages/rope.py", "RoPE", ":material/rotate_right:", "rope"),
+    ("Architectures", "app_pages/encoder.py", "Encoder", ":material/join_inner:", "encoder"),
     ("Lab", "app_pages/train.py", "Train", ":material/model_training:", "train"),
     ("Lab", "app_pages/generate.py", "Generate", ":material/edit_note:", "generate"),
     ("Lab", "app_pages/cost.py", "Cost", ":material/speed:", "cost"),

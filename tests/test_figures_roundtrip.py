@@ -137,6 +137,16 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
     "cost.kv_cache_chart": lambda: _f("cost.kv_cache_chart")(
         [dict(name="tiny <1>", T=[64, 128], mib=[0.5, 1.0], layers=1, note="d_model 64"),
          dict(name="classroom", T=[64, 128], mib=[2.0, 4.0], layers=4, note="4 heads")], title="KV cache"),
+    "encoder.fill_in_bars": lambda: _f("encoder.fill_in_bars")(
+        [[("<b>x</b>", 0.6), ("cat", 0.3)], [("are", 0.9), ("is", 0.05)], [("the", 0.5), ("a", 0.4)],
+         [("mat", 0.7), ("<pad>", 0.1)]], [1, 3, 4, 6], ["cat", None, "a", "<b>"], title="Fill-ins <i>"),
+    "encoder.masked_attention_grid": lambda: _f("encoder.masked_attention_grid")(
+        np.stack([np.stack([probs(h, np.ones((T, T), dtype=bool)) for h in range(2)])] * 2), TOKENS, [1, 4],
+        title="All heads"),
+    "encoder.masked_attention_heatmap": lambda: _f("encoder.masked_attention_heatmap")(
+        probs(2, np.ones((T, T), dtype=bool)), TOKENS, [2], title="L0 H1 <i>"),
+    "encoder.look_ahead_bars": lambda: _f("encoder.look_ahead_bars")(
+        probs()[2], TOKENS, 2, 4, allowed=CAUSAL[2], title="What “<b>bank</b>” reads"),
     "qkv.lookup_bars": lambda: _f("qkv.lookup_bars")(
         rng(6).normal(size=T), probs()[2], CAUSAL[2], TOKENS, 2, title="Lookup of <b>x</b>"),
     "qkv.score_panels": lambda: _f("qkv.score_panels")(
@@ -188,6 +198,10 @@ TRACE_TYPES = {
     "train.attention_player": ["heatmap"] * 4,
     "cost.loglog_chart": ["scatter"] * 2,  # (added after the conversion, built with fast_figure from the start)
     "cost.kv_cache_chart": ["scatter"] * 2,
+    "encoder.fill_in_bars": ["bar"] * 4,
+    "encoder.masked_attention_grid": ["heatmap"] * 4,
+    "encoder.masked_attention_heatmap": ["heatmap"],
+    "encoder.look_ahead_bars": ["bar"] * 2,
     "qkv.lookup_bars": ["bar"] * 2,
     "qkv.score_panels": ["heatmap"] * 3,
     "qkv.self_attention_bars": ["bar", "bar", "scatter"],

@@ -1,0 +1,58 @@
+"""Encoder: a masked-LM encoder fills in the blanks from both sides; 'the bank by the river' against a decoder."""
+
+import streamlit as st
+
+from viz_model.ui import encoder as ui
+from viz_model.ui import share
+from viz_model.ui.widgets import sentence_input
+
+st.title("Encoder")
+st.markdown("An **encoder** is a transformer without the causal mask: every token attends to every other, before "
+            "and after it. It is trained like BERT, by hiding words behind `<mask>` and predicting them from both "
+            "sides. Everything below runs the shipped encoder live.")
+st.caption("What an encoder is for: its output vectors have read the whole sentence, so it suits tasks that label "
+           "or compare text that is already there — classification, tagging each word, similarity search — but "
+           "it cannot write text one word after another, which is why chat models are decoders. This app only "
+           "trains it to fill in blanks.")
+
+ckpt = ui.pick_encoder()
+
+
+def fill_in() -> None:
+    ui.held_out_examples()
+    enc = sentence_input("encoder", ckpt, max_tokens=ui.word_limit(ckpt), default="The cat sat on the mat")
+    st.caption("The encoder reads `<bos>` + your words + `<eos>`, in one pass, in both directions.")
+    words, pieces = ui.words_of(enc, ckpt)
+    picked = ui.mask_picker(words, pieces)
+    share.bind("k", "encoder_topk", int, lo=1, hi=10)
+    top_k = st.slider("Fill-ins shown per mask (top k)", 1, 10, 5, key="encoder_topk")
+    text, answers = ui.masked_text(words, pieces, picked)
+    if not answers:
+        st.info("Nothing is hidden yet: click one or more words above, or type `<mask>` in the sentence, to see "
+                "what the encoder would put there.")
+        return
+    st.code(text, language=None, wrap_lines=True)
+    run = ui.masked_run(ckpt, text, top_k)
+    st.subheader("What the encoder would write in each blank")
+    ui.fill_ins(ckpt, run, answers)
+    st.subheader("Bidirectional attention")
+    st.markdown("Every head on the masked sentence. The **solid** outline is a `<mask>`'s row (what it reads), the "
+                "**dotted** one its column (who reads it). No cell is greyed out: nothing is masked away.")
+    ui.attention(ckpt, run)
+
+
+def bank() -> None:
+    st.markdown(f"*{ui.BANK}*: to decide which **bank** this is, the model needs **river**, which comes later. The "
+                "same sentence on the encoder and on the shipped causal decoder:")
+    dec = ui.decoder()
+    if dec is None:
+        st.warning(f"The shipped decoder “{ui.DECODER}” is not installed, so there is nothing to compare with.")
+        return
+    ui.look_ahead(ckpt, dec)
+
+
+TABS = {"Fill in the blanks": fill_in, "The bank by the river": bank, "Why masked LM?": ui.why_mlm,
+        "Held-out metrics": lambda: ui.metrics(ckpt)}
+label, tab = share.tabs(list(TABS), key="encoder_tab")
+with tab:
+    TABS[label]()

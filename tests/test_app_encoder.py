@@ -1,0 +1,173 @@
+"""AppTest of the Encoder page: masked words get the encoder's own fill-ins, 'bank' cannot see 'river' in the
+causal decoder (weight exactly 0), the held-out metrics recompute, and awkward input gives messages."""
+
+import json
+
+import pytest
+import torch
+from conftest import ROOT
+
+from viz_model import ASSETS_DIR, checkpoint
+from viz_model.lessons import encoder as lesson
+from viz_model.mlm import fill_mask
+from viz_model.tokenizer import load_tokenizer
+from viz_model.train import TrainConfig, Trainer, build_model
+
+SHIPPED = ASSETS_DIR / "models" / "encoder-mlm.safetensors"
+PAGE = "app_pages/encoder.py"
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory):
+    """A tiny masked-LM encoder trained for 200 steps (seeded), saved with its held-out metrics like the shipped
+    one: the page is tested on it whether or not encoder-mlm is installed."""
+    tok = load_tokenizer("word")
+    torch.manual_seed(0)
+    model = build_model("tiny", tok, causal=False, pos_encoding="rope")
+    trainer = Trainer(model, tok, TrainConfig(task="mlm", steps=200, batch_size=32, lr=5e-3, warmup_steps=20,
+                                              eval_every=0, snapshot_every=0, sample_every=0))
+    for _ in trainer:
+        pass
+    model.eval()
+    path = tmp_path_factory.mktemp("encoder") / "tiny-encoder.safetensors"
+    checkpoint.save(model, tok, path, {"title": "tiny encoder (test)", "bos": True, "task": "mlm",
+                                       **lesson.heldout_metrics(model, tok)})
+    return checkpoint.load_checkpoint(path)
+
+
+@pytest.fixture
+def page(tiny_encoder):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["user_models"] = {"tiny-encoder": str(tiny_encoder.path)}
+    at.session_state["encoder_model"] = "tiny-encoder"  # picked when the shipped encoder is there too
+    at.run()
+    return at.switch_page(PAGE).run()
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def assert_clean(at):
+    assert not at.exception, texts(at.exception)
+    assert not [e for e in texts(at.error) if not e.startswith("✗")], texts(at.error)
+
+
+def fills_chart(at) -> dict:
+    return json.loads(at.get_by_key("encoder_fills").proto.spec)
+
+
+def open_tab(at, label: str):
+    at.session_state["encoder_tab"] = label
+    return at.run()
+
+
+def test_page_runs_and_says_whether_the_shipped_encoder_is_missing(page):
+    assert_clean(page)
+    missing = any("encoder-mlm** is not installed" in w for w in texts(page.warning))
+    assert missing == (not SHIPPED.exists())
+    assert page.get_by_key("encoder_grid") is not None and page.get_by_key("encoder_head_map") is not None
+
+
+def test_masking_two_words_shows_the_encoders_own_fill_ins_for_each(page, tiny_encoder):
+    pills = page.pills[0]
+    assert pills.options[:6] == ["1 The", "2 cat", "3 sat", "4 on", "5 the", "6 mat"]
+    assert pills.value == [1]  # the default blank: "cat", the noun after "the"
+    at = pills.set_value([1, 5]).run()  # hide "cat" and "mat"
+    assert_clean(at)
+    fig = fills_chart(at)
+    bars = [t for t in fig["data"] if t["type"] == "bar"]
+    assert [t["name"] for t in bars] == ["mask 1", "mask 2"]
+    expected = fill_mask(tiny_encoder.model, tiny_encoder.tokenizer, "The <mask> sat on the <mask>", top_k=5)
+    for bar, fills in zip(bars, expected):
+        assert bar["x"] == pytest.approx([p for _, p in fills], abs=1e-6)
+        ticks = fig["layout"]["yaxis" + ("" if bar is bars[0] else "2")]["ticktext"]
+        assert ticks == [t for t, _ in fills]
+    table = at.dataframe[0].value
+    assert list(table["hidden word"]) == ["cat", "mat"]
+    assert list(table["top-1"]) == [f[0][0] for f in expected]
+    assert any("reads both sides" in s for s in texts(at.success))
+    at = open_tab(open_tab(at, "Why masked LM?"), "Fill in the blanks")
+    assert at.pills[0].value == [1, 5]  # the hidden words are still hidden after a look at another tab
+
+
+def test_a_typed_mask_and_no_mask_at_all(page):
+    at = page.text_input(key="encoder_text").set_value("the keys near the dog <mask> ready").run()
+    assert_clean(at)
+    assert at.pills[0].value == []  # a typed <mask> is the blank: nothing else hidden by default
+    assert fills_chart(at)["data"][0]["name"] == "mask 1"
+    assert list(at.dataframe[0].value["hidden word"]) == ["— (typed <mask>)"]
+    at = at.text_input(key="encoder_text").set_value("the keys near the dog are ready").run()
+    at = at.pills[0].set_value([]).run()
+    assert_clean(at)
+    assert any("Nothing is hidden yet" in s for s in texts(at.info))
+    assert len(at.get("plotly_chart")) == 0  # no fill-ins and no heatmaps until something is hidden
+
+
+def test_the_causal_decoder_gives_river_exactly_zero_weight(page, tiny_encoder):
+    at = open_tab(page, "The bank by the river")
+    assert_clean(at)
+    dec = checkpoint.load_checkpoint(ASSETS_DIR / "models" / "classroom.safetensors")
+    measured = lesson.attention_weight(dec.model, dec.tokenizer, "The bank by the river", "bank", "river").weight
+    assert float(measured.max()) == 0.0  # the claim itself, measured here
+    enc = lesson.attention_weight(tiny_encoder.model, tiny_encoder.tokenizer, "The bank by the river", "bank",
+                                  "river").weight
+    assert [m.value for m in at.metric][0] == f"{float(enc.max()):.4f}"  # opened on the encoder's strongest head
+    decoder_check = next(s for s in texts(at.success) if s.startswith("✓ Causal decoder"))
+    assert "puts exactly 0 on “river”" in decoder_check
+    assert any(s.startswith("✓ Encoder: “bank” can read “river” in every head") for s in texts(at.success))
+    assert [m.value for m in at.metric][1] == "0 (exactly)"
+    bars = json.loads(at.get_by_key("encoder_bank_decoder").proto.spec)
+    blocked = next(t for t in bars["data"] if t["name"] == "blocked")
+    assert blocked["x"] == [3, 4, 5]  # "by the river" come after "bank" (<bos> is 0)
+
+
+def test_why_mlm_links_to_the_train_pages_ablation(page):
+    at = open_tab(page, "Why masked LM?")
+    assert_clean(at)
+    link = at.get("page_link")[0].proto
+    assert "Compare setups → causal mask" in link.label and link.page.endswith("train")
+
+
+def test_held_out_metrics_recorded_and_recomputed_live_agree(page, tiny_encoder):
+    at = open_tab(page, "Held-out metrics")
+    assert_clean(at)
+    table = at.dataframe[0].value
+    meta = tiny_encoder.metadata
+    assert table["recorded when trained"][0] == f"{100 * meta['agreement_number_top1']:.1f} %"
+    assert set(table["recomputed now"]) == {"press the button"}
+    at = at.button(key="encoder_recompute").click().run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert list(table["recomputed now"]) == list(table["recorded when trained"])
+    assert any("equal the ones recorded" in s for s in texts(at.success))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "Type at least one word"),
+    ("   ", "Type at least one word"),
+    ("cat " * 200, "only the first"),
+])
+def test_empty_and_huge_text_give_a_message(page, text, message):
+    at = page.text_input(key="encoder_text").set_value(text).run()
+    assert_clean(at)
+    assert any(message in s for s in texts(at.warning) + texts(at.info)), (texts(at.warning), texts(at.info))
+
+
+def test_unknown_words_become_unk_and_html_shows_as_typed(page):
+    at = page.text_input(key="encoder_text").set_value("the zebra sat on the <b>mat</b>").run()
+    assert_clean(at)
+    options = at.pills[0].options
+    assert "2 <unk> (zebra)" in [o.replace("\\", "") for o in options]
+    assert r"6 \<unk\> \(\<\)" in options  # Markdown-escaped: the pill shows "<unk> (<)" as typed
+    assert any("`zebra`" in c for c in texts(at.caption))  # the notice names the unknown word
+    at = at.pills[0].set_value([1]).run()  # hide the unknown word: it cannot be ranked
+    assert_clean(at)
+    assert list(at.dataframe[0].value["its rank"]) == ["not in the vocabulary"]
+    at = at.pills[0].set_value([0]).run()
+    assert_clean(at)
+    labels = json.loads(at.get_by_key("encoder_grid").proto.spec)["data"][0]["x"]
+    assert labels[:3] == ["0 &lt;bos&gt;", "1 &lt;mask&gt;", "2 &lt;unk&gt;"]  # escaped: Plotly shows them as typed
+    assert labels[6:9] == ["6 &lt;unk&gt;", "7 b", "8 &lt;unk&gt;"]  # "<b>": "<" and ">" are not in the vocabulary

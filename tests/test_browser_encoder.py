@@ -1,0 +1,71 @@
+"""Real headless Chromium: the Encoder page renders without console errors; hiding one more word gives the
+fill-in chart a second panel; 'bank' gets exactly 0 on 'river' in the causal decoder."""
+
+import pytest
+import torch
+from conftest import open_page, plot_data, screenshot, wait_idle
+
+from viz_model import ASSETS_DIR, checkpoint
+from viz_model.tokenizer import load_tokenizer
+from viz_model.train import TrainConfig, Trainer, build_model
+
+pytestmark = pytest.mark.browser
+
+CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot'
+SHIPPED = ASSETS_DIR / "models" / "encoder-mlm.safetensors"
+
+
+def tiny_encoder(folder) -> list:
+    """A tiny masked-LM encoder (100 seeded steps) as the .safetensors + .json pair the Train page accepts."""
+    tok = load_tokenizer("word")
+    torch.manual_seed(0)
+    model = build_model("tiny", tok, causal=False, pos_encoding="rope")
+    for _ in Trainer(model, tok, TrainConfig(task="mlm", steps=100, batch_size=32, lr=5e-3, warmup_steps=20,
+                                             eval_every=0, snapshot_every=0, sample_every=0)):
+        pass
+    path = folder / "tiny-encoder.safetensors"
+    checkpoint.save(model.eval(), tok, path, {"title": "tiny encoder (test)", "bos": True, "task": "mlm"})
+    return [str(path), str(checkpoint.json_path(path))]
+
+
+def open_encoder(page, tmp_path) -> None:
+    """The shipped encoder when it is installed; otherwise upload a tiny one on the Train page first (the way a
+    class brings its own) and follow the sidebar link, which keeps the session."""
+    if SHIPPED.exists():
+        open_page(page, "encoder")
+        return
+    open_page(page, "train", wait_chart=False)
+    page.get_by_role("tab", name="Save / load").click()
+    wait_idle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(tiny_encoder(tmp_path))
+    page.get_by_text("tiny-encoder.json").wait_for()
+    page.get_by_role("button", name="Check and add").click()
+    page.get_by_text("valid safetensors").wait_for()
+    page.locator('[data-testid="stSidebarNav"] a[href$="/encoder"]').click()
+    page.get_by_text("is not installed").first.wait_for()  # the page says the shipped encoder is missing
+    wait_idle(page)
+    page.wait_for_selector(CHART)
+
+
+def test_hiding_a_second_word_adds_its_fill_ins_and_bank_cannot_see_river_in_the_decoder(page, tmp_path):
+    open_encoder(page, tmp_path)
+    before = plot_data(page, 0)
+    assert [t["name"] for t in before] == ["mask 1"]  # the default blank: "cat"
+    page.locator('[data-testid="stButtonGroup"]').get_by_role("button", name="6 mat").click()
+    page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
+        return el && el._fullData && el._fullData.length === 2; }}""")
+    wait_idle(page)
+    after = plot_data(page, 0)
+    assert [t["name"] for t in after] == ["mask 1", "mask 2"]
+    for t in after:  # top 5 probabilities, most probable first
+        assert len(t["x"]) == 5 and t["x"] == sorted(t["x"], reverse=True) and 0 < t["x"][-1] <= t["x"][0] <= 1
+    assert page.get_by_text("reads both sides").count() >= 2  # one check per hidden word
+    screenshot(page, "encoder_fill_ins")
+    page.get_by_role("tab", name="The bank by the river").click()
+    page.get_by_text("Causal decoder: “bank” puts exactly 0").wait_for()
+    wait_idle(page)
+    page.locator(CHART).nth(1).wait_for()
+    decoder = plot_data(page, 1)
+    assert next(t for t in decoder if t["name"] == "blocked")["x"] == [3, 4, 5]
+    screenshot(page, "encoder_bank_river")
+    assert page.console.errors() == []
