@@ -158,6 +158,20 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
         ["separate", "shared K = V"], [[0.05, -0.02], [0.31, 0.69]], [0.21, 0.60], "<sat>", title="cos"),
     "qkv.loss_bars": lambda: _f("qkv.loss_bars")(
         ["separate", "raw <X>"], [1.1724, 1.1719], reference=0, title="Held-out loss"),
+    "normalization.norm_groups": lambda: _f("normalization.norm_groups")(
+        rng(14).normal(size=(2, 3, 4)), "layernorm", {"mean <μ>": np.zeros((2, 3)), "variance": np.ones((2, 3))},
+        title="LayerNorm <b>output</b>"),
+    "normalization.padding_bars": lambda: _f("normalization.padding_bars")(
+        np.zeros(4), rng(15).normal(size=4), np.ones(4), rng(16).uniform(size=4), n_pad=2, title="Stats <pad>"),
+    "normalization.per_layer_chart": lambda: _f("normalization.per_layer_chart")(
+        [dict(name="with <x + F(x)>", y=[3e-3, 3e-3, 2.9e-3], color="#2CA02C"),
+         dict(name="without", y=[1e-4, 1e-3, 1e-2], dash="dash")], y_title="‖∂L/∂x‖", title="Gradients"),
+    "normalization.loss_chart": lambda: _f("normalization.loss_chart")(
+        [dict(name="pre-norm, warm-up 20", y=[5.7, 4.0, 3.5]), dict(name="<post>", y=[5.7, 4.4, 3.9], dash="dash")],
+        title="Loss"),
+    "normalization.sample_matrices": lambda: _f("normalization.sample_matrices")(
+        np.stack([probs(17), probs(18)]), [TOKENS, ["a", "b", "<pad>", "<pad>", "<pad>"]], ["sample 1", "<b>2</b>"],
+        title="Each sample"),
 }
 
 # Trace types of every factory's sample, recorded before the factories moved to fast_figure (they must not change).
@@ -207,6 +221,11 @@ TRACE_TYPES = {
     "qkv.self_attention_bars": ["bar", "bar", "scatter"],
     "qkv.pair_cosine_bars": ["bar"] * 3,
     "qkv.loss_bars": ["bar"] * 2,
+    "normalization.norm_groups": ["heatmap"],
+    "normalization.padding_bars": ["bar"] * 4,
+    "normalization.per_layer_chart": ["scatter"] * 2,
+    "normalization.loss_chart": ["scatter"] * 2,
+    "normalization.sample_matrices": ["heatmap"] * 2,
 }
 
 
