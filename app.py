@@ -40,7 +40,7 @@ for section, file, title, icon, url in PAGES:
         sections.setdefault(section, []).append(
             st.Page(str(ROOT / file), title=title, icon=icon, url_path=url, default=(url == "start"))
         )
-page = st.navigation(sections)
+page = st.navigation(sections, expanded=True)  # every lesson visible: no "View more" on a projector
 share.new_page(page.url_path)
 
 with guard("the sidebar"):
