@@ -14,6 +14,7 @@ Scores (all in [0, 1], averaged over held-out sequences, queries t >= 1 on real 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -113,11 +114,16 @@ def role_of(scores: dict[str, float]) -> tuple[str, float]:
 
 def head_roles(model: TinyTransformer, tokenizer, task: str = "lm") -> list[dict[str, Any]]:
     """JSON-ready: [{"layer", "head", "role", "score", "scores": {role: score}}] for every head."""
-    scores = score_heads(model, tokenizer, task)
+    return roles_json(score_heads(model, tokenizer, task), ROLES)
+
+
+def roles_json(scores: dict[str, torch.Tensor], roles: Sequence[str]) -> list[dict[str, Any]]:
+    """{role: (L, H) scores} -> one JSON-ready entry per head, each with its summary role (role_of)."""
+    L, H = scores[roles[0]].shape
     out = []
-    for layer in range(model.config.n_layers):
-        for head in range(model.config.n_heads):
-            per = {r: round(float(scores[r][layer, head]), 4) for r in ROLES}
+    for layer in range(L):
+        for head in range(H):
+            per = {r: round(float(scores[r][layer, head]), 4) for r in roles}
             role, score = role_of(per)
             out.append({"layer": layer, "head": head, "role": role, "score": score, "scores": per})
     return out

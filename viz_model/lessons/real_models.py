@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from viz_model.heads import role_of
+from viz_model.heads import roles_json
 from viz_model.model import TinyTransformer
 
 if TYPE_CHECKING:  # lessons import torch only; the tokenizer is passed in
@@ -73,14 +73,7 @@ def real_head_roles(model: TinyTransformer, tokenizer: Tokenizer, *, bos_id: int
     half = min(half, (model.config.max_len - (bos_id is not None)) // 2)
     ids = repeated_random_ids(tokenizer, model.config.vocab_size, n_sequences=n_sequences, half=half,
                               bos_id=bos_id, seed=seed)
-    scores = role_scores_on_ids(model, ids, half)
-    out = []
-    for layer in range(model.config.n_layers):
-        for head in range(model.config.n_heads):
-            per = {r: round(float(scores[r][layer, head]), 4) for r in REAL_ROLES}
-            role, score = role_of(per)
-            out.append({"layer": layer, "head": head, "role": role, "score": score, "scores": per})
-    return out
+    return roles_json(role_scores_on_ids(model, ids, half), REAL_ROLES)
 
 
 __all__ = ["REAL_ROLES", "ordinary_token_ids", "real_head_roles", "repeated_random_ids", "role_scores_on_ids"]
