@@ -158,6 +158,21 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
         ["separate", "shared K = V"], [[0.05, -0.02], [0.31, 0.69]], [0.21, 0.60], "<sat>", title="cos"),
     "qkv.loss_bars": lambda: _f("qkv.loss_bars")(
         ["separate", "raw <X>"], [1.1724, 1.1719], reference=0, title="Held-out loss"),
+    "recurrence.depth_chart": lambda: _f("recurrence.depth_chart")(
+        [dict(name="RNN <T>", kind="rnn", T=[1, 16, 300], depth=[1, 16, 300]),
+         dict(name="transformer", kind="transformer", T=[1, 16, 300], depth=[2, 2, 2])], 300, title="Depth <i>"),
+    "recurrence.timing_chart": lambda: _f("recurrence.timing_chart")(
+        [dict(name="RNN · slope 1.02", kind="rnn", T=[16, 32, 64], ms=[1.5, 3.1, 6.0]),
+         dict(name="<b>x</b>", kind="other", T=[16, 32, 64], ms=[2.0, 0.0, float("nan")])], title="Time"),
+    "recurrence.gradient_chart": lambda: _f("recurrence.gradient_chart")(
+        [dict(name="RNN · ×0.70 <per step>", kind="rnn", d=[0, 1, 2, 3], y=[1.0, 0.7, 0.49, 0.0]),
+         dict(name="ref", kind="reference", dash="dot", mode="lines", d=[0, 1, 2, 3], y=[1.0, 0.5, 0.25, 0.125])],
+        marker_distance=2, marker_text="the <key>", title="Gradient"),
+    "recurrence.jacobian_chart": lambda: _f("recurrence.jacobian_chart")(
+        [1.4, 1.2, 2.0], [1.0, 1.4, 0.9, 0.3], [1.0, 1.4, 1.68, 3.36], title="Jacobians <J>"),
+    "recurrence.accuracy_chart": lambda: _f("recurrence.accuracy_chart")(
+        [dict(name="RNN (saved)", kind="rnn", d=[1, 8, 60], accuracy=[0.95, 0.57, 0.56]),
+         dict(name="LSTM <saved>", kind="lstm", d=[1, 8, 60], accuracy=[1.0, 1.0, 1.0])], 1 / 16, title="Recall"),
     "normalization.norm_groups": lambda: _f("normalization.norm_groups")(
         rng(14).normal(size=(2, 3, 4)), "layernorm", {"mean <μ>": np.zeros((2, 3)), "variance": np.ones((2, 3))},
         title="LayerNorm <b>output</b>"),
@@ -221,6 +236,11 @@ TRACE_TYPES = {
     "qkv.self_attention_bars": ["bar", "bar", "scatter"],
     "qkv.pair_cosine_bars": ["bar"] * 3,
     "qkv.loss_bars": ["bar"] * 2,
+    "recurrence.depth_chart": ["scatter"] * 2,
+    "recurrence.timing_chart": ["scatter"] * 2,
+    "recurrence.gradient_chart": ["scatter"] * 2,
+    "recurrence.jacobian_chart": ["scatter"] * 3,
+    "recurrence.accuracy_chart": ["scatter"] * 2,
     "normalization.norm_groups": ["heatmap"],
     "normalization.padding_bars": ["bar"] * 4,
     "normalization.per_layer_chart": ["scatter"] * 2,
