@@ -208,6 +208,14 @@ def accuracy_table(models: dict[str, nn.Module], tokenizer, distances: Sequence[
     return rows
 
 
+@torch.no_grad()
+def mean_tanh_slope(model: RecurrentLM, ids: torch.Tensor) -> float:
+    """Mean tanh′ = 1 − h² over the first layer's states on these inputs: 1 in the linear range, near 0 when
+    saturated (why a W_hh above 1 need not explode the gradient)."""
+    h = model(ids, trace=True).trace.residual[0]  # (n, T, d_model)
+    return float((1 - h**2).mean())
+
+
 __all__ = ["AccuracyRow", "GradientCurve", "GraphDepth", "KINDS", "LENGTHS", "RecurrenceView", "TimingRow",
            "accuracy_table", "comparable_models", "gradient_curve", "graph_depth", "linear_regime_rnn",
-           "load_shipped", "recall_inputs", "rescaled_view", "shipped_path", "time_forward_backward"]
+           "load_shipped", "mean_tanh_slope", "recall_inputs", "rescaled_view", "shipped_path", "time_forward_backward"]

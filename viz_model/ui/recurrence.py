@@ -3,7 +3,6 @@ the W_hh slider and the linear-regime RNN, and recall accuracy by distance. The 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import threading
 import time
@@ -21,7 +20,6 @@ from viz_model.figures import recurrence as figs
 from viz_model.figures.common import to_numpy
 from viz_model.lessons import recurrence as lesson
 from viz_model.lessons.cost import fit_slope
-from viz_model.lessons.train import TrainSpec
 from viz_model.train import RECALL_DISTANCES
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, input_key
@@ -266,19 +264,12 @@ def gradient_table(cs: dict[str, lesson.GradientCurve], distance: int) -> pd.Dat
     return pd.DataFrame(rows).set_index("model")
 
 
-def _tanh_slope(model, ids: torch.Tensor) -> float:
-    """Mean tanh′ = 1 − h² over the RNN's states on these inputs: 1 in the linear range, near 0 when saturated."""
-    with torch.no_grad():
-        h = model(ids, trace=True).trace.residual[0]  # (n, T, H)
-    return float((1 - h**2).mean())
-
-
 def _view(target: float | None, distance: int) -> tuple[lesson.RecurrenceView, float]:
     rnn = shipped()["rnn"]
     ids = lesson.recall_inputs(rnn.tokenizer, distance, n=N_INPUTS)  # (n, distance + 2)
     view = lesson.rescaled_view(rnn.model, ids, target)
     model = rnn.model if target is None else gradients.rescale_recurrence(rnn.model, target)
-    return view, _tanh_slope(model, ids)
+    return view, lesson.mean_tanh_slope(model, ids)
 
 
 def view(target: float | None, distance: int) -> tuple[lesson.RecurrenceView, float]:
@@ -487,11 +478,10 @@ def accuracy_notes(acc: dict[str, dict[int, float]], chance: float) -> None:
 
 def train_pointer() -> None:
     meta = shipped()["rnn"].metadata
-    kinds = {f.name for f in dataclasses.fields(TrainSpec)} & {"kind", "model_kind"}
-    who = ("an RNN, an LSTM or a transformer in front of you" if kinds else "a transformer in front of you; the "
-           "RNN and LSTM here were trained by the same Trainer from the asset script")
     st.markdown(f"These models were trained for {meta.get('steps', '?')} steps (seed {meta.get('seed', '?')}) on "
-                f"the task *{TASK_LABELS['recall']}*. On the Train page that task trains {who}.")
+                f"the task *{TASK_LABELS['recall']}*. On the Train page that task trains an RNN, an LSTM or a "
+                "transformer in front of you: pick the model kind, or run all three side by side under "
+                "*Compare setups → RNN vs LSTM vs transformer*.")
     try:
         st.page_link(TRAIN_PAGE, label="Train: pick the task “recall”", icon=":material/model_training:")
     except StreamlitAPIException:
