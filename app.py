@@ -22,6 +22,7 @@ PAGES = [
     ("Position", "app_pages/sinusoidal.py", "Sinusoidal", ":material/waves:", "sinusoidal"),
     ("Position", "app_pages/rope.py", "RoPE", ":material/rotate_right:", "rope"),
     ("Architectures", "app_pages/encoder.py", "Encoder", ":material/join_inner:", "encoder"),
+    ("Architectures", "app_pages/encoder_decoder.py", "Encoder–decoder", ":material/translate:", "encoder-decoder"),
     ("Why it trains", "app_pages/recurrence.py", "RNN vs Transformer", ":material/timeline:", "rnn-vs-transformer"),
     ("Why it trains", "app_pages/normalization.py", "Normalization", ":material/equalizer:", "normalization"),
     ("Lab", "app_pages/train.py", "Train", ":material/model_training:", "train"),

@@ -45,6 +45,7 @@ THETA = 10000.0 ** (-np.arange(0, 16, 2) / 16)  # (8,) RoPE inverse frequencies,
 PE = pe_table(40, 16)
 SCORES = np.where(CAUSAL, rng(1).normal(size=(T, T)), -np.inf)
 WINDOW = CAUSAL & ~np.tril(np.ones((T, T), dtype=bool), -2)  # sliding window of 2
+PADDED = np.ones((T, T), dtype=bool) & (np.arange(T) != 2)[None, :]  # key 2 is <pad>: blocked for every query
 STEPS = np.arange(0, 400, 1)
 SNAPS = [np.stack([np.stack([probs(s + h) for h in range(2)]) for _ in range(2)]) for s in range(4)]  # (L, H, T, T)
 
@@ -158,6 +159,18 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
         ["separate", "shared K = V"], [[0.05, -0.02], [0.31, 0.69]], [0.21, 0.60], "<sat>", title="cos"),
     "qkv.loss_bars": lambda: _f("qkv.loss_bars")(
         ["separate", "raw <X>"], [1.1724, 1.1719], reference=0, title="Held-out loss"),
+    "encoder_decoder.three_attentions": lambda: _f("encoder_decoder.three_attentions")(
+        [("encoder self: 5 × 5 <pad>", probs(8, PADDED), PADDED, TOKENS, TOKENS),
+         ("decoder self: 3 × 3, causal", probs(9, CAUSAL[:3, :3]), CAUSAL[:3, :3], ["<bos>", "a", "b"],
+          ["<bos>", "a", "b"]),
+         ("cross: 3 × 5", probs(10, PADDED[:3]), None, ["<bos>", "a", "b"], TOKENS)], title="L0 H1 <i>"),
+    "encoder_decoder.alignment_map": lambda: _f("encoder_decoder.alignment_map")(
+        probs(11, np.ones((4, T), dtype=bool)), TOKENS, ["ethay", "<b>atcay</b>", "ka", "<eos>"], [0, 1, 1],
+        title="Cross-attention <i>"),
+    "encoder_decoder.head_accuracy": lambda: _f("encoder_decoder.head_accuracy")(
+        {"this <sentence>": rng(12).uniform(size=(2, 4)), "held-out": rng(13).uniform(size=(2, 4))}, title="Heads"),
+    "encoder_decoder.decode_timing_bars": lambda: _f("encoder_decoder.decode_timing_bars")(
+        12, 0.012, 0.031, title="Decoding <12> tokens"),
     "recurrence.depth_chart": lambda: _f("recurrence.depth_chart")(
         [dict(name="RNN <T>", kind="rnn", T=[1, 16, 300], depth=[1, 16, 300]),
          dict(name="transformer", kind="transformer", T=[1, 16, 300], depth=[2, 2, 2])], 300, title="Depth <i>"),
@@ -236,6 +249,10 @@ TRACE_TYPES = {
     "qkv.self_attention_bars": ["bar", "bar", "scatter"],
     "qkv.pair_cosine_bars": ["bar"] * 3,
     "qkv.loss_bars": ["bar"] * 2,
+    "encoder_decoder.three_attentions": ["heatmap"] * 5,
+    "encoder_decoder.alignment_map": ["heatmap", "scatter", "scatter"],
+    "encoder_decoder.head_accuracy": ["heatmap"] * 2,
+    "encoder_decoder.decode_timing_bars": ["bar"],
     "recurrence.depth_chart": ["scatter"] * 2,
     "recurrence.timing_chart": ["scatter"] * 2,
     "recurrence.gradient_chart": ["scatter"] * 2,

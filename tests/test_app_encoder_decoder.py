@@ -1,0 +1,237 @@
+"""AppTest of the Encoder–decoder page: the translation and its reference, step-by-step decoding, the three
+attention kinds with their masks, the alignment view, encoder reuse, held-out scores and awkward input."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from viz_model import ASSETS_DIR, checkpoint, data
+from viz_model.lessons import encoder_decoder as lesson
+from viz_model.seq2seq import translate
+
+PAGE = "app_pages/encoder_decoder.py"
+SHIPPED = ASSETS_DIR / "models" / "translate.safetensors"
+KNOWN = "The cat sat on the mat"          # the lecture's sentence, in the toy language
+OUTSIDE = "The bank by the river"         # a lecture sentence outside it (no verb)
+
+
+def tiny_translator(folder) -> str:
+    """A small encoder-decoder trained here for 400 steps (seeded), saved like a shipped checkpoint."""
+    from viz_model.tokenizer import load_tokenizer
+    from viz_model.train import TrainConfig, Trainer, build_model
+
+    tok = load_tokenizer("word")
+    torch.manual_seed(0)
+    model = build_model("tiny", tok, "seq2seq", d_model=32, n_heads=2, n_layers=2, n_encoder_layers=1, d_ff=64,
+                        max_len=32, pos_encoding="learned")
+    trainer = Trainer(model, tok, TrainConfig(task="translate", steps=400, batch_size=32, lr=5e-3, eval_every=0,
+                                              snapshot_every=0, sample_every=0))
+    for _ in trainer:
+        pass
+    model = trainer.model.eval()
+    meta = {"title": "tiny test translator", **lesson.heldout_metrics(model, tok, 60)}
+    return str(checkpoint.save(model, tok, folder / "tiny-translate.safetensors", meta))
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory) -> str:
+    """The shipped translator; while it is still being built, a tiny one trained here (registered as the user's)."""
+    return str(SHIPPED) if SHIPPED.exists() else tiny_translator(tmp_path_factory.mktemp("translator"))
+
+
+@pytest.fixture(scope="module")
+def ckpt(model_path):
+    return checkpoint.load_checkpoint(model_path)
+
+
+def open_page(model_path: str, mode: str = "run"):
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    if model_path != str(SHIPPED):
+        at.session_state["user_models"] = {"tiny-translate": model_path}
+    at.run()
+    at.switch_page(PAGE).run()
+    at.radio(key="ed_mode").set_value(mode).run()
+    return at
+
+
+@pytest.fixture(scope="module")
+def page(model_path):
+    return open_page(model_path)
+
+
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def spec(at, key: str) -> dict:
+    return json.loads(at.get_by_key(key).proto.spec)
+
+
+def arr(v) -> np.ndarray:
+    """Plotly's JSON stores numpy arrays as {"dtype", "bdata", "shape"}; decode them (NaN = masked hole)."""
+    if isinstance(v, dict) and "bdata" in v:
+        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        return flat.reshape([int(n) for n in str(v.get("shape", len(flat))).split(",")])
+    return np.array(v, dtype=float)
+
+
+def panel(fig: dict, prefix: str) -> dict:
+    return next(t for t in fig["data"] if t["name"].startswith(prefix) and not t["name"].endswith(" mask"))
+
+
+def open_tab(at, label: str):
+    at.session_state["ed_tab"] = label  # what a click on the tab sets
+    return at.run()
+
+
+def assert_clean(at):
+    assert not at.exception, texts(at.exception)
+    assert not [e for e in texts(at.error) if not e.startswith("✗")], texts(at.error)  # only measured ✗ claims
+
+
+def test_a_known_source_shows_the_reference_and_the_models_translation(page, ckpt):
+    at = open_tab(page, "Three attentions")
+    at.text_input(key="ed_text").set_value(KNOWN).run()
+    assert_clean(at)
+    model_text = translate(ckpt.model, ckpt.tokenizer, KNOWN, max_new_tokens=ckpt.model.config.max_len).text
+    reference = data.reference_translation(KNOWN)[0]
+    assert texts(at.code)[:2] == [model_text, reference]
+    same = "The translation equals the reference word for word." in " ".join(texts(at.success))
+    assert same == (model_text == reference)
+
+
+def test_the_cross_chart_has_t_tgt_by_t_src_cells_and_each_panel_its_mask(page, ckpt):
+    at = open_tab(page, "Three attentions")
+    at.text_input(key="ed_text").set_value(KNOWN).run()
+    result = translate(ckpt.model, ckpt.tokenizer, KNOWN, max_new_tokens=ckpt.model.config.max_len)
+    t_src, t_tgt = len(result.source_ids), len(result.steps)  # <bos> + every word but the last chosen
+    fig = spec(at, "ed_three_chart")
+    cross = arr(panel(fig, "cross")["z"])
+    assert cross.shape == (t_tgt, t_src) and np.isfinite(cross).all()  # padding only: no source key masked
+    assert panel(fig, "cross")["name"].startswith(f"cross: {t_tgt} × {t_src}, queries from the decoder")
+    np.testing.assert_allclose(cross[: len(result.tokens)], result.cross_attention[0, 0].numpy(), atol=1e-5)
+    decoder = arr(panel(fig, "decoder")["z"])
+    assert decoder.shape == (t_tgt, t_tgt)
+    assert np.isnan(decoder[np.triu_indices(t_tgt, 1)]).all() and np.isfinite(decoder[np.tril_indices(t_tgt)]).all()
+    assert arr(panel(fig, "encoder")["z"]).shape == (t_src, t_src)
+    assert any(t["name"].startswith("decoder self") and t["name"].endswith(" mask") for t in fig["data"])
+
+
+def test_padding_the_source_masks_its_pads_in_the_encoder_and_the_cross_attention(page):
+    at = open_tab(page, "Three attentions")
+    at.text_input(key="ed_text").set_value(KNOWN).run()
+    at.checkbox(key="ed_pad").check().run()
+    assert_clean(at)
+    fig = spec(at, "ed_three_chart")
+    t_src = len(data.source_words(KNOWN)) + 1
+    for name in ("encoder", "cross"):
+        z = arr(panel(fig, name)["z"])
+        assert z.shape[1] == t_src + 2 and np.isnan(z[:, t_src:]).all() and np.isfinite(z[:, :t_src]).all()
+    assert any("Adding 2 pads changes nothing the real tokens see" in s for s in texts(at.success))
+    at.checkbox(key="ed_pad").uncheck().run()
+
+
+def test_stepping_next_token_grows_the_output_and_the_cross_chart(model_path, ckpt):
+    at = open_page(model_path, mode="step")
+    at.text_input(key="ed_text").set_value(KNOWN).run()
+    words = translate(ckpt.model, ckpt.tokenizer, KNOWN, max_new_tokens=ckpt.model.config.max_len).tokens
+    assert texts(at.code)[0].strip() == ""
+    rows = [arr(panel(spec(at, "ed_three_chart"), "cross")["z"]).shape[0]]
+    for n in (1, 2):
+        at.button(key="ed_next").click().run()
+        assert_clean(at)
+        assert texts(at.code)[0] == " ".join(words[:n])
+        rows.append(arr(panel(spec(at, "ed_three_chart"), "cross")["z"]).shape[0])
+    assert rows == [1, 2, 3]  # <bos>, then one query more per chosen word
+    at.button(key="ed_reset").click().run()
+    assert texts(at.code)[0].strip() == ""
+
+
+def test_a_source_outside_the_toy_language_is_translated_anyway(page, ckpt):
+    at = open_tab(page, "Alignment")
+    at.text_input(key="ed_text").set_value(OUTSIDE).run()
+    assert_clean(at)
+    model_text = translate(ckpt.model, ckpt.tokenizer, OUTSIDE, max_new_tokens=ckpt.model.config.max_len).text
+    assert texts(at.code)[:2] == [model_text, "not in the toy language"]
+    assert any("expected a verb after the subject" in c for c in texts(at.caption))
+    assert [t["name"] for t in spec(at, "ed_align_chart")["data"]] == ["cross-attention", "this head's peak"]
+
+
+def test_the_alignment_tab_marks_the_known_alignment_and_scores_every_head(page, ckpt):
+    source = "the old king thanked the children when they giggled"
+    at = open_tab(page, "Alignment")
+    at.text_input(key="ed_text").set_value(source).run()
+    assert_clean(at)
+    target, alignment = data.reference_translation(source)
+    fig = spec(at, "ed_align_chart")
+    marks = next(t for t in fig["data"] if t["name"] == "known alignment")
+    assert list(arr(marks["x"]).astype(int)) == alignment and list(arr(marks["y"]).astype(int)) == list(
+        range(len(alignment)))
+    tf = lesson.teacher_forced(ckpt.model, ckpt.tokenizer, source)
+    expected = lesson.alignment_accuracy(tf.cross_attention, alignment).numpy()
+    heads = spec(at, "ed_head_accuracy")
+    np.testing.assert_allclose(arr(heads["data"][0]["z"]), expected, atol=1e-6)
+    md = " ".join(texts(at.markdown))
+    assert "comes after" in md and "becomes two words" in md  # the adjective swap and 'children' -> 'ildchay ka'
+
+
+def test_the_reuse_tab_shows_the_measured_shapes_and_both_timings(page, ckpt):
+    at = open_tab(page, "Encoder once, K/V reused")
+    at.text_input(key="ed_text").set_value(KNOWN).run()
+    assert_clean(at)
+    cfg, t_src = ckpt.model.config, len(data.source_words(KNOWN)) + 1
+    table = at.table[0].value
+    assert list(table["here"][:2]) == [f"{t_src} × {cfg.d_model}", f"{cfg.n_heads} × {t_src} × {cfg.d_k}"]
+    bars = spec(at, "ed_timing_chart")["data"][0]
+    assert len(bars["x"]) == 2 and all(v > 0 for v in bars["x"])
+    assert any("Both ways choose the same" in s for s in texts(at.success))
+
+
+def test_the_held_out_tab_recomputes_the_metadata_scores_on_request(page, ckpt):
+    at = open_tab(page, "Held-out scores")
+    assert_clean(at)
+    meta = ckpt.metadata
+    assert at.metric[0].value == f"{meta['exact_match']:.1%}"
+    assert not any(m.label.endswith("(now)") for m in at.metric)  # nothing recomputed on open
+    at.button(key="ed_heldout_go").click().run()
+    assert_clean(at)
+    now = {m.label: m.value for m in at.metric}
+    assert now["Exact match (now)"] == f"{meta['exact_match']:.1%}"  # the same sentences, the same model
+    assert now["Best head's alignment (now)"] == f"{meta['best_alignment_head']['accuracy']:.1%}"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "Type a sentence to translate"),
+    ("   ", "Type a sentence to translate"),
+    ("the zebra sat on the mat", "read as `<unk>`: `zebra`"),
+    ("the zebra sat on the mat", "'zebra' is not a word of the toy language"),
+    ("the cat sat on the mat and " * 12, "only the first 31 are translated"),
+    ("<b>the</b> cat &amp; <pad>", "read as `<unk>`"),
+])
+def test_awkward_sources_give_a_message_not_a_traceback(page, text, message):
+    at = open_tab(page, "Three attentions")
+    at.text_input(key="ed_text").set_value(text).run()
+    assert_clean(at)
+    shown = " ".join(texts(at.warning) + texts(at.info) + texts(at.caption))
+    assert message in shown, shown
+
+
+def test_the_page_says_clearly_when_the_translator_is_missing(monkeypatch, tmp_path):
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    from viz_model.ui import models
+
+    monkeypatch.setattr(models, "MODELS_DIR", tmp_path)  # no shipped checkpoint at all
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert any("translation model is missing" in e for e in texts(at.error))
+    assert not at.get("plotly_chart")
