@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from viz_model.figures.attention import attention_grid, attention_heatmap
+from viz_model.figures.attention import attention_heatmap
 from viz_model.figures.explorer import entropy_bars
 from viz_model.ui import cache, chart, share, widgets
 from viz_model.ui import explorer as ui
@@ -18,18 +18,7 @@ model, cfg = ckpt.model, ckpt.model.config
 enc = widgets.sentence_input("explorer", ckpt)
 tokens, T = enc.tokens, len(enc.ids)
 
-tok_choice = st.radio("Tokenizer", ["word", "bpe"], horizontal=True, key="explorer_tokenizer",
-                      help="The model always reads its own tokenizer's ids.")
-widgets.token_chips(enc)
-if tok_choice == "bpe":
-    table = widgets.tokenizer_comparison(st.session_state.get("explorer_text", ""), ckpt.tokenizer)
-    if table is None:
-        st.info("The BPE tokenizer is not installed, so there is nothing to compare.")
-    else:
-        st.dataframe(table.T, width="stretch")
-    st.caption("BPE splits rare words into pieces, so the same text gets other tokens and other ids. A model only "
-               "understands the ids of the tokenizer it was trained with: the shipped models use the word "
-               "tokenizer, so the attention below is always computed on the word tokens.")
+ui.tokens_view(ckpt, enc)
 
 ui.bind_view(cfg)
 with st.expander("Knobs that re-run the model", expanded=False):
@@ -53,20 +42,19 @@ mid = cache.model_id(ckpt)
 data = cache.cached_trace(model, mid, tuple(enc.ids), bits, scale_on, float(temperature))
 tkey = cache.input_key(mid, enc.ids, tokens, bits, scale_on, float(temperature))  # figure cache key
 probs = data["probs"]  # (L, H, T, T)
-roles = ui.head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
 
 st.subheader("All heads at a glance")
-grid = cache.cached("grid", (tkey, str(roles)), lambda: attention_grid(
-    probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads", allowed=data["allowed"]))
-chart.show(grid, key="explorer_grid", name="attention_grid")
-if roles is None:
-    st.caption("Head roles appear here once the model's metadata has them (measured by viz_model/heads.py).")
-elif (table := ui.head_roles_table(ckpt)) is not None:
-    with st.expander("Head roles, measured on held-out text when the model was trained"):
+roles, measured = ui.roles_for(ckpt)
+ui.grid(cfg, probs, tokens, roles, data["allowed"], tkey)
+if (note := ui.kv_note(cfg)) is not None:
+    st.caption(note)
+    ui.kv_share_check(data, cfg)
+if roles is not None and (table := ui.roles_table(ckpt, measured)) is not None:
+    label = "measured now on this model" if measured else "measured on held-out text when the model was trained"
+    with st.expander(f"Head roles, {label}"):
         st.dataframe(table, hide_index=True, width="stretch")
-        st.caption("previous-token: attends to t−1 · first-token: parks attention on <bos> (a sink) · self: attends "
-                   "to itself · coreference: a pronoun attends to its noun · induction: copies what followed the "
-                   "same token before · broad: no single pattern clears its bar.")
+        st.caption(ui.ROLE_LEGEND if measured is None else ui.MEASURED_LEGEND.format(
+            n=8, bos=f": {widgets.start_token(ckpt)[1]}" if widgets.uses_bos(ckpt) else ""))
 
 c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", range(cfg.n_layers), key="explorer_layer")
@@ -74,6 +62,10 @@ head = c2.selectbox("Head", range(cfg.n_heads), key="explorer_head",
                     format_func=lambda h: f"{h} — {roles[layer][h]}" if roles and roles[layer][h] else str(h))
 if roles and roles[layer][head]:
     st.info(f"Head {layer}.{head}: measured role **{roles[layer][head]}**.")
+if (g := ui.kv_group(cfg)) > 1:
+    mates = [str(h) for h in range(head // g * g, head // g * g + g) if h != head]
+    st.caption(f"Head {head} reads K/V head {head // g}, shared with query head{'s' * (len(mates) > 1)} "
+               f"{', '.join(mates)}.")
 
 big = probs[layer].mean(0) if average else probs[layer, head]
 title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"

@@ -21,14 +21,15 @@ if not cfg.causal:
                "Pick a decoder model in the sidebar.")
     share.stop()
 enc = ui.prompt_input(ckpt)
-settings = ui.controls(cfg, cfg.vocab_size)
+end = ui.end_name(ckpt)  # the model's own end token: "<eos>", "<|endoftext|>", "</s>"...
+settings = ui.controls(cfg, cfg.vocab_size, end)
 all_steps = ui.full_run(ckpt, enc.ids, settings)
 steps = ui.visible_steps(all_steps, enc.ids, settings)
 
 seq = enc.ids + [v.token_id for v in steps]
 st.code(ckpt.tokenizer.decode(seq, skip_special_tokens=False), language=None, wrap_lines=True)
 if steps and steps[-1].stop_reason:
-    reason = G.stop_message(steps[-1].stop_reason, cfg.max_len)
+    reason = G.stop_message(steps[-1].stop_reason, cfg.max_len).replace("<eos>", end)
     (st.warning if steps[-1].stop_reason == "context" else st.caption)(f"Stopped: {reason}")
 if not steps:
     share.stop()
@@ -51,7 +52,7 @@ st.dataframe(table, hide_index=True, key="generate_table", column_config={
     for c in table.columns if "p" in c and c != "position"})
 total = G.sequence_logprob(table["log p"])
 st.markdown(f"p(w₁…w_L | c) = Π p(w_l | c, w<l) over **{len(table)}** factors, including the end token "
-            f"`<eos>` = **{G.sequence_prob(table['log p']):.3e}**, and Σ log p = **{total:.3f}**. Long texts have "
+            f"`{end}` = **{G.sequence_prob(table['log p']):.3e}**, and Σ log p = **{total:.3f}**. Long texts have "
             "tiny probabilities, so models add log-probabilities instead of multiplying.")
 
 st.header("3 · Where the new token looks")

@@ -2,12 +2,11 @@
 
 import streamlit as st
 
-from viz_model.tokenizer import PAD
 from viz_model.ui import masks as ui
 from viz_model.ui import share
 from viz_model.ui.errors import section
 from viz_model.ui.sidebar import current_model
-from viz_model.ui.widgets import sentence_input
+from viz_model.ui.widgets import pad_token, sentence_input
 
 st.title("Masks")
 st.markdown("A mask decides **which keys each query may read**. It is added to the scores as 0 or −∞ before the "
@@ -31,7 +30,7 @@ def gallery() -> None:
     c1, c2, _ = st.columns([1, 1, 2])
     layer = c1.selectbox("Layer", range(cfg.n_layers), key="masks_layer")
     head = c2.selectbox("Head", range(cfg.n_heads), key="masks_head")
-    allowed = ui.gallery_mask(kind, T, "masks", ids, ckpt.tokenizer.token_to_id(PAD))
+    allowed = ui.gallery_mask(kind, T, "masks", ids, *pad_token(ckpt))
     model_mask = "causal" if cfg.causal else "bidirectional"
     if kind not in (model_mask, "padding"):
         st.caption(f"This model was trained with a {model_mask} mask; under another mask it runs off-distribution. "
@@ -45,7 +44,8 @@ gallery()
 def padding() -> None:
     st.subheader("Padding: a batch of unequal sentences")
     st.markdown(f"The lecture's batch: *{ui.PAD_BATCH[0]}* and *{ui.PAD_BATCH[1]}*. The short sentence is filled "
-                "with `<pad>`; the **key mask** hides pads from every query and the **loss mask** drops pad targets.")
+                f"with `{pad_token(ckpt)[1]}`; the **key mask** hides pads from every query and the **loss mask** "
+                "drops pad targets.")
     ui.padding(ckpt)
 
 

@@ -5,6 +5,7 @@ import streamlit as st
 from viz_model import rope
 from viz_model.ui import rope as sections
 from viz_model.ui import share
+from viz_model.ui.models import is_folder_model
 from viz_model.ui.sidebar import current_model
 
 st.title("Rotary position embeddings (RoPE)")
@@ -17,11 +18,16 @@ st.markdown(
 
 share.bind("method", "rope_ext_method", choices=list(rope.ROPE_INIT_FUNCTIONS))
 share.bind("shift", "rope_shift", int, lo=0, hi=1000)
-cfg = current_model().model.config
+ckpt = current_model()
+cfg = ckpt.model.config
 live_dk = cfg.d_k if cfg.pos_encoding == "rope" and cfg.d_k % 2 == 0 else 32
 live_base = cfg.rope_base if cfg.pos_encoding == "rope" else 10000.0
 st.caption(f"Pair and score views use d_k = {live_dk} and base {live_base:,.0f}"
            + (" (the sidebar model's heads)." if cfg.pos_encoding == "rope" else "."))
+real = ckpt if is_folder_model(ckpt) and cfg.pos_encoding == "rope" else None  # its own theta and scaling
+if is_folder_model(ckpt) and real is None:
+    st.info(f"The sidebar model ({ckpt.metadata.get('model_type')}) has {cfg.pos_encoding} positions, not RoPE: "
+            "the model views below use a RoPE model the app ships instead.")
 
 # Only the open tab runs; each tab is a fragment: moving one of its sliders reruns that tab only.
 TABS = {
@@ -29,7 +35,8 @@ TABS = {
     "Pair rotation": lambda: sections.pair_rotation(live_dk, live_base),
     "Angles": lambda: sections.angles_and_wavelengths(live_dk, live_base),
     "Relative scores": lambda: sections.relative_scores(live_dk, live_base),
-    "Context extension": lambda: sections.context_extension(cfg.max_len if cfg.pos_encoding == "rope" else 4096),
+    "Context extension": lambda: sections.context_extension(cfg.max_len if cfg.pos_encoding == "rope" else 4096,
+                                                            real),
     "Length test": sections.length_experiment,
     "Where it acts": sections.where_rope_acts,
     "Conventions": sections.conventions,

@@ -7,10 +7,11 @@ import torch
 from viz_model.data import TASK_LABELS
 from viz_model.device import describe
 from viz_model.figures.attention import attention_heatmap
-from viz_model.tokenizer import encode
 from viz_model.ui import chart, share
+from viz_model.ui.explorer import model_card
+from viz_model.ui.models import is_folder_model
 from viz_model.ui.sidebar import current_model
-from viz_model.ui.widgets import token_chips, uses_bos
+from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, encode_text, start_token, token_chips, uses_bos
 
 st.title("Attention Lab")
 st.markdown(
@@ -19,21 +20,20 @@ st.markdown(
 )
 
 ckpt = current_model()
-model, tok, cfg = ckpt.model, ckpt.tokenizer, ckpt.model.config
+model, cfg = ckpt.model, ckpt.model.config
 
 st.subheader("The model")
-card = {
-    "parameters": f"{model.num_params():,}",
-    "layers": cfg.n_layers,
-    "heads per layer": cfg.n_heads,
-    "d_model (d_k per head)": f"{cfg.d_model} ({cfg.d_k})",
-    "context length": cfg.max_len,
-    "position encoding": cfg.pos_encoding,
-    "attention": "causal (decoder)" if cfg.causal else "bidirectional (encoder)",
-    "device": describe(model.device),
-}
-st.dataframe(pd.DataFrame({"": list(card.values())}, index=list(card), dtype=str).T, hide_index=True)
+card = model_card(ckpt, describe(model.device))
+folder = is_folder_model(ckpt)
+rows = [list(card)[:6], list(card)[6:]] if folder else [list(card)]  # a real model's card: two rows that fit
+for names in rows:
+    st.dataframe(pd.DataFrame({"": [card[n] for n in names]}, index=names, dtype=str).T, hide_index=True)
 meta = ckpt.metadata
+if folder:
+    st.caption(f"A {meta.get('architecture') or meta.get('model_type')} read from the instructor's model folder "
+               f"“{meta.get('name')}”: real weights, converted once and shared by everyone, read-only. Every page "
+               "below runs it live; views of every head read at most "
+               f"{min(cfg.max_len, FOLDER_VIEW_TOKENS)} tokens.")
 if meta.get("heldout_loss") is not None:
     task = TASK_LABELS.get(meta.get("task"), meta.get("task", "?"))
     st.caption(f"Trained for {meta.get('steps', '?')} steps on {task}; "
@@ -43,17 +43,28 @@ st.subheader("One sentence, end to end")
 share.bind("text", "start_text")
 text = st.text_input("Type a sentence", "The cat sat on the mat", key="start_text", max_chars=2000)
 share.bind("bos", "start_bos", bool)
-bos = st.toggle("Start with `<bos>`, as in training", value=uses_bos(ckpt), key="start_bos",
-                help="The shipped models saw a <bos> token in front of most training sentences; "
-                     "many heads park spare attention on it.")
-enc = encode(tok, text, max_len=cfg.max_len, bos=bos)
+start = start_token(ckpt)
+if start is None:
+    bos = False
+    st.caption("This model's tokenizer names no start token, so sentences go in as typed.")
+else:
+    how = (", as its tokenizer does" if uses_bos(ckpt) else " (its tokenizer does not)") if folder else \
+        ", as in training"
+    bos = st.toggle(f"Start with `{start[1]}`{how}",
+                    value=uses_bos(ckpt), key="start_bos",
+                    help="Its tokenizer puts this token in front of every text." if folder and uses_bos(ckpt) else
+                    "Its tokenizer does not put it in front by itself; switch it on to see what changes." if folder
+                    else "The shipped models saw a <bos> token in front of most training sentences; many heads "
+                         "park spare attention on it.")
+limit = min(cfg.max_len, FOLDER_VIEW_TOKENS) if folder else cfg.max_len
+enc = encode_text(ckpt, text, max_len=limit, bos=bos)
 if enc.truncated:
-    st.info(f"Your text has {enc.n_tokens_total} tokens; the model reads at most {cfg.max_len}, "
+    st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
             "so only the first ones are shown.")
-if not enc.ids or enc.tokens == ["<bos>"]:
+if len(enc.ids) <= int(bos):
     st.warning("Type at least one word to see its tokens and attention.")
     share.stop()
-if enc.unknown:
+if enc.unknown and not folder:
     st.caption("Words this model has never seen become `<unk>`: " + ", ".join(f"`{w}`" for w in enc.unknown[:12]))
 
 token_chips(enc)
@@ -70,7 +81,7 @@ probs = lt.probs[0, head]
 allowed = torch.isfinite(lt.mask).expand(lt.probs.shape)[0, head]
 fig = attention_heatmap(probs, enc.tokens, allowed=allowed, title=f"Layer {layer}, head {head}: attention weights")
 chart.show(fig, key="start_heatmap", name=f"attention_L{layer}_H{head}")
-role = next((r for r in meta.get("head_roles", []) if (r["layer"], r["head"]) == (layer, head)), None)
+role = next((r for r in meta.get("head_roles") or [] if (r["layer"], r["head"]) == (layer, head)), None)
 if role:
     st.caption(f"Measured role of this head on held-out text: **{role['role']}** (score {role['score']:.2f}).")
 err = (probs.sum(-1) - 1).abs().max().item()

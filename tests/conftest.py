@@ -165,3 +165,122 @@ def plot_data(page, index: int = 0, name: str | None = None) -> dict:
                z: t.z ? Array.from(t.z, r => Array.from(r)) : null, x: t.x ? Array.from(t.x) : null,
                y: t.y ? Array.from(t.y) : null, hovertext: t.hovertext, text: t.text}));
            return name ? ts.find(t => t.name === name) : ts; }""", name)
+
+
+# -- tiny Hugging Face model folders (no transformers, no download) --------------------------------------------
+FOLDER_TEXT = ["the cat sat on the mat", "the dog ate the bone because it was hungry", "she gave him the book",
+               "send the report before the slides", "a bank by the river", "i like cats and dogs, not rats"] * 3
+
+
+def _folder_weights(config: dict, seed: int, edit=None) -> dict:
+    """Random tensors under the Hugging Face names viz_model.hf reads for this config.json (its own weight plan):
+    norms at 1 / 0, every other tensor N(0, 0.2²). `edit(state)` may change them (e.g. make one token win)."""
+    from viz_model import hf
+
+    cfg = hf.hf_config(config)
+    prefix = "transformer." if config["model_type"] == "gpt2" else "model."
+    plan = hf.weight_plan(cfg, config["model_type"], {prefix})
+    gen = torch.Generator().manual_seed(seed)
+    state = {}
+    for src in plan.values():
+        for name, shape in zip(src.names, src.shapes):
+            norm = any(k in name for k in ("ln_", "layernorm", "norm.weight"))
+            if norm:
+                state[name] = torch.ones(shape) if name.endswith("weight") else torch.zeros(shape)
+            else:
+                state[name] = torch.randn(shape, generator=gen) * 0.2
+    if edit is not None:
+        edit(state)
+    return {k: v.contiguous() for k, v in state.items()}
+
+
+def _folder_bpe(specials: list[str], byte_level: bool, extra: list[str] = ()):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    if byte_level:  # GPT-2 / Llama 3: 'Ġthe'
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        alphabet = pre_tokenizers.ByteLevel.alphabet()
+    else:  # SentencePiece-style (Llama 2, Mistral): '▁the'
+        tok = Tokenizer(models.BPE(unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        tok.decoder = decoders.Metaspace()
+        alphabet = []
+    size = 150 + len(alphabet)  # byte-level starts from 256 single bytes: merges come on top
+    tok.train_from_iterator(FOLDER_TEXT, trainers.BpeTrainer(vocab_size=size, special_tokens=specials,
+                                                             initial_alphabet=alphabet, show_progress=False))
+    if extra:
+        tok.add_special_tokens(list(extra))
+    return tok
+
+
+def _write_folder(folder: Path, config: dict, state: dict, tok, tokenizer_config: dict) -> Path:
+    import json
+
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+    return folder
+
+
+def build_model_folders(root: Path) -> dict[str, Path]:
+    """Three folders under root, written with safetensors + tokenizers only:
+    tiny-gpt2   GPT-2 layout (2 layers x 4 heads, learned positions, tied head, byte-level BPE, <|endoftext|> the
+                last id and its only special token). Its final LayerNorm has weight 0 and bias = 3 x its end token's
+                embedding, whose row is 4x the others: every logit is 3 wte_j . wte_eos, largest for the end token,
+                so greedy generation writes <|endoftext|> at once.
+    tiny-llama  Llama layout: 6 layers x 4 query heads, 2 K/V heads (GQA), RMSNorm, SwiGLU, untied head,
+                rope_theta 500000 with Llama 3 scaling (factor 8 over 16 positions), SentencePiece-style BPE whose
+                post-processor puts <s> first; 8 spare embedding rows (the pad is one of them).
+    broken-bert a config naming an architecture the app does not read: listed with its problem, refused."""
+    import json
+
+    from tokenizers import processors
+
+    gpt_tok = _folder_bpe([], True, ["<|endoftext|>"])
+    eot = gpt_tok.token_to_id("<|endoftext|>")
+    gpt = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": gpt_tok.get_vocab_size(),
+           "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64, "activation_function": "gelu_new",
+           "layer_norm_epsilon": 1e-5, "bos_token_id": eot, "eos_token_id": eot}
+
+    def ends_at_once(state):
+        wte = state["transformer.wte.weight"]
+        wte[eot] *= 4.0
+        state["transformer.ln_f.weight"] = torch.zeros_like(state["transformer.ln_f.weight"])
+        state["transformer.ln_f.bias"] = 3.0 * wte[eot].clone()
+        assert int((wte @ state["transformer.ln_f.bias"]).argmax()) == eot
+
+    _write_folder(root / "tiny-gpt2", gpt, _folder_weights(gpt, 1, ends_at_once), gpt_tok,
+                  {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
+                   "model_max_length": 64, "tokenizer_class": "GPT2Tokenizer"})
+
+    ll_tok = _folder_bpe(["<s>", "</s>", "<unk>"], False)
+    ll_tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    llama = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": ll_tok.get_vocab_size() + 8,
+             "hidden_size": 32, "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "intermediate_size": 64, "max_position_embeddings": 128, "rms_norm_eps": 1e-6, "hidden_act": "silu",
+             "rope_theta": 500000.0, "tie_word_embeddings": False, "bos_token_id": 0, "eos_token_id": 1,
+             "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                              "high_freq_factor": 4.0, "original_max_position_embeddings": 16}}
+    _write_folder(root / "tiny-llama", llama, _folder_weights(llama, 2), ll_tok,
+                  {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"})
+
+    from safetensors.torch import save_file
+
+    broken = root / "broken-bert"
+    broken.mkdir(parents=True, exist_ok=True)
+    (broken / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 32}))
+    save_file({"embeddings.word_embeddings.weight": torch.zeros(4, 32)}, str(broken / "model.safetensors"))
+    return {p.name: p for p in (root / "tiny-gpt2", root / "tiny-llama", broken)}
+
+
+@pytest.fixture(scope="session")
+def model_folders(tmp_path_factory) -> dict[str, Path]:
+    """The three tiny model folders of build_model_folders, in one session-wide temp folder (its parent is what
+    ATTENTION_LAB_MODEL_DIRS names)."""
+    return build_model_folders(tmp_path_factory.mktemp("model_folders"))

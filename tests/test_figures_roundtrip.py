@@ -200,6 +200,9 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
     "normalization.sample_matrices": lambda: _f("normalization.sample_matrices")(
         np.stack([probs(17), probs(18)]), [TOKENS, ["a", "b", "<pad>", "<pad>", "<pad>"]], ["sample 1", "<b>2</b>"],
         title="Each sample"),
+    "real_models.attention_grid_page": lambda: _f("real_models.attention_grid_page")(
+        np.stack([np.stack([probs(20 + 4 * l + h) for h in range(4)]) for l in range(3)]), TOKENS, [1, 2], [0, 2],
+        roles=[["<b>prev</b> 0.9"] * 4 for _ in range(3)], kv_group=2, title="Layers 1–2 <i>", allowed=CAUSAL),
 }
 
 # Trace types of every factory's sample, recorded before the factories moved to fast_figure (they must not change).
@@ -263,6 +266,7 @@ TRACE_TYPES = {
     "normalization.per_layer_chart": ["scatter"] * 2,
     "normalization.loss_chart": ["scatter"] * 2,
     "normalization.sample_matrices": ["heatmap"] * 2,
+    "real_models.attention_grid_page": ["heatmap"] * 8,
 }
 
 

@@ -9,12 +9,21 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
+from viz_model import hf
 from viz_model.checkpoint import Checkpoint
-from viz_model.figures.attention import attention_heatmap
+from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.explorer import matrix_heatmap, query_bars, value_mix
-from viz_model.ui import chart, share
+from viz_model.figures.real_models import attention_grid_page
+from viz_model.lessons import real_models
+from viz_model.ui import chart, share, widgets
 from viz_model.ui.cache import cached, model_id
+from viz_model.ui.models import is_folder_model
 from viz_model.ui.widgets import check_line
+
+GRID_CELLS = 16        # up to this many heads the grid shows every layer and head at once
+PAGE_HEADS = 16        # wider models page their heads too
+PAGE_CELLS = 48        # cells on one page of a larger grid (4 layers of GPT-2's 12 heads)
+ROLES_ASKED = "explorer_roles_asked"  # session_state: model ids whose head roles this user asked to measure
 
 
 def bind_view(cfg) -> None:
@@ -28,7 +37,122 @@ def bind_view(cfg) -> None:
     share.bind("step", "explorer_step", int, choices=range(8))
 
 
-# -- cached traces ----------------------------------------------------------------------------------
+# -- the model -------------------------------------------------------------------------------------
+def model_card(ckpt: Checkpoint, device: str) -> dict[str, str]:
+    """What the model is, one value per row of the Start page's card (a model folder's also: K/V heads, dtype,
+    memory, norm, MLP, RoPE theta and scaling)."""
+    model, cfg, meta = ckpt.model, ckpt.model.config, ckpt.metadata or {}
+    attention = "causal (decoder)" if cfg.causal else "bidirectional (encoder)"
+    if not is_folder_model(ckpt):
+        return {"parameters": f"{model.num_params():,}", "layers": str(cfg.n_layers),
+                "heads per layer": str(cfg.n_heads), "d_model (d_k per head)": f"{cfg.d_model} ({cfg.d_k})",
+                "context length": str(cfg.max_len), "position encoding": cfg.pos_encoding,
+                "attention": attention, "device": device}
+    position = cfg.pos_encoding
+    if cfg.pos_encoding == "rope":
+        scaling = cfg.rope_scaling
+        position = f"RoPE, θ = {cfg.rope_base:,.0f}" + (
+            f", {scaling['type']} scaling ×{scaling['factor']:g}" if scaling else "")
+    kv = str(cfg.kv_heads) + (f" (grouped-query: {cfg.n_heads // cfg.kv_heads} query heads share each)"
+                              if cfg.kv_heads != cfg.n_heads else " (one per query head)")
+    return {"model": f"{meta.get('name')} ({meta.get('architecture') or meta.get('model_type')})",
+            "parameters": f"{meta.get('n_params', model.num_params()):,}", "layers": str(cfg.n_layers),
+            "heads per layer": str(cfg.n_heads), "K/V heads": kv,
+            "d_model (d_k per head)": f"{cfg.d_model} ({cfg.d_k})", "context length": f"{cfg.max_len:,}",
+            "position encoding": position, "norm · MLP": f"{cfg.norm} · {cfg.mlp}",
+            "dtype": str(meta.get("dtype")), "memory": hf.human_bytes(int(meta.get("memory_bytes") or 0)),
+            "attention": attention, "device": device}
+
+
+def kv_group(cfg) -> int:
+    """Query heads per K/V head: query heads h and h' share K and V when h // kv_group == h' // kv_group."""
+    return cfg.n_heads // cfg.kv_heads
+
+
+def kv_note(cfg) -> str | None:
+    """Which heads share K/V under grouped-query attention, in one sentence (None without GQA)."""
+    g = kv_group(cfg)
+    if g == 1:
+        return None
+    groups = [f"{j * g}–{j * g + g - 1}" for j in range(min(cfg.kv_heads, 4))]
+    more = ", …" if cfg.kv_heads > 4 else ""
+    return (f"Grouped-query attention: {cfg.n_heads} query heads read {cfg.kv_heads} K/V heads, so query heads "
+            f"h and h′ share keys and values when h // {g} = h′ // {g} (heads {', '.join(groups)}{more}). "
+            "The grid still shows one T×T pattern per query head: their queries differ.")
+
+
+def kv_share_check(data: dict, cfg) -> None:
+    """✓ measured on the trace: within each K/V group the keys and values are identical, the queries are not."""
+    g = kv_group(cfg)
+    k, v, q = data["k"], data["v"], data["q"]  # (L, H, T, d_k), K and V expanded to every query head
+    lead = np.repeat(np.arange(0, cfg.n_heads, g), g)  # the first head of each head's group
+    same = float(max(np.abs(k - k[:, lead]).max(), np.abs(v - v[:, lead]).max()))
+    others = [h for h in range(cfg.n_heads) if h != lead[h]]
+    q_gap = float(np.abs(q[:, others] - q[:, lead[others]]).max()) if others else 0.0
+    check_line(same == 0.0 and q_gap > 0, f"Heads in one group read the same keys and values (largest difference "
+                                          f"{same:g} over every layer), with their own queries (they differ by up to "
+                                          f"{q_gap:.2f}).")
+
+
+# -- the grid ---------------------------------------------------------------------------------------
+def grid_page_size(cfg) -> tuple[int, int]:
+    """(layers, heads) on one page of the grid: everything up to GRID_CELLS heads, else at most PAGE_CELLS cells
+    (e.g. GPT-2 small's 12 x 12 in pages of 4 layers)."""
+    if cfg.n_layers * cfg.n_heads <= GRID_CELLS:
+        return cfg.n_layers, cfg.n_heads
+    heads = min(cfg.n_heads, PAGE_HEADS)
+    return max(1, min(4, cfg.n_layers, PAGE_CELLS // heads)), heads
+
+
+def _span(start: int, size: int, total: int, what: str) -> str:
+    end = min(start + size, total) - 1
+    return f"{what} {start}" if end == start else f"{what} {start}–{end}"
+
+
+def grid(cfg, probs: np.ndarray, tokens: list[str], roles: list[list[str]] | None, allowed: np.ndarray,
+         key: str) -> None:
+    """Every head at a glance; a grid larger than GRID_CELLS heads is paged (layers, and heads past PAGE_HEADS),
+    with the page in the URL; under GQA each head names its K/V head. key: the figure cache key of the trace."""
+    n_l, n_h = grid_page_size(cfg)
+    title = f"{cfg.n_layers} layers × {cfg.n_heads} heads"
+    if (n_l, n_h) == (cfg.n_layers, cfg.n_heads) and kv_group(cfg) == 1:
+        fig = cached("grid", (key, str(roles)), lambda: attention_grid(probs, tokens, roles=roles, title=title,
+                                                                       allowed=allowed))
+        chart.show(fig, key="explorer_grid", name="attention_grid")
+        return
+    l0, h0 = _grid_page(cfg, n_l, n_h)
+    layers, heads = list(range(l0, min(l0 + n_l, cfg.n_layers))), list(range(h0, min(h0 + n_h, cfg.n_heads)))
+    if len(layers) < cfg.n_layers or len(heads) < cfg.n_heads:
+        title += f": {_span(l0, n_l, cfg.n_layers, 'layers')}" + (
+            f", {_span(h0, n_h, cfg.n_heads, 'heads')}" if len(heads) < cfg.n_heads else "")
+    fig = cached("grid_page", (key, str(roles), l0, h0, n_l, n_h), lambda: attention_grid_page(
+        probs, tokens, layers, heads, roles=roles, kv_group=kv_group(cfg), title=title, allowed=allowed))
+    chart.show(fig, key="explorer_grid", name=f"attention_grid_L{l0}_H{h0}")
+
+
+def _grid_page(cfg, n_l: int, n_h: int) -> tuple[int, int]:
+    """The page pickers (only where there is more than one page): first layer and first head shown."""
+    layer_starts, head_starts = list(range(0, cfg.n_layers, n_l)), list(range(0, cfg.n_heads, n_h))
+    if len(layer_starts) == len(head_starts) == 1:
+        return 0, 0
+    st.caption(f"{cfg.n_layers * cfg.n_heads} heads are too many to read at once: the grid shows {n_l} layer"
+               f"{'s' * (n_l > 1)} × {n_h} heads at a time. Pick which ones.")
+    c1, c2 = st.columns([3, 2])
+    picked = []
+    for col, starts, size, total, what in ((c1, layer_starts, n_l, cfg.n_layers, "layers"),
+                                           (c2, head_starts, n_h, cfg.n_heads, "heads")):
+        if len(starts) == 1:
+            picked.append(0)
+            continue
+        name = f"grid_{what}"
+        share.bind(name, f"explorer_{name}", int, choices=starts)
+        if st.session_state.get(f"explorer_{name}") not in starts:  # new here, or another model's page
+            layer = st.session_state.get("explorer_layer", 0) if what == "layers" else 0
+            st.session_state[f"explorer_{name}"] = starts[layer // n_l] if layer in range(total) else 0
+        picked.append(col.segmented_control(f"{what.capitalize()} shown", starts, key=f"explorer_{name}",
+                                            required=True, format_func=lambda s, n=size, t=total, w=what:
+                                            _span(s, n, t, w)) or 0)
+    return picked[0], picked[1]
 
 
 # -- head roles -------------------------------------------------------------------------------------
@@ -71,6 +195,83 @@ def head_roles_table(ckpt: Checkpoint) -> pa.Table | None:
     """Every head's measured role, its score and the score of every role (heads.py's list of dicts), as an Arrow
     table built once per loaded model (st.dataframe converts a pandas frame again on every rerun)."""
     return _roles_table(model_id(ckpt), ckpt.metadata)
+
+
+def roles_table(ckpt: Checkpoint, measured: list | None) -> pa.Table | None:
+    """head_roles_table, or the same table of roles measured on the fly (roles_for)."""
+    if measured is None:
+        return head_roles_table(ckpt)
+    return _roles_table(f"{model_id(ckpt)}:measured", {"head_roles": measured})
+
+
+ROLE_LEGEND = ("previous-token: attends to t−1 · first-token: parks attention on <bos> (a sink) · self: attends "
+               "to itself · coreference: a pronoun attends to its noun · induction: copies what followed the "
+               "same token before · broad: no single pattern clears its bar.")
+MEASURED_LEGEND = ("Measured now on {n} sequences of random ordinary tokens of this model's vocabulary, each run "
+                   "repeated once: previous-token: attends to t−1 · first-token: parks attention on position 0 (a "
+                   "sink{bos}) · self: attends to itself · induction: on the repeat, attends to the token after the "
+                   "same token's first occurrence · broad: no single pattern clears its bar.")
+
+
+def roles_for(ckpt: Checkpoint) -> tuple[list[list[str]] | None, list | None]:
+    """(layers x heads role labels, the measured list or None): a shipped model's roles come from its metadata
+    (measured on held-out text when it was trained); any other model's are measured on the fly once asked."""
+    cfg = ckpt.model.config
+    roles = head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
+    if roles is not None:
+        return roles, None
+    measured = measured_roles(ckpt)
+    if measured is None:
+        return None, None
+    return head_roles({"head_roles": measured}, cfg.n_layers, cfg.n_heads), measured
+
+
+def measured_roles(ckpt: Checkpoint) -> list | None:
+    """real_models.real_head_roles behind a button (one traced pass on 8 random sequences), kept for the server:
+    once anyone measured a model, the next student's click is instant."""
+    mid = model_id(ckpt)
+    asked = st.session_state.setdefault(ROLES_ASKED, [])
+    if mid not in asked:
+        holder = st.empty()  # the button goes once it is clicked
+        c1, c2 = holder.container().columns([1, 3])
+        c2.caption("This model's metadata has no head roles. Measure them on repeated random tokens of its own "
+                   "vocabulary: previous-token, first-token (sink), self and induction heads.")
+        if not c1.button("Measure head roles", key="explorer_roles_run"):
+            return None
+        holder.empty()
+        asked.append(mid)
+    start = widgets.start_token(ckpt) if widgets.uses_bos(ckpt) else None
+    try:
+        return _measured_roles(mid, ckpt.model, ckpt.tokenizer, None if start is None else start[0])
+    except ValueError as e:
+        st.warning(f"Head roles cannot be measured on this model: {e}")
+        return None
+
+
+@st.cache_resource(max_entries=16, show_spinner="Measuring every head on repeated random tokens…")
+def _measured_roles(model_key: str, _model, _tokenizer, bos_id: int | None) -> list:
+    return real_models.real_head_roles(_model, _tokenizer, bos_id=bos_id)
+
+
+def tokens_view(ckpt: Checkpoint, enc) -> None:
+    """The token chips; for the app's own models also the same text under the shipped BPE tokenizer. A model
+    folder has its own tokenizer, and only its ids mean anything to it."""
+    if is_folder_model(ckpt):
+        widgets.token_chips(enc)
+        return
+    tok_choice = st.radio("Tokenizer", ["word", "bpe"], horizontal=True, key="explorer_tokenizer",
+                          help="The model always reads its own tokenizer's ids.")
+    widgets.token_chips(enc)
+    if tok_choice != "bpe":
+        return
+    table = widgets.tokenizer_comparison(st.session_state.get("explorer_text", ""), ckpt.tokenizer)
+    if table is None:
+        st.info("The BPE tokenizer is not installed, so there is nothing to compare.")
+    else:
+        st.dataframe(table.T, width="stretch")
+    st.caption("BPE splits rare words into pieces, so the same text gets other tokens and other ids. A model only "
+               "understands the ids of the tokenizer it was trained with: the shipped models use the word "
+               "tokenizer, so the attention below is always computed on the word tokens.")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

@@ -13,11 +13,12 @@ import torch
 from viz_model import generate as G
 from viz_model.figures import generate as F
 from viz_model.lecture import PROMPTS
-from viz_model.tokenizer import EOS, Encoded, display_token, encode
+from viz_model.tokenizer import Encoded
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
-from viz_model.ui.widgets import CUSTOM
+from viz_model.ui.models import is_folder_model
+from viz_model.ui.widgets import CUSTOM, FOLDER_VIEW_TOKENS, encode_text, end_token, token_texts, uses_bos
 
 URL_PARAMS = [
     ("strategy", "generate_kind", str, dict(choices=["greedy", "sampling"])),
@@ -30,6 +31,7 @@ URL_PARAMS = [
     ("seed", "generate_seed", int, dict(lo=0, hi=2**31 - 1)),
 ]
 MAX_NEW = 128          # new tokens per run, whatever the context (bounds the work of one click)
+MAX_CONTEXT_RUN = 512  # the Context limit tab generates to the end of the context only up to this length
 TOP_N = 10             # bars in the next-token chart
 TEMPERATURES = (0.5, 1.0, 1.5)
 STEP_N, SIG = "generate_step_n", "generate_step_sig"
@@ -59,31 +61,47 @@ class StepView:
     stop_reason: str | None
 
 
+def prompt_bos(ckpt) -> bool:
+    """The app's models continue '<bos> prompt' as they were trained; a model folder gets its own start token
+    only where its tokenizer puts one in front (Llama yes, GPT-2 no)."""
+    return uses_bos(ckpt) if is_folder_model(ckpt) else True
+
+
+def end_name(ckpt) -> str:
+    """The model's own end token as text: "<eos>", "<|endoftext|>", "</s>"... ("the end token" if it has none)."""
+    end = end_token(ckpt)
+    return end[1] if end is not None else "the end token"
+
+
 def prompt_input(ckpt) -> Encoded:
-    """Example picker + text box; the prompt starts with <bos> like the training sentences."""
+    """Example picker + text box; the prompt starts with the model's start token where it was trained so."""
+    folder, bos = is_folder_model(ckpt), prompt_bos(ckpt)
     limit = ckpt.model.config.max_len - 1
+    limit = min(limit, FOLDER_VIEW_TOKENS) if folder else limit
     share.bind_text("text", "generate_text", "generate_example", "generate_last_example", PROMPTS, CUSTOM)
     c1, c2 = st.columns([1, 2])
     example = c1.selectbox("Lecture example", [CUSTOM, *PROMPTS], index=1, key="generate_example")
     if st.session_state.get("generate_last_example") != example and example != CUSTOM:
         st.session_state["generate_text"] = example
     st.session_state["generate_last_example"] = example
-    text = c2.text_input("Prompt", key="generate_text", max_chars=2000,
-                         help="The model continues this text. A <bos> token is put in front, as in training.")
-    enc = encode(ckpt.tokenizer, text, max_len=limit, bos=True)
+    start = encode_text(ckpt, "", bos=True).tokens[:1] if bos else []
+    note = f" Its start token {start[0]} is put in front, as in training." if start else ""
+    text = c2.text_input("Prompt", key="generate_text", max_chars=2000, help="The model continues this text." + note)
+    enc = encode_text(ckpt, text, max_len=limit, bos=bos)
     if enc.truncated:
         st.info(f"Your prompt has {enc.n_tokens_total} tokens; this model reads at most {limit + 1}, so the "
-                f"first {limit} are kept to leave room for at least one new token.")
-    if len(enc.ids) <= 1:
+                f"first {limit} are kept to leave room for at least one new token." if not folder else
+                f"Your prompt has {enc.n_tokens_total} tokens; this page keeps the first {limit}.")
+    if len(enc.ids) <= int(bos):
         st.warning("Type a prompt (at least one word) for the model to continue.")
         share.stop()
-    if enc.unknown:
+    if enc.unknown and not folder:
         st.caption("Words this model has never seen become `<unk>`: "
                    + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
     return enc
 
 
-def controls(cfg, vocab: int) -> Settings:
+def controls(cfg, vocab: int, end: str = "<eos>") -> Settings:
     c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
     for name, key, cast, extra in URL_PARAMS:  # a shared link reopens this exact strategy
         share.bind(name, key, cast, **extra)
@@ -102,7 +120,8 @@ def controls(cfg, vocab: int) -> Settings:
     max_new = c2.slider("Max new tokens", 1, min(MAX_NEW, cfg.max_len - 1), min(12, cfg.max_len - 1),
                         key="generate_max_new")
     seed = int(c3.number_input("Seed", 0, 2**31 - 1, 0, key="generate_seed"))
-    stop_at_eos = c4.checkbox("Stop at <eos>", True, key="generate_stop_eos")
+    stop_at_eos = c4.checkbox(f"Stop at {end}", True, key="generate_stop_eos",
+                              help="Stop when the model writes its end token.")
     strategy = G.GREEDY if off else G.Sampling(temperature, k if use_k else None, p if use_p else None)
     return Settings(strategy, max_new, stop_at_eos, seed, step_mode)
 
@@ -114,22 +133,34 @@ def _view(step: G.GenStep) -> StepView:
                     step.attention.numpy(), step.stop_reason), ids
 
 
+def eos_id(ckpt) -> int:
+    """The id generation stops at: "<eos>" for the app's models, a model folder's own end token (-1: none)."""
+    end = end_token(ckpt)
+    return end[0] if end is not None else -1
+
+
+def end_ids(ckpt) -> set[int]:
+    """Every id that ends a text: the end token, plus the other end ids a folder's config lists (Llama 3: several)."""
+    return {eos_id(ckpt), *((ckpt.metadata or {}).get("eos_ids") or [])} - {-1}
+
+
 def full_run(ckpt, ids: list[int], s: Settings) -> list[StepView]:
     """All steps of this setting; step mode reveals them one per click (the same seed gives the same tokens)."""
     def compute():
-        views = []
+        views, ends = [], end_ids(ckpt)
         for step in G.generate(ckpt.model, ids, strategy=s.strategy, max_new_tokens=s.max_new, seed=s.seed,
-                               use_cache=True, tokenizer=ckpt.tokenizer, stop_at_eos=s.stop_at_eos):
+                               use_cache=True, tokenizer=ckpt.tokenizer, stop_at_eos=s.stop_at_eos,
+                               eos_id=eos_id(ckpt)):
             v, top = _view(step)
-            v.labels = [_tok(ckpt, int(i)) for i in top]
+            v.labels = token_texts(ckpt, top)
+            v.token = token_texts(ckpt, [v.token_id])[0]
             views.append(v)
+            if s.stop_at_eos and v.token_id in ends and v.stop_reason != "eos":  # another of the model's end ids
+                v.stop_reason = "eos"
+                break
         return views
     key = input_key(model_id(ckpt), tuple(ids), s.strategy, s.max_new, s.seed, s.stop_at_eos)
     return cached("generate_run", key, compute)
-
-
-def _tok(ckpt, i: int) -> str:
-    return display_token(ckpt.tokenizer, i)
 
 
 def visible_steps(views: list[StepView], ids: list[int], s: Settings) -> list[StepView]:
@@ -151,10 +182,11 @@ def visible_steps(views: list[StepView], ids: list[int], s: Settings) -> list[St
 
 
 def end_logprob(ckpt, seq: list[int]) -> float | None:
-    """log p(<eos> | whole sequence): the end factor of the lecture's product (None past the context)."""
-    if len(seq) > ckpt.model.config.max_len:
+    """log p(<eos> | whole sequence): the end factor of the lecture's product (None past the context, or for a
+    model without an end token)."""
+    if len(seq) > ckpt.model.config.max_len or end_token(ckpt) is None:
         return None
-    return float(G.score(ckpt.model, seq, [ckpt.tokenizer.token_to_id(EOS)])[0])
+    return float(G.score(ckpt.model, seq, [eos_id(ckpt)])[0])
 
 
 def running_table(ckpt, enc: Encoded, views: list[StepView]) -> pd.DataFrame:
@@ -166,23 +198,24 @@ def running_table(ckpt, enc: Encoded, views: list[StepView]) -> pd.DataFrame:
         seq = enc.ids + [v.token_id for v in views]
         end = end_logprob(ckpt, seq)
         if end is not None:
-            tokens, lps, positions, notes = ([*tokens, EOS], [*lps, end], [*positions, len(seq)],
+            tokens, lps, positions, notes = ([*tokens, end_name(ckpt)], [*lps, end], [*positions, len(seq)],
                                              [*notes, "end token: p that the text ends here"])
     return F.sequence_table(tokens, lps, positions, notes)
 
 
 def _steps(ckpt, ids, s: Settings, **kw) -> list[G.GenStep]:
     args = dict(strategy=s.strategy, max_new_tokens=s.max_new, seed=s.seed, use_cache=True,
-                tokenizer=ckpt.tokenizer, stop_at_eos=s.stop_at_eos)
+                tokenizer=ckpt.tokenizer, stop_at_eos=s.stop_at_eos, eos_id=eos_id(ckpt))
     return list(G.generate(ckpt.model, ids, **{**args, **kw}))
 
 
 def kv_cache(ckpt, ids: list[int], s: Settings) -> None:
     """Same tokens and logits with and without the cache; per-token latency as the sequence grows."""
+    n = min(ckpt.model.config.max_len - len(ids), MAX_NEW)
+    span = "up to the full context" if n == ckpt.model.config.max_len - len(ids) else f"for {n} new tokens"
     st.markdown("The keys and values of earlier tokens never change (the mask stops them looking ahead), so "
                 "they can be **stored** and reused: each new step computes only the new token. Measured here from "
-                "your prompt up to the full context.")
-    n = ckpt.model.config.max_len - len(ids)
+                f"your prompt {span}.")
 
     def compute():
         runs = {}
@@ -225,7 +258,7 @@ def strategy_comparison(ckpt, ids: list[int], s: Settings) -> None:
             runs = [_steps(ckpt, ids, s, strategy=strat, seed=s.seed + i, attention=False)
                     for i in range(1 if strat.is_greedy else n_samples)]
             for i, r in enumerate(runs):
-                rows.append({"strategy": name, "sample": i + 1, "text": " ".join(x.token for x in r),
+                rows.append({"strategy": name, "sample": i + 1, "text": _text(ckpt, r),
                              "avg log p": G.average_logprob([x.logprob for x in r])})
             toks = [[x.token_id for x in r] for r in runs]
             summary.append({"strategy": name, "avg log p": float(np.mean([G.average_logprob(
@@ -247,30 +280,41 @@ def strategy_comparison(ckpt, ids: list[int], s: Settings) -> None:
                "temperature: more diverse, less likely text. Greedy is one sample: it is deterministic.")
 
 
+def _text(ckpt, steps: list[G.GenStep]) -> str:
+    """A sample as text: the app's word tokens joined by spaces, a model folder's tokens decoded."""
+    if is_folder_model(ckpt):
+        return ckpt.tokenizer.decode([x.token_id for x in steps], skip_special_tokens=False)
+    return " ".join(x.token for x in steps)
+
+
 def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = None) -> None:
     st.markdown("**Teacher forcing** scores a given sentence with the *true* prefix at every position, all "
                 "positions in one pass. **Free running** lets the model continue from the same context on its own.")
     text = st.text_input("Sentence", "please send the report", key="generate_tf_text", max_chars=500)
-    enc = encode(ckpt.tokenizer, text, max_len=ckpt.model.config.max_len - 2, bos=True)
-    if len(enc.ids) < 3:
+    first = int(prompt_bos(ckpt))  # the start token, when the model reads one
+    limit = ckpt.model.config.max_len - 2
+    enc = encode_text(ckpt, text, max_len=min(limit, FOLDER_VIEW_TOKENS) if is_folder_model(ckpt) else limit,
+                      bos=bool(first))
+    if len(enc.ids) < first + 2:
         st.warning("Type a sentence of at least two words: the first is the context, the rest is scored.")
         return
-    k = st.slider("Context words given to the model", 1, len(enc.ids) - 2, 1, key="generate_tf_k")
-    context, truth = enc.ids[:k + 1], [*enc.ids[k + 1:], ckpt.tokenizer.token_to_id(EOS)]
+    k = st.slider("Context words given to the model", 1, len(enc.ids) - first - 1, 1, key="generate_tf_k")
+    end = [eos_id(ckpt)] if end_token(ckpt) is not None else []
+    context, truth = enc.ids[:first + k], [*enc.ids[first + k:], *end]
     forced = G.score(ckpt.model, context, truth)
     separate = G.score_stepwise(ckpt.model, context, truth)
     with torch.no_grad():
         top = ckpt.model(torch.tensor([context + truth[:-1]], device=ckpt.model.device)).logits[0, k:].argmax(-1)
     free = list(G.generate(ckpt.model, context, strategy="greedy", max_new_tokens=len(truth),
-                           tokenizer=ckpt.tokenizer, attention=False))
+                           tokenizer=ckpt.tokenizer, attention=False, eos_id=eos_id(ckpt)))
     n = max(len(truth), len(free))
     pad = lambda xs: [*xs, *[None] * (n - len(xs))]  # noqa: E731
     df = pd.DataFrame({
-        "position": range(k + 1, k + 1 + n),
-        "true token": pad([display_token(ckpt.tokenizer, i) for i in truth]),
+        "position": range(first + k, first + k + n),
+        "true token": pad(token_texts(ckpt, truth)),
         "p(true | true prefix)": pad(forced.exp().tolist()),
-        "model's top pick (true prefix)": pad([display_token(ckpt.tokenizer, int(i)) for i in top]),
-        "free running: own token": pad([x.token for x in free]),
+        "model's top pick (true prefix)": pad(token_texts(ckpt, [int(i) for i in top])),
+        "free running: own token": pad(token_texts(ckpt, [x.token_id for x in free])),
         "p(own | own prefix)": pad([math.exp(x.logprob) for x in free]),
     })
     st.dataframe(df, hide_index=True, key="generate_tf_table")
@@ -279,7 +323,8 @@ def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = Non
     (st.success if ok else st.error)(
         f"{'✓' if ok else '✗'} One teacher-forced pass (all {len(truth)} predictions at once) equals "
         f"{len(truth)} separate runs on each true prefix: max difference {err:.1e} in log p.")
-    st.caption(f"Teacher forcing: log p(sentence incl. <eos> | context) = Σ log p = {forced.sum().item():.2f}. "
+    st.caption(f"Teacher forcing: log p(sentence incl. {end_name(ckpt)} | context) = Σ log p = "
+               f"{forced.sum().item():.2f}. "
                f"Free running feeds the model its own choices: Σ log p = "
                f"{sum(x.logprob for x in free):.2f} over {len(free)} tokens. Training uses teacher forcing; "
                "generation must run free, so an early mistake changes everything after it.")
@@ -287,13 +332,19 @@ def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = Non
 
 def context_window(ckpt, ids: list[int], s: Settings | None = None) -> None:
     max_len = ckpt.model.config.max_len
-    st.markdown(f"This model reads at most **{max_len} tokens**. When the text fills that context, generation "
+    st.markdown(f"This model reads at most **{max_len:,} tokens**. When the text fills that context, generation "
                 "**stops** with a message. (A sliding window would silently forget the start of the prompt.)")
+    if max_len - len(ids) > MAX_CONTEXT_RUN:
+        st.info(f"Writing the {max_len - len(ids):,} tokens that would fill this model's context is too long a run "
+                f"for a shared server, so it is not run here; models with a context of up to {MAX_CONTEXT_RUN} "
+                "tokens show it live.")
+        return
     steps = cached("generate_context", input_key(model_id(ckpt), tuple(ids)), lambda: [
         (x.position, x.stop_reason) for x in G.generate(ckpt.model, ids, strategy="greedy", max_new_tokens=max_len,
                                                         stop_at_eos=False, attention=False)])
     last, reason = steps[-1]
-    st.info(f"Greedy from your prompt without stopping at <eos>: {len(steps)} new tokens, then it stopped because "
+    st.info(f"Greedy from your prompt without stopping at {end_name(ckpt)}: {len(steps)} new tokens, then it "
+            "stopped because "
             + G.stop_message(reason, max_len))
     ok = reason == "context" and last == max_len - 1
     (st.success if ok else st.error)(f"{'✓' if ok else '✗'} The sequence ends at position {last} "

@@ -12,21 +12,23 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.figures.masks import dependency_figure, mask_panels, row_sum_bars
 from viz_model.lecture import PAD_BATCH, PERMUTATION
 from viz_model.lessons import masks as lesson
-from viz_model.tokenizer import PAD, encode
+from viz_model.tokenizer import PAD
 from viz_model.ui import chart
 from viz_model.ui.cache import cached, cached_trace, input_key, mask_bits, model_id
 from viz_model.ui.models import available_models, load_model
-from viz_model.ui.widgets import check_line, uses_bos
+from viz_model.ui.widgets import check_line, encode_text, pad_token, uses_bos
 
 GALLERY = {"causal": "Causal (decoder)", "bidirectional": "Bidirectional (encoder)", "padding": "Padding",
            "sliding_window": "Sliding window", "prefix_lm": "Prefix-LM", "custom": "Custom (edit cells)"}
 MAX_GALLERY_T = 16   # the custom editor and four panels stay readable up to here
 MAX_DEP_T = 12       # one backward pass per output coordinate: bounded for a 2-core server
+MAX_DEP_PARAMS = 5_000_000  # T * d_model backward passes through the whole model: real checkpoints are too big
 POSITION_MODELS = ("enc-none", "enc-sinusoidal", "enc-learned", "enc-rope")
 
 
-def gallery_mask(kind: str, T: int, prefix: str, ids: list[int], pad_id: int) -> np.ndarray:
-    """The (T, T) bool mask of the chosen kind; its own controls (slider, editor) are drawn here."""
+def gallery_mask(kind: str, T: int, prefix: str, ids: list[int], pad_id: int, pad_name: str = PAD) -> np.ndarray:
+    """The (T, T) bool mask of the chosen kind; its own controls (slider, editor) are drawn here. pad_id / pad_name:
+    the model's own padding token (a model folder's may be an embedding row no text can produce)."""
     if kind == "sliding_window":
         w = st.slider("Window width", 1, T, min(3, T), key=f"{prefix}_window",
                       help="Each query sees itself and the w − 1 tokens before it.")
@@ -37,9 +39,12 @@ def gallery_mask(kind: str, T: int, prefix: str, ids: list[int], pad_id: int) ->
         return masks.prefix_lm_mask(T, p).numpy()
     if kind == "padding":
         real = np.array(ids) != pad_id
-        if real.all():
+        if real.all() and pad_name == PAD:
             st.caption("No `<pad>` in this sentence: type one (e.g. the example *send report <PAD> <PAD>*) "
                        "to see its column blocked.")
+        elif real.all():
+            st.caption(f"No pad in this sentence: this model pads with `{pad_name}` (id {pad_id}). The Padding tab "
+                       "below pads a batch with it.")
         return masks.causal_mask(T).numpy() & real[None, :]
     if kind == "custom":
         return custom_editor(T, prefix)
@@ -97,13 +102,13 @@ def additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[s
 
 def padding(ckpt: Checkpoint) -> None:
     tok, model = ckpt.tokenizer, ckpt.model
-    encs = [encode(tok, s, bos=uses_bos(ckpt)) for s in PAD_BATCH]
+    encs = [encode_text(ckpt, s, bos=uses_bos(ckpt)) for s in PAD_BATCH]
     T = max(len(e.ids) for e in encs)
-    pad_id = tok.token_to_id(PAD)
+    pad_id, pad_name = pad_token(ckpt)
     ids = torch.tensor([[*e.ids, *[pad_id] * (T - len(e.ids))] for e in encs])  # (2, T)
     replacement = next(i for i in range(5, tok.get_vocab_size()) if i != pad_id) if tok.get_vocab_size() > 5 else 1
     chk = lesson.padding_check(model, ids, pad_id, replacement)
-    labels = [[t for t in e.tokens] + [PAD] * (T - len(e.ids)) for e in encs]
+    labels = [[t for t in e.tokens] + [pad_name] * (T - len(e.ids)) for e in encs]
     key = pd.DataFrame([[("✓ " if m else "✗ ") + t for m, t in zip(row, lab)] for row, lab in
                         zip(chk.key_mask.tolist(), labels)], columns=[f"{j}" for j in range(T)],
                        index=["sentence 1", "sentence 2"])
@@ -111,11 +116,11 @@ def padding(ckpt: Checkpoint) -> None:
                          for row, lab in zip(chk.loss_mask.tolist(), labels)],
                         columns=[f"{t}→{t + 1}" for t in range(T - 1)], index=["sentence 1", "sentence 2"])
     c1, c2 = st.columns(2)
-    c1.markdown("**Key mask** — which keys may be read (✗ = `<pad>`, blocked in every row)")
+    c1.markdown(f"**Key mask** — which keys may be read (✗ = `{pad_name}`, blocked in every row)")
     c1.dataframe(key, width="stretch")
     c2.markdown("**Loss mask** — which next-token targets count in the loss")
     c2.dataframe(loss, width="stretch")
-    check_line(chk.max_diff < 1e-5, f"Replacing every `<pad>` by another token id ({replacement}) changes the "
+    check_line(chk.max_diff < 1e-5, f"Replacing every `{pad_name}` by another token id ({replacement}) changes the "
                                     f"logits at the {chk.n_real} real positions by at most {chk.max_diff:.1e}: "
                                     "pads are invisible to real tokens.")
     st.caption("Here the pads come last, so in a causal model the causal mask alone already hides them from real "
@@ -155,6 +160,12 @@ def cached_dependency(_model, model_key: str, ids: tuple[int, ...], masked: bool
 
 
 def dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
+    n_params = ckpt.model.num_params()
+    if n_params > MAX_DEP_PARAMS:
+        st.info(f"The dependency map needs {min(len(ids), MAX_DEP_T) * ckpt.model.config.d_model:,} backward passes "
+                f"through all {n_params:,} parameters: too much for a shared server with a model this size, so it "
+                "runs on the app's own models only (pick one in the sidebar).")
+        return
     ids, tokens = ids[:MAX_DEP_T], tokens[:MAX_DEP_T]
     c1, c2 = st.columns(2)
     for col, masked, name in ((c1, True, "causal mask"), (c2, False, "no mask")):
@@ -173,7 +184,7 @@ def dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
 def cached_permutation(_ckpt: Checkpoint, model_key: str, masked: bool) -> float:
     """Distance between the final vectors of 'report' in the two orders (with <bos> if the model was trained so)."""
     tok = _ckpt.tokenizer
-    a, b = (encode(tok, s, bos=uses_bos(_ckpt)).ids for s in PERMUTATION)
+    a, b = (encode_text(_ckpt, s, bos=uses_bos(_ckpt)).ids for s in PERMUTATION)
     rep = tok.token_to_id("report")
     i = a.index(rep) if rep in a else len(a) // 2
     return lesson.permutation_distances(_ckpt.model, a, b, attn_mask=masked)[i].item()

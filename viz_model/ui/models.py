@@ -1,9 +1,15 @@
-"""Which models exist (shipped, random baseline, trained in this app) and cached loading."""
+"""Which models exist (shipped, the instructor's model folders, trained in this app, random baseline) and cached
+loading.
+
+Model folders (Hugging Face layout: GPT-2, Llama, Mistral, Qwen2) come only from ATTENTION_LAB_MODEL_DIRS, set by
+the instructor at launch (`ATTENTION_LAB_MODEL_DIRS=/a:/b make run`): a student picks one of their names, never
+types a path. Each is listed with its size and loaded once per server process."""
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +17,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from viz_model import ASSETS_DIR, checkpoint
+from viz_model import ASSETS_DIR, checkpoint, hf
 from viz_model.checkpoint import Checkpoint
 from viz_model.config import ModelConfig
 from viz_model.device import resolve_device
@@ -19,6 +25,7 @@ from viz_model.model import TinyTransformer
 from viz_model.tokenizer import load_tokenizer
 
 MODELS_DIR = ASSETS_DIR / "models"
+log = logging.getLogger("attention_lab")
 DEFAULT_MODEL = "classroom"
 RANDOM_MODEL = "random-init"
 USER_MODELS_KEY = "user_models"  # session_state: {key: path} of checkpoints trained/uploaded by this user
@@ -31,6 +38,8 @@ class ModelEntry:
     description: str
     path: str | None  # None for the random baseline
     kind: str = "transformer"  # checkpoint.MODEL_KINDS: what the sidebar's pages can run is a "transformer"
+    problem: str | None = None  # a model folder that cannot be loaded: listed, refused with this sentence
+    folder: bool = False        # an instructor's Hugging Face model folder (path is the folder)
 
 
 def _shipped() -> list[ModelEntry]:
@@ -60,13 +69,90 @@ def _read_shipped(folder: str, stamp: tuple) -> tuple[ModelEntry, ...]:
 
 
 def available_models(kinds: tuple[str, ...] | None = None) -> list[ModelEntry]:
-    """Shipped models (default first), this user's own models, then the untrained baseline; only `kinds` if given
-    (the sidebar's pages need a transformer; the recurrent and encoder-decoder lessons pick their own models)."""
+    """Shipped models (default first), the instructor's model folders, this user's own models, then the untrained
+    baseline; only `kinds` if given (the sidebar's pages need a transformer; the recurrent and encoder-decoder
+    lessons pick their own models)."""
+    shipped = _shipped()
     user = [ModelEntry(k, f"{k} (yours)", "trained or uploaded in this session", p, _kind(p))
             for k, p in st.session_state.get(USER_MODELS_KEY, {}).items()]
     baseline = ModelEntry(RANDOM_MODEL, "untrained (random weights)",
                           "the same architecture before training: its attention means nothing", None)
-    return [e for e in (*_shipped(), *user, baseline) if kinds is None or e.kind in kinds]
+    taken = {e.key for e in (*shipped, *user, baseline)}
+    return [e for e in (*shipped, *folder_models(taken), *user, baseline) if kinds is None or e.kind in kinds]
+
+
+# -- the instructor's model folders -----------------------------------------------------------------
+def folder_models(taken: set[str] = frozenset()) -> list[ModelEntry]:
+    """One entry per folder in ATTENTION_LAB_MODEL_DIRS (headers read once per change of the folders, no weights);
+    a name that clashes with another model's key gets " (folder)" appended."""
+    raw = os.environ.get(hf.ENV_VAR, "")
+    if not raw.strip():
+        return []
+    out = []
+    for d in _read_folders(raw, _folders_stamp(raw)):
+        key = d.name if d.name not in taken else f"{d.name} (folder)"
+        out.append(_folder_entry(key, d))
+    return out
+
+
+def _folder_entry(key: str, d: hf.ModelDir) -> ModelEntry:
+    if d.problem is not None:
+        return ModelEntry(key, f"{key} · unavailable", d.problem, str(d.path), problem=d.problem, folder=True)
+    kind = d.model_type or "?"
+    title = f"{key} · {kind} · {params_text(d.n_params or 0)} params · {hf.human_bytes(d.size_bytes)}"
+    description = (f"a {kind} checkpoint from the instructor's model folders: {d.n_params or 0:,} parameters, "
+                   f"{hf.human_bytes(d.size_bytes)} of weights, loaded once for everyone and read-only")
+    return ModelEntry(key, title, description, str(d.path), folder=True)
+
+
+def params_text(n: int) -> str:
+    """124_439_808 -> '124M', 1_235_814_400 -> '1.2B', 34_816 -> '35K'."""
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= size:
+            value = n / size
+            return f"{value:.1f}{unit}" if value < 10 and unit == "B" else f"{value:.0f}{unit}"
+    return str(n)
+
+
+def _dir_stamp(folder: str) -> tuple:
+    try:
+        return tuple(sorted((e.name, i.st_mtime_ns, i.st_size) for e in os.scandir(folder) if not e.is_dir()
+                            for i in [e.stat()]))
+    except OSError:
+        return ()
+
+
+def _folders_stamp(raw: str) -> tuple:
+    """Names, sizes and mtimes of the files in every listed folder (and its model sub-folders): a new, removed or
+    rewritten file re-reads the list."""
+    out = []
+    for part in raw.split(":"):
+        root = part.strip()
+        if not root:
+            continue
+        root = str(Path(root).expanduser())
+        out.append((root, _dir_stamp(root)))
+        if not os.path.isfile(os.path.join(root, "config.json")):
+            try:
+                subs = sorted(e.path for e in os.scandir(root) if e.is_dir())
+            except OSError:
+                subs = []
+            out.extend((sub, _dir_stamp(sub)) for sub in subs)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_folders(raw: str, stamp: tuple) -> tuple[hf.ModelDir, ...]:
+    try:
+        return tuple(hf.model_dirs_from_env({hf.ENV_VAR: raw}))
+    except OSError:  # an unreadable folder (permissions): the app still starts, with the other models
+        log.exception("could not list the model folders in %s", hf.ENV_VAR)
+        return ()
+
+
+def is_folder_model(ckpt: Checkpoint) -> bool:
+    """A model read from a Hugging Face folder (GPT-2, Llama...), not one of the app's own checkpoints."""
+    return (ckpt.metadata or {}).get("source") == "huggingface"
 
 
 @functools.lru_cache(maxsize=256)
@@ -106,6 +192,16 @@ def load_model(key: str, device: str = "auto") -> Checkpoint:
     entry = next((e for e in available_models() if e.key == key), None)
     if entry is None or entry.path is None:
         raise ValueError(f"there is no model called {key!r}.")
-    return _load(entry.path, Path(entry.path).stat().st_mtime, dev)
+    if entry.problem is not None:
+        raise ValueError(f"“{entry.key}” cannot be loaded: {entry.problem}")
+    return _load(entry.path, _mtime(entry.path), dev)
+
+
+def _mtime(path: str) -> float:
+    """A checkpoint file's mtime; for a model folder the newest of its files (a replaced weight file reloads)."""
+    p = Path(path)
+    if p.is_dir():
+        return max((f.stat().st_mtime for f in p.iterdir() if f.is_file()), default=p.stat().st_mtime)
+    return p.stat().st_mtime
 
 

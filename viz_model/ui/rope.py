@@ -17,15 +17,21 @@ from viz_model.figures.attention import attention_heatmap
 from viz_model.lecture import ROPE_Q, ROPE_SENTENCE
 from viz_model.lessons import rope as lesson
 from viz_model.lessons import sinusoidal as sin_lesson
-from viz_model.tokenizer import encode, special_ids
+from viz_model.tokenizer import special_ids
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
-from viz_model.ui.models import available_models, load_model
+from viz_model.ui.models import available_models, is_folder_model, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, model_with
-from viz_model.ui.widgets import verdict
+from viz_model.ui.widgets import encode_text, verdict
 
 BASES = [100.0, 1000.0, 10000.0, 100000.0, 500000.0, 1000000.0]
+D_KS = [8, 16, 32, 64, 128, 256]
 MULTIPLES = (1, 2, 4)
+MAX_DISTANCE = 1024  # score-vs-distance curves of a model stop here (a real model's context is 1k-128k)
+EXT_KEYS = {"d_k": "rope_ext_dk", "base": "rope_ext_base", "L": "rope_ext_L", "Lp": "rope_ext_Lp",
+            "method": "rope_ext_method", "beta_fast": "rope_ext_bf", "beta_slow": "rope_ext_bs",
+            "low_freq_factor": "rope_ext_lo", "high_freq_factor": "rope_ext_hi"}
+EXT_SEEDED = "rope_ext_seeded"  # which model's settings the context-extension panel was last seeded with
 TOKEN_BUDGET = 1024  # held-out tokens scored per (method, length) cell: well under a second on 2 cores
 
 
@@ -141,24 +147,68 @@ def relative_scores(d_k: int, base: float) -> None:
     if ckpt is None:
         return
     model = ckpt.model
-    ids = encode(ckpt.tokenizer, ROPE_SENTENCE, max_len=model.config.max_len).ids
+    ids = encode_text(ckpt, ROPE_SENTENCE, max_len=model.config.max_len).ids
     _, off = on_off(ckpt, ids)
-    th = rope.default_inv_freq(model.config.d_k, model.config.rope_base)
+    reach = min(model.config.max_len - 1, MAX_DISTANCE)
+    th, _ = rope.inv_freq(model.config.d_k, model.config.rope_base, model.config.rope_scaling,
+                          seq_len=model.config.max_len)  # the model's own frequencies (its scaling included)
     q0, k0 = off.layers[0].q[0], off.layers[0].k[0]  # (H, T, d_k) before rotation: layer 0 has no position yet
-    heads = {f"head {h}": lesson.scores_by_distance(q0[h], k0[h], th, model.config.max_len - 1)
+    heads = {f"head {h}": lesson.scores_by_distance(q0[h], k0[h], th, reach)
              for h in range(model.config.n_heads)}
     title = f"Layer 0 of {where}: mean q·k of “{ROPE_SENTENCE}” moved to distance Δ"
     show(rfigs.scores_vs_distance(heads, title, "mean score"), key="rope_dist_model", name="rope_scores_model")
 
 
 # -- base and context extension -------------------------------------------------------------------------
+def model_extension(cfg) -> dict:
+    """The context-extension panel's settings that describe a RoPE model: its d_k and rope_theta, the length its
+    scaling was set up from (L) and the length it reaches (L′ = factor × L), its method and parameters."""
+    sc = dict(cfg.rope_scaling or {})
+    method, factor = sc.pop("type", "none"), float(sc.pop("factor", 1.0))
+    original = int(sc.pop("original_max_position_embeddings", 0)) or round(cfg.max_len / factor)
+    out = {"d_k": cfg.d_k, "base": float(cfg.rope_base), "L": min(max(16, original), 131072), "method": method}
+    out["Lp"] = min(max(out["L"], round(factor * out["L"])) if method != "none" else 8 * out["L"], 1048576)
+    out.update({k: float(v) for k, v in sc.items() if k in EXT_KEYS})
+    return out
+
+
+def _seed_extension(model: dict | None, name: str) -> None:
+    """Open the panel on the sidebar model's own settings when it is a model folder; going back to one of the
+    app's models restores the panel's defaults. A link's values win on the first visit."""
+    marker = name if model is not None else None
+    before = st.session_state.get(EXT_SEEDED, "unset")
+    if before == marker:
+        return
+    st.session_state[EXT_SEEDED] = marker
+    for field, key in EXT_KEYS.items():
+        if model is None:
+            if before not in ("unset", None):
+                st.session_state.pop(key, None)
+        elif field in model and (before != "unset" or key not in st.session_state):
+            st.session_state[key] = model[field]
+
+
 @section("the context extension panel")
-def context_extension(default_len: int) -> None:
+def context_extension(default_len: int, ckpt=None) -> None:
+    """ckpt: the sidebar's RoPE model folder, whose own theta, scaling and lengths the panel opens on (and checks
+    against its own frequencies); None for the app's own models."""
+    own = model_extension(ckpt.model.config) if ckpt is not None else None
+    if own is not None:
+        _seed_extension(own, str(ckpt.path))
+        scaling = ckpt.model.config.rope_scaling
+        st.caption(f"Opened on the sidebar model's own RoPE: d_k = {own['d_k']}, rope_theta = {own['base']:,.0f}, "
+                   + (f"{rope.ROPE_SCALING_LABELS[own['method']]} scaling from L = {own['L']:,} to L′ = "
+                      f"{own['Lp']:,} (its config.json)." if scaling else "no scaling (plain RoPE)."))
+    else:
+        _seed_extension(None, "")
     c = st.columns(4)
-    d_k = c[0].select_slider("d_k", [8, 16, 32, 64, 128, 256], value=128, key="rope_ext_dk")
-    base = c[1].select_slider("base", BASES, value=10000.0, key="rope_ext_base", format_func=lambda b: f"{b:,.0f}")
-    L = c[2].number_input("training length L", 16, 131072, default_len, step=16, key="rope_ext_L")
-    Lp = c[3].number_input("target length L′", 16, 1048576, 8 * default_len, step=16, key="rope_ext_Lp")
+    d_ks = sorted({*D_KS, *([own["d_k"]] if own else [])})
+    bases = sorted({*BASES, *([own["base"]] if own else [])})
+    d_k = c[0].select_slider("d_k", d_ks, value=128, key="rope_ext_dk")
+    base = c[1].select_slider("base", bases, value=10000.0, key="rope_ext_base", format_func=lambda b: f"{b:,.0f}")
+    L = c[2].number_input("training length L", 16, 131072, min(default_len, 131072), step=16, key="rope_ext_L")
+    Lp = c[3].number_input("target length L′", 16, 1048576, min(8 * default_len, 1048576), step=16,
+                           key="rope_ext_Lp")
     labels = rope.ROPE_SCALING_LABELS
     method = st.radio("method", list(rope.ROPE_INIT_FUNCTIONS), format_func=labels.get, horizontal=True,
                       key="rope_ext_method", index=list(rope.ROPE_INIT_FUNCTIONS).index("ntk"))
@@ -168,6 +218,11 @@ def context_extension(default_len: int) -> None:
                  "beta_slow": e[1].number_input("beta_slow", 0.0, 1024.0, 1.0, key="rope_ext_bs"),
                  "low_freq_factor": e[2].number_input("low_freq_factor", 0.0, 64.0, 1.0, key="rope_ext_lo"),
                  "high_freq_factor": e[3].number_input("high_freq_factor", 0.0, 64.0, 4.0, key="rope_ext_hi")}
+    _extension_views(d_k, base, int(L), int(Lp), method, extra, ckpt)
+
+
+def _extension_views(d_k: int, base: float, L: int, Lp: int, method: str, extra: dict, ckpt) -> None:
+    labels = rope.ROPE_SCALING_LABELS
     if Lp < L:
         st.warning(f"The target length L′ = {Lp:,} is shorter than the training length L = {L:,}: there is "
                    "nothing to extend. Choose L′ ≥ L.")
@@ -194,11 +249,31 @@ def context_extension(default_len: int) -> None:
                f"never produced (red). Attention factor {att:.4f}: cos and sin are multiplied by it, so every "
                f"logit is multiplied by its square, {att ** 2:.4f}.")
     st.dataframe(pd.Series(lesson.readouts(d_k, base, Lp / L, L, Lp), name="value"), key="rope_readouts")
+    if ckpt is not None:
+        own_check(ckpt, dict(d_k=d_k, base=base, L=L, Lp=Lp, method=method, **extra), ratio, att)
     lecture = rope.ntk_base(128, 10000.0, 8)
     st.info(f"A note on the lecture notes: for s = 8 and d_k = 128 they give the NTK-aware base as ≈ 500,000. "
             f"The formula b·s^(d/(d−2)) gives 10,000 · 8^(128/126) = **{lecture:,.1f}** (≈ 82,685). "
             f"500,000 is Llama 3's pre-training base; this formula would reach it only at "
             f"s ≈ {(500000 / 10000) ** (126 / 128):.1f}.")
+
+
+def own_check(ckpt, settings: dict, ratio: np.ndarray, att: float) -> None:
+    """✓ the panel's method at these settings gives the model's own RoPE frequencies and attention factor
+    (rope.inv_freq of its config), measured; shown while the panel holds the model's own settings."""
+    cfg = ckpt.model.config
+    own = model_extension(cfg)
+    if any(settings.get(k) != v for k, v in own.items()):
+        st.caption("Put the panel back on the sidebar model's own settings (pick another model and back, or reload) "
+                   "to check them against its frequencies.")
+        return
+    theirs, their_att = rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=own["Lp"])
+    ours = rope.default_inv_freq(cfg.d_k, cfg.rope_base).numpy() * ratio
+    err = float(np.abs(ours - theirs.numpy()).max() / theirs.numpy().max()) + abs(att - their_att)
+    s = own["Lp"] / own["L"]
+    verdict(err, 1e-9, f"{rope.ROPE_SCALING_LABELS[own['method']]} at s = L′/L = {s:g} gives this model's own "
+                       f"RoPE frequencies and attention factor (rope_theta {cfg.rope_base:,.0f} and the scaling "
+                       "in its config.json)")
 
 
 # -- length experiment ----------------------------------------------------------------------------------
@@ -274,10 +349,16 @@ def where_rope_acts() -> None:
     if ckpt is None:
         return
     cfg = ckpt.model.config
-    ids = encode(ckpt.tokenizer, ROPE_SENTENCE, max_len=cfg.max_len)
+    ids = encode_text(ckpt, ROPE_SENTENCE, max_len=cfg.max_len)
     on, off = on_off(ckpt, ids.ids)
     T, H, d_k = len(ids.ids), cfg.n_heads, cfg.d_k
     st.markdown(f"Inside every attention layer of {where}, for “{ROPE_SENTENCE}” (T = {T}):")
+    if is_folder_model(ckpt):
+        sc = cfg.rope_scaling
+        st.caption(f"With its own rope_theta = {cfg.rope_base:,.0f}" + (
+            f" and {rope.ROPE_SCALING_LABELS[sc['type']]} scaling ×{sc['factor']:g}" if sc else "") + (
+            f"; K and V have {cfg.kv_heads} heads, repeated for the {H} query heads (grouped-query attention)"
+            if cfg.kv_heads != H else "") + ".")
     st.dataframe(pd.DataFrame([
         ("x (after LayerNorm)", f"(1, {T}, {cfg.d_model})", "no RoPE: the residual stream is never rotated"),
         ("Q, K, V = split(x·W_qkv) into heads", f"(1, {H}, {T}, {d_k})", "projection first"),

@@ -7,23 +7,33 @@ import streamlit as st
 from viz_model.checkpoint import Checkpoint
 from viz_model.device import available_devices, describe, resolve_device
 from viz_model.ui import presenter, share
-from viz_model.ui.models import DEFAULT_MODEL, available_models, load_model
+from viz_model.ui.models import DEFAULT_MODEL, RANDOM_MODEL, available_models, load_model
 
 MODEL_KEY, DEVICE_KEY = "model_key", "device_key"
 SIDEBAR_KINDS = ("transformer",)  # the pages that read the sidebar's model run a TinyTransformer
+_LAST_GOOD = "_model_last_good"   # the model shown before a refused pick (a folder that cannot be loaded)
 
 
 def render() -> None:
     entries = available_models(SIDEBAR_KINDS)
     keys = [e.key for e in entries]
     by_key = {e.key: e for e in entries}
-    share.bind("model", MODEL_KEY, choices=keys)
+    usable = [e.key for e in entries if e.problem is None]
+    # Only listed names are accepted, from the picker or from a link's ?model= (never a path).
+    share.bind("model", MODEL_KEY, choices=usable)
     share.bind("presenter", presenter.PRESENTER_KEY, bool)
-    if st.session_state.get(MODEL_KEY) not in keys:
-        st.session_state[MODEL_KEY] = DEFAULT_MODEL if DEFAULT_MODEL in keys else keys[0]
+    refused = by_key.get(st.session_state.get(MODEL_KEY))
+    refused = refused if refused is not None and refused.problem is not None else None
+    if st.session_state.get(MODEL_KEY) not in usable:
+        last = st.session_state.get(_LAST_GOOD)
+        default = DEFAULT_MODEL if DEFAULT_MODEL in usable else usable[0]
+        st.session_state[MODEL_KEY] = last if last in usable else default
+    st.session_state[_LAST_GOOD] = st.session_state[MODEL_KEY]
     with st.sidebar:
         st.selectbox("Model", keys, key=MODEL_KEY, format_func=lambda k: by_key[k].title,
-                     help="Every page runs this model live.")
+                     help="Every page runs this model live. Model folders are the instructor's choice at launch.")
+        if refused is not None:
+            st.error(f"“{refused.key}” cannot be used: {refused.problem}")
         st.caption(by_key[st.session_state[MODEL_KEY]].description)
         devices = ["auto", *available_devices()]
         if st.session_state.get(DEVICE_KEY) not in devices:
@@ -35,12 +45,21 @@ def render() -> None:
 
 
 def current_model() -> Checkpoint:
-    """The model chosen in the sidebar (cached, shared, read-only)."""
-    entries = {e.key for e in available_models(SIDEBAR_KINDS)}
+    """The model chosen in the sidebar (cached, shared, read-only). A model folder that fails to load (too large
+    for the free memory, a broken weight) says why, and the page runs the default model instead."""
+    entries = {e.key: e for e in available_models(SIDEBAR_KINDS) if e.problem is None}
     key = st.session_state.get(MODEL_KEY, DEFAULT_MODEL)
     if key not in entries:
-        key = next(iter(entries))
-    return load_model(key, st.session_state.get(DEVICE_KEY, "auto"))
+        key = DEFAULT_MODEL if DEFAULT_MODEL in entries else next(iter(entries))
+    device = st.session_state.get(DEVICE_KEY, "auto")
+    try:
+        return load_model(key, device)
+    except ValueError as e:
+        fallback = DEFAULT_MODEL if DEFAULT_MODEL in entries else RANDOM_MODEL
+        if not entries[key].folder or key == fallback:
+            raise
+        st.error(f"“{key}” could not be loaded: {e} This page uses “{fallback}” instead.")
+        return load_model(fallback, device)
 
 
 def model_with(encoding: str, preferred: tuple[str, ...]) -> tuple[Checkpoint | None, str]:

@@ -1,20 +1,31 @@
-"""Widgets every page uses: the sentence box with lecture examples, token chips, and ✓/✗ check lines."""
+"""Widgets every page uses: the sentence box with lecture examples, token chips, and ✓/✗ check lines.
+
+Special tokens are the model's own: the app's models use "<bos>", "<eos>", "<pad>"; a model folder (GPT-2, Llama...)
+uses what its tokenizer config names ("<|endoftext|>", "<s>", "</s>"...), from metadata["special_tokens"], and its
+start token only where its own tokenizer puts one in front (metadata["adds_bos"]). Nothing here hard-codes those.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
 import streamlit as st
+from tokenizers import Tokenizer, decoders, pre_tokenizers
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.lecture import EXAMPLES
-from viz_model.tokenizer import BOS, Encoded, encode, load_tokenizer
+from viz_model.tokenizer import BOS, EOS, PAD, Encoded, display_token, encode, load_tokenizer
 from viz_model.ui import share
+from viz_model.ui.models import is_folder_model
 
 CUSTOM = "(type your own)"
 
 
 MAX_CHARS = 5000
+FOLDER_VIEW_TOKENS = 64  # a real model's context is 1k-128k tokens; a view of every head reads at most this many
+_BYTE_ALPHABET = frozenset(pre_tokenizers.ByteLevel.alphabet())
+_BYTE_DECODER = decoders.ByteLevel()
+_MARKS = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
 
 
 def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
@@ -22,6 +33,8 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
     """Example picker + text box; stops the page with a clear message when there is nothing to show."""
     cfg = ckpt.model.config
     limit = min(cfg.max_len, max_tokens or cfg.max_len)
+    if is_folder_model(ckpt):
+        limit = min(limit, FOLDER_VIEW_TOKENS)
     share.bind_text("text", f"{prefix}_text", f"{prefix}_example", f"{prefix}_last_example", EXAMPLES, CUSTOM)
     c1, c2 = st.columns([1, 2])
     example = c1.selectbox("Example from the lecture", [CUSTOM, *EXAMPLES], index=1 + EXAMPLES.index(default),
@@ -32,24 +45,109 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
     text = c2.text_input("Sentence", key=f"{prefix}_text", max_chars=MAX_CHARS,
                          help="Any text; it is cut to the model's context length.")
     bos = uses_bos(ckpt)
-    enc = encode(ckpt.tokenizer, text, max_len=limit, bos=bos)
+    enc = encode_text(ckpt, text, max_len=limit, bos=bos)
     if enc.truncated:
         st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
                 f"so only the first {limit} are used.")
     if len(enc.ids) <= int(bos):
         st.warning("Type at least one word (the box is empty or holds only spaces) to see attention.")
         share.stop()
-    if bos:
+    if bos and is_folder_model(ckpt):
+        st.caption(f"The model's own start token `{start_token(ckpt)[1]}` is put in front, as its tokenizer does; "
+                   "␣ marks a space that belongs to the token.")
+    elif bos:
         st.caption("A `<bos>` token is put in front, as in training: many heads park their spare attention on it.")
-    if enc.unknown:
+    elif is_folder_model(ckpt):
+        st.caption("Tokens from the model's own tokenizer (␣ marks a space that belongs to the token); its tokenizer "
+                   "puts no start token in front.")
+    if enc.unknown and not is_folder_model(ckpt):
         st.caption("Words this model has never seen become `<unk>`: "
                    + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
     return enc
 
 
 def uses_bos(ckpt: Checkpoint) -> bool:
-    """Shipped models were trained on '<bos> text' (metadata "bos"); feed them the same."""
+    """Whether a sentence starts with the model's start token. Shipped models were trained on '<bos> text'
+    (metadata "bos"); a model folder's tokenizer puts its own <bos> first or not (metadata "adds_bos": Llama
+    yes, GPT-2 and Qwen2 no). Feed each the same as it was trained on."""
+    if is_folder_model(ckpt):
+        return bool(ckpt.metadata.get("adds_bos")) and start_token(ckpt) is not None
     return bool((ckpt.metadata or {}).get("bos")) and ckpt.tokenizer.token_to_id(BOS) is not None
+
+
+def special_token(ckpt: Checkpoint, role: str) -> tuple[int, str] | None:
+    """(id, text) of the model's own "bos" / "eos" / "pad" / "unk" token, or None when it has none. A folder's pad
+    may be an embedding row no token uses: its text is then "<row N>"."""
+    if is_folder_model(ckpt):
+        entry = ((ckpt.metadata or {}).get("special_tokens") or {}).get(role)
+        if not entry or entry.get("id") is None:
+            return None
+        return int(entry["id"]), entry.get("token") or f"<row {entry['id']}>"
+    name = {"bos": BOS, "eos": EOS, "pad": PAD, "unk": "<unk>"}[role]
+    tid = ckpt.tokenizer.token_to_id(name)
+    return None if tid is None else (int(tid), name)
+
+
+def start_token(ckpt: Checkpoint) -> tuple[int, str] | None:
+    """The token a sentence may start with: "<bos>", or a folder model's own ("<|endoftext|>" for GPT-2, "<s>")."""
+    return special_token(ckpt, "bos")
+
+
+def end_token(ckpt: Checkpoint) -> tuple[int, str] | None:
+    """The token that ends a text: "<eos>", or a folder model's own ("<|endoftext|>", "</s>", "<|im_end|>")."""
+    return special_token(ckpt, "eos")
+
+
+def pad_token(ckpt: Checkpoint) -> tuple[int, str]:
+    """The padding token (a folder model always has one: its own, an unused embedding row, or its end token)."""
+    found = special_token(ckpt, "pad")
+    return found if found is not None else (int(ckpt.model.config.pad_id), f"<id {ckpt.model.config.pad_id}>")
+
+
+def encode_text(ckpt: Checkpoint, text: str, max_len: int | None = None, bos: bool = False) -> Encoded:
+    """tokenizer.encode for this model: with bos, its own start token in front (start_token); a folder model's
+    tokens are labelled by piece_text ('␣the'), its pieces are the raw vocabulary entries ('Ġthe')."""
+    if not is_folder_model(ckpt):
+        return encode(ckpt.tokenizer, text, max_len=max_len, bos=bos)
+    tok = ckpt.tokenizer
+    raw = encode(tok, text)  # no special tokens added, not cut yet
+    ids, tokens = list(raw.ids), token_texts(ckpt, raw.ids)
+    pieces = [tok.id_to_token(i) or f"<id {i}>" for i in ids]
+    start = start_token(ckpt) if bos else None
+    if start is not None:
+        ids, tokens, pieces = [start[0], *ids], [start[1], *tokens], [start[1], *pieces]
+    total = len(ids)
+    truncated = raw.truncated or (max_len is not None and total > max_len)
+    if max_len is not None:
+        ids, tokens, pieces = ids[:max_len], tokens[:max_len], pieces[:max_len]
+    return Encoded(ids, tokens, pieces, truncated, total)
+
+
+def token_texts(ckpt: Checkpoint, ids) -> list[str]:
+    """Display text of each token id (display_token for the app's models, piece_text for a model folder's)."""
+    tok = ckpt.tokenizer
+    if not is_folder_model(ckpt):
+        return [display_token(tok, int(i)) for i in ids]
+    added = set(tok.get_added_tokens_decoder())
+    return [piece_text(tok, int(i), added) for i in ids]
+
+
+def piece_text(tok: Tokenizer, token_id: int, added: set[int] | None = None) -> str:
+    """A real tokenizer's token as a label: its text with a space shown as ␣ and a newline as ↵ (GPT-2's 'Ġthe' and
+    Llama's '▁the' both read '␣the'); special and added tokens literal; part of a multi-byte character stays the raw
+    byte-level piece."""
+    piece = tok.id_to_token(token_id)
+    if piece is None:
+        return f"<id {token_id}>"
+    if token_id in (set(tok.get_added_tokens_decoder()) if added is None else added):
+        return piece
+    if set(piece) <= _BYTE_ALPHABET:
+        text = _BYTE_DECODER.decode([piece])
+        if "\ufffd" in text:
+            return piece
+    else:
+        text = piece.replace("▁", " ")
+    return text.translate(_MARKS) or piece
 
 
 def token_chips(enc: Encoded) -> None:
@@ -87,5 +185,5 @@ def verdict(error: float, tol: float, claim: str) -> None:
 
 
 def token_id(ckpt: Checkpoint, word: str) -> int | None:
-    enc = encode(ckpt.tokenizer, word)
+    enc = encode_text(ckpt, word)
     return enc.ids[0] if enc.ids and not enc.unknown else None

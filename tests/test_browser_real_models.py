@@ -1,0 +1,158 @@
+"""Real headless Chromium on a second server started with ATTENTION_LAB_MODEL_DIRS (the session server has none):
+the Explorer opened on a model folder by link (?model=tiny-llama) draws its paged grid with every head's K/V head
+named, a page switch changes the grid's data, no console errors; the sidebar picker shows the folders' sizes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from conftest import (
+    ARTIFACTS,
+    ROOT,
+    ConsoleLog,
+    _folder_bpe,
+    _folder_weights,
+    _free_port,
+    _write_folder,
+    plot_data,
+    screenshot,
+    wait_idle,
+)
+
+from viz_model import hf
+
+pytestmark = pytest.mark.browser
+
+CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot'
+
+
+@pytest.fixture(scope="module")
+def wide_folder(tmp_path_factory):
+    """GPT-2 small's grid shape (12 layers x 12 heads) at d_model 48: the readability case."""
+    tok = _folder_bpe([], True, ["<|endoftext|>"])
+    cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": tok.get_vocab_size(),
+           "n_embd": 48, "n_layer": 12, "n_head": 12, "n_positions": 64}
+    folder = tmp_path_factory.mktemp("wide") / "wide-gpt2"
+    return _write_folder(folder, cfg, _folder_weights(cfg, 3), tok, {"eos_token": "<|endoftext|>"})
+
+
+@pytest.fixture(scope="module")
+def folder_server(model_folders, wide_folder):
+    """A Streamlit server whose instructor's model folders are the tiny GPT-2 / Llama of conftest and a 12 x 12
+    GPT-2 (as the session server_url fixture starts one: free port, poll /_stcore/health, terminate at the end)."""
+    root = f"{next(iter(model_folders.values())).parent}:{wide_folder}"
+    port = _free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "streamlit_real_models.log", "w")
+    env = {**os.environ, hf.ENV_VAR: str(root)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).status == 200:
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.terminate()
+        raise RuntimeError("streamlit did not start; see test-artifacts/streamlit_real_models.log")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture
+def real_page(browser, folder_server):
+    """conftest's `page`, on the folder server."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    pg.console = ConsoleLog()
+    pg.on("console", lambda m: m.type == "error" and pg.console.append(f"{m.text} @ {m.location.get('url', '')}"))
+    pg.on("pageerror", lambda e: pg.console.append(f"pageerror: {e}"))
+    pg.base_url = folder_server
+    yield pg
+    ctx.close()
+
+
+def _names(trace_list) -> list[str]:
+    return [t["name"] for t in trace_list if not t["name"].endswith("masked")]
+
+
+def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page):
+    page = real_page
+    page.goto(f"{page.base_url}/explorer?model=tiny-llama")
+    page.wait_for_selector("text=All heads at a glance")
+    wait_idle(page)
+    page.wait_for_selector(CHART)
+    page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
+        return el && el._fullData && el._fullData.some(t => t.name === 'L3H3'); }}""")
+    grid = plot_data(page, 0)
+    assert _names(grid) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(4)]
+    notes = page.locator(CHART).first.evaluate("el => el._fullLayout.annotations.map(a => a.text)")
+    assert notes[2] == "L0·H2<br><sub>K/V 1</sub>"
+    assert "model=tiny-llama" in page.url
+    screenshot(page, "real_models_explorer_llama")
+    before = grid[1]["z"]
+    page.get_by_text("layers 4–5", exact=True).click()
+    page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
+        return el && el._fullData && el._fullData.some(t => t.name === 'L5H3'); }}""")
+    wait_idle(page)
+    after = plot_data(page, 0)
+    assert _names(after) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)] and after[1]["z"] != before
+    assert "grid_layers=4" in page.url
+    screenshot(page, "real_models_explorer_llama_layers_4_5")
+    assert page.console.errors() == []
+
+
+def test_start_page_lists_the_folders_and_describes_the_model(real_page, model_folders):
+    page = real_page
+    page.goto(f"{page.base_url}/?model=tiny-gpt2")
+    page.wait_for_selector("text=One sentence, end to end")
+    wait_idle(page)
+    page.wait_for_selector(CHART)
+    size = hf.human_bytes((model_folders["tiny-gpt2"] / "model.safetensors").stat().st_size)
+    assert f"{size} of weights" in page.locator('[data-testid="stSidebar"]').inner_text()
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    options = page.locator('[role="option"]').all_inner_texts()
+    assert any(o.startswith("tiny-llama · llama · ") and o.endswith(" KB") for o in options)
+    assert "broken-bert · unavailable" in options
+    page.keyboard.press("Escape")
+    assert page.get_by_text("One sentence, end to end").count() == 1
+    card = page.locator('[data-testid="stDataFrame"]').first
+    card.wait_for()
+    screenshot(page, "real_models_start_gpt2")
+    assert page.console.errors() == []
+
+
+def test_a_12_by_12_grid_stays_readable_in_pages_of_four_layers(real_page):
+    page = real_page
+    page.goto(f"{page.base_url}/explorer?model=wide-gpt2")
+    page.wait_for_selector("text=All heads at a glance")
+    wait_idle(page)
+    page.get_by_role("button", name="Measure head roles").click()
+    page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
+        return el && el._fullLayout && el._fullLayout.annotations.some(a => a.text.includes('<sub>')); }}""")
+    wait_idle(page)
+    grid = plot_data(page, 0)
+    assert _names(grid) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(12)]
+    assert page.get_by_text("layers 8–11", exact=True).count() == 1
+    box = page.locator(CHART).first.bounding_box()
+    assert box["width"] / 12 > 60  # each head's panel is wider than 60 px at a 1400 px window
+    screenshot(page, "real_models_explorer_12x12")
+    assert page.console.errors() == []
