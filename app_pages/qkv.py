@@ -5,7 +5,8 @@ import streamlit as st
 from viz_model.lessons.qkv import CLAIM_SENTENCES, MINIMAL_PAIRS
 from viz_model.ui import qkv as ui
 from viz_model.ui import share
-from viz_model.ui.sidebar import current_model
+from viz_model.ui.models import DEFAULT_MODEL, is_folder_model, load_model
+from viz_model.ui.sidebar import DEVICE_KEY, current_model
 from viz_model.ui.widgets import sentence_input
 
 st.title("Q, K and V")
@@ -15,6 +16,10 @@ st.markdown("Each token plays three roles: a **query** (what am I looking for?),
             "same size, data, seed and steps: what changes is measured here, not asserted.")
 
 ckpt = current_model()
+if is_folder_model(ckpt):  # the lesson compares the app's own variants, all on the word tokenizer
+    st.info(f"“{ckpt.metadata.get('name', 'This model')}” is a checkpoint from a model folder, with its own "
+            "tokenizer; this page measures the app's own models, so the lookup runs on the shipped classroom model.")
+    ckpt = load_model(DEFAULT_MODEL, st.session_state.get(DEVICE_KEY, "auto"))
 enc = sentence_input("qkv", ckpt, max_tokens=ui.MAX_T, default="The cat sat on the mat")
 text = ui.lesson_text(enc, st.session_state.get("qkv_text", ""))
 

@@ -268,3 +268,12 @@ def test_a_model_too_large_for_the_free_memory_says_so_and_the_page_runs_the_def
         assert "K/V heads" not in model_card(at)  # the page shows the default model's card
     finally:
         models._load.clear()
+
+
+def test_the_qkv_page_says_it_measures_the_apps_own_models_on_a_folder_model(folders):
+    at = app(folders, "tiny-gpt2", "app_pages/qkv.py")
+    assert_clean(at, "qkv")
+    assert any("runs on the shipped classroom model" in i.value for i in at.info)
+    assert at.session_state["model_key"] == "tiny-gpt2"  # the sidebar keeps the student's choice
+    lookup = json.loads(at.get_by_key("qkv_lookup_chart").proto.spec)
+    assert lookup["data"] and "The" in json.dumps(lookup)  # the classroom model's word tokens, not GPT-2 pieces
