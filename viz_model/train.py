@@ -435,9 +435,10 @@ for _mode, _title in _QKV_TITLES.items():
                     "are made).")
 # The Architectures section: an encoder trained with masked LM, and an encoder-decoder on the toy translation.
 RECIPES["encoder-mlm"] = dict(
-    preset="classroom", model=dict(causal=False, pos_encoding="rope"), task="mlm", steps=4000, lr=2e-3,
+    preset="tiny", model=dict(SMALL, causal=False, pos_encoding="rope"), task="mlm", steps=4000, lr=3e-3,
     batch_size=64, title="Encoder (masked LM)",
-    description="Bidirectional attention, trained like BERT: 15% of the words hidden, predicted from both sides.")
+    description="2 layers x 4 heads, d_model 64, bidirectional attention, trained like BERT: 15% of the words "
+                "hidden and predicted from both sides.")
 RECIPES["translate"] = dict(
     preset="tiny", kind="seq2seq", model=dict(SMALL, n_encoder_layers=2, max_len=32, pos_encoding="learned"),
     task="translate", steps=2000, lr=3e-3, batch_size=64, title="Encoder-decoder (toy translation)",
