@@ -284,3 +284,27 @@ def model_folders(tmp_path_factory) -> dict[str, Path]:
     """The three tiny model folders of build_model_folders, in one session-wide temp folder (its parent is what
     ATTENTION_LAB_MODEL_DIRS names)."""
     return build_model_folders(tmp_path_factory.mktemp("model_folders"))
+
+
+# -- AppTest helpers every page's tests use ---------------------------------------------------------------------
+def texts(elements) -> list[str]:
+    return [e.value for e in elements]
+
+
+def spec(at, key: str) -> dict:
+    """The Plotly figure (data, layout) of the chart with this key, as the browser receives it."""
+    import json
+
+    return json.loads(at.get_by_key(key).proto.spec)
+
+
+def open_tab(at, key: str, label: str):
+    """Click a tab (AppTest has no tab clicks: set the tabs' state, as the browser's click does, and rerun)."""
+    at.session_state[key] = label
+    return at.run()
+
+
+def assert_clean(at, where=""):
+    """No exception and no error box on the page except a measured claim's ✗."""
+    assert not at.exception, (where, texts(at.exception))
+    assert not [e for e in texts(at.error) if not e.startswith("✗")], (where, texts(at.error))

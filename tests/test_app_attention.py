@@ -1,16 +1,12 @@
 """AppTest of the Explorer and Masks pages: main widgets, live checks, awkward input, no tracebacks."""
 
 import base64
-import json
 
 import numpy as np
 import pytest
+from conftest import assert_clean, open_tab, spec, texts
 
 AWKWARD = ["", "   ", "x " * 2500, "I 😀 like <b>cats</b> &amp; <pad>", "<script>alert(1)</script>"]
-
-
-def spec(at, key: str) -> dict:
-    return json.loads(at.get_by_key(key).proto.spec)
 
 
 def arr(v) -> np.ndarray:
@@ -23,21 +19,6 @@ def arr(v) -> np.ndarray:
 
 def named(fig: dict, name: str) -> dict:
     return next(t for t in fig["data"] if t.get("name") == name)
-
-
-def texts(elements) -> list[str]:
-    return [e.value for e in elements]
-
-
-def open_tab(at, key: str, label: str):
-    """Click a tab (AppTest cannot: set the tabs' state as the browser's click does, and rerun)."""
-    at.session_state[key] = label
-    return at.run()
-
-
-def assert_clean(at):
-    assert not at.exception, texts(at.exception)
-    assert not [e for e in texts(at.error) if not e.startswith("✗")], texts(at.error)  # only measured ✗ claims
 
 
 @pytest.fixture(scope="module")

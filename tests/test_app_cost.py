@@ -1,25 +1,17 @@
 """AppTest of the Cost page: nothing is measured on open; a click measures a tiny range and the charts hold the
 measured series with their fitted slopes; the result is kept for the setting; the KV cache follows its widgets."""
 
-import json
 import math
 import re
 
 import numpy as np
 import pytest
 import torch
+from conftest import spec, texts
 
 from viz_model.lessons import cost
 
 TINY = (16, 64)  # T = 16, 32, 64: a sweep of a few seconds on a busy 2-core machine
-
-
-def spec(at, key: str) -> dict:
-    return json.loads(at.get_by_key(key).proto.spec)
-
-
-def texts(elements) -> list[str]:
-    return [e.value for e in elements]
 
 
 def has_chart(at, key: str) -> bool:

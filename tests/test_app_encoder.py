@@ -3,9 +3,10 @@ causal decoder (weight exactly 0), the held-out metrics recompute, and awkward i
 
 import json
 
+import conftest
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, assert_clean, texts
 
 from viz_model import ASSETS_DIR, checkpoint
 from viz_model.lessons import encoder as lesson
@@ -46,22 +47,8 @@ def page(tiny_encoder):
     return at.switch_page(PAGE).run()
 
 
-def texts(elements) -> list[str]:
-    return [e.value for e in elements]
-
-
-def assert_clean(at):
-    assert not at.exception, texts(at.exception)
-    assert not [e for e in texts(at.error) if not e.startswith("✗")], texts(at.error)
-
-
 def fills_chart(at) -> dict:
     return json.loads(at.get_by_key("encoder_fills").proto.spec)
-
-
-def open_tab(at, label: str):
-    at.session_state["encoder_tab"] = label
-    return at.run()
 
 
 def test_page_runs_and_says_whether_the_shipped_encoder_is_missing(page):
@@ -171,3 +158,7 @@ def test_unknown_words_become_unk_and_html_shows_as_typed(page):
     labels = json.loads(at.get_by_key("encoder_grid").proto.spec)["data"][0]["x"]
     assert labels[:3] == ["0 &lt;bos&gt;", "1 &lt;mask&gt;", "2 &lt;unk&gt;"]  # escaped: Plotly shows them as typed
     assert labels[6:9] == ["6 &lt;unk&gt;", "7 b", "8 &lt;unk&gt;"]  # "<b>": "<" and ">" are not in the vocabulary
+
+
+def open_tab(at, label: str):
+    return conftest.open_tab(at, "encoder_tab", label)

@@ -2,11 +2,12 @@
 attention kinds with their masks, the alignment view, encoder reuse, held-out scores and awkward input."""
 
 import base64
-import json
 
+import conftest
 import numpy as np
 import pytest
 import torch
+from conftest import assert_clean, spec, texts
 
 from viz_model import ASSETS_DIR, checkpoint, data
 from viz_model.lessons import encoder_decoder as lesson
@@ -65,14 +66,6 @@ def page(model_path):
     return open_page(model_path)
 
 
-def texts(elements) -> list[str]:
-    return [e.value for e in elements]
-
-
-def spec(at, key: str) -> dict:
-    return json.loads(at.get_by_key(key).proto.spec)
-
-
 def arr(v) -> np.ndarray:
     """Plotly's JSON stores numpy arrays as {"dtype", "bdata", "shape"}; decode them (NaN = masked hole)."""
     if isinstance(v, dict) and "bdata" in v:
@@ -83,16 +76,6 @@ def arr(v) -> np.ndarray:
 
 def panel(fig: dict, prefix: str) -> dict:
     return next(t for t in fig["data"] if t["name"].startswith(prefix) and not t["name"].endswith(" mask"))
-
-
-def open_tab(at, label: str):
-    at.session_state["ed_tab"] = label  # what a click on the tab sets
-    return at.run()
-
-
-def assert_clean(at):
-    assert not at.exception, texts(at.exception)
-    assert not [e for e in texts(at.error) if not e.startswith("✗")], texts(at.error)  # only measured ✗ claims
 
 
 def test_a_known_source_shows_the_reference_and_the_models_translation(page, ckpt):
@@ -235,3 +218,7 @@ def test_the_page_says_clearly_when_the_translator_is_missing(monkeypatch, tmp_p
     assert not at.exception
     assert any("translation model is missing" in e for e in texts(at.error))
     assert not at.get("plotly_chart")
+
+
+def open_tab(at, label: str):
+    return conftest.open_tab(at, "ed_tab", label)

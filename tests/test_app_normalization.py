@@ -3,19 +3,16 @@ check shows exactly 0.0 for LayerNorm and more for BatchNorm; a button run fills
 charts (runs kept tiny: 2 training steps); the batch dimension shows the live model's shapes and its loss terms."""
 
 import base64
-import json
 import re
 
+import conftest
 import numpy as np
 import pytest
+from conftest import assert_clean, spec, texts
 
 from viz_model.ui import normalization as ui
 
 TABS = ["Which axis", "Four reasons", "Residual connections", "Pre- vs post-norm", "The batch dimension"]
-
-
-def spec(at, key: str) -> dict:
-    return json.loads(at.get_by_key(key).proto.spec)
 
 
 def arr(v) -> np.ndarray:
@@ -24,21 +21,6 @@ def arr(v) -> np.ndarray:
         flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
         return flat.reshape([int(n) for n in str(v.get("shape", len(flat))).split(",")])
     return np.array(v, dtype=float)
-
-
-def texts(elements) -> list[str]:
-    return [e.value for e in elements]
-
-
-def open_tab(at, label: str):
-    """Click a tab (AppTest cannot: set the tabs' state as the browser's click does, and rerun)."""
-    at.session_state["norm_tab"] = label
-    return at.run()
-
-
-def assert_clean(at):
-    assert not at.exception, texts(at.exception)
-    assert not [e for e in texts(at.error) if not e.startswith("✗")], texts(at.error)  # only measured ✗ claims
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +151,7 @@ def test_batch_dimension_shows_live_shapes_and_loss_terms(page):
     second = spec(at, "norm_batch_matrices")["data"]
     np.testing.assert_array_equal(arr(first[0]["z"]), arr(second[0]["z"]))  # sample 1: the same T×T, bit for bit
     assert arr(first[1]["z"]).tolist() != arr(second[1]["z"]).tolist()
+
+
+def open_tab(at, label: str):
+    return conftest.open_tab(at, "norm_tab", label)

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import open_tab
 
 from viz_model import rope
 
@@ -27,12 +28,6 @@ def frame(at, text):
         return " ".join(map(str, [*df.index, *df.columns, *df.index.names, df.columns.name]))
 
     return next(d.value for d in at.dataframe if text in words(d.value))
-
-
-def open_tab(at, key: str, label: str):
-    """Click a tab (AppTest has no tab clicks: set the tabs' state, as the browser's click does, and rerun)."""
-    at.session_state[key] = label
-    return at.run()
 
 
 SINUS_TABS = ["Curves", "Table & binary analogy", "Shift matrix M_k", "Similarity", "Inside the model"]

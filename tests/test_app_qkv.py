@@ -5,6 +5,7 @@ import base64
 import json
 import re
 
+import conftest
 import numpy as np
 import pytest
 
@@ -32,11 +33,6 @@ def chart(at, key):
 def clean(at):
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-
-
-def open_tab(at, label):
-    at.session_state["qkv_tab"] = label  # AppTest has no tab clicks: set the tabs' state, as a click does
-    return at.run()
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +185,7 @@ def test_bad_input_is_a_message(at):
     clean(at)
     assert chart(at, "qkv_lookup_chart")["data"]
     at.text_input(key="qkv_text").input("The cat sat on the mat").run()
+
+
+def open_tab(at, label: str):
+    return conftest.open_tab(at, "qkv_tab", label)

@@ -10,6 +10,7 @@ import json
 
 import pytest
 import torch
+from conftest import assert_clean, texts
 
 from viz_model import checkpoint, hf
 from viz_model.lessons import real_models
@@ -35,15 +36,6 @@ def folders(model_folders):
         mp.setenv(hf.ENV_VAR, str(root))
         yield model_folders
     models._read_folders.cache_clear()
-
-
-def texts(elements) -> list[str]:
-    return [e.value for e in elements]
-
-
-def assert_clean(at, where=""):
-    assert not at.exception, (where, texts(at.exception))
-    assert not [e for e in texts(at.error) if not e.startswith("✗")], (where, texts(at.error))  # measured ✗ only
 
 
 def model_card(at) -> dict:

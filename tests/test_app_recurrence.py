@@ -2,19 +2,16 @@
 from the button fills the log-log chart, the W_hh slider changes the trained RNN's gradient, the linear-regime RNN's
 slope is ln(gain), and the recall tab draws accuracy by distance with chance."""
 
-import json
 import math
 
+import conftest
 import pytest
+from conftest import spec, texts
 
 from viz_model.data import RECALL_KEYS
 
 PAGE = "app_pages/recurrence.py"
 TABS = ("1 · Sequential dependency", "2 · Gradient by distance", "3 · Recall by distance")
-
-
-def spec(at, key: str) -> dict:
-    return json.loads(at.get_by_key(key).proto.spec)
 
 
 def has(at, key: str) -> bool:
@@ -25,17 +22,8 @@ def has(at, key: str) -> bool:
     return True
 
 
-def texts(elements) -> list[str]:
-    return [e.value for e in elements]
-
-
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
-
-
-def open_tab(at, label: str):
-    at.session_state["recurrence_tab"] = label  # AppTest has no tab clicks: set the tabs' state, as a click does
-    return at.run()
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +146,7 @@ def test_a_link_with_bad_values_falls_back_to_the_defaults():
     assert at.slider(key="recurrence_distance").value == 40
     assert at.select_slider(key="recurrence_gain").value == 1.1
     assert at.select_slider(key="recurrence_whh").value > 1  # as trained
+
+
+def open_tab(at, label: str):
+    return conftest.open_tab(at, "recurrence_tab", label)
