@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -65,16 +66,17 @@ def chromium_path() -> str:
     raise RuntimeError("No Chromium found: run `make browser-deps` or set CHROMIUM_PATH.")
 
 
-@pytest.fixture(scope="session")
-def server_url():
-    """One real Streamlit server for the whole browser test session."""
+@contextlib.contextmanager
+def streamlit_server(log_name: str = "streamlit.log", env: dict | None = None):
+    """A real `streamlit run app.py` on a free port, yielding its URL once /_stcore/health answers; stopped after."""
+    ARTIFACTS.mkdir(exist_ok=True)
     port = _free_port()
-    log = open(ARTIFACTS.joinpath("streamlit.log") if ARTIFACTS.mkdir(exist_ok=True) is None else os.devnull, "w")
+    log = open(ARTIFACTS / log_name, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
          "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
@@ -83,17 +85,26 @@ def server_url():
             if urllib.request.urlopen(url + "/_stcore/health", timeout=2).status == 200:
                 break
         except OSError:
-            time.sleep(0.5)
+            time.sleep(0.5)  # polling the server's health endpoint until it answers (a condition, bounded)
     else:
         proc.terminate()
-        raise RuntimeError("streamlit did not start; see test-artifacts/streamlit.log")
-    yield url
-    proc.terminate()
+        raise RuntimeError(f"streamlit did not start; see test-artifacts/{log_name}")
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    """One real Streamlit server for the whole browser test session."""
+    with streamlit_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

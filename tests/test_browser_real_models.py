@@ -4,23 +4,15 @@ named, a page switch changes the grid's data, no console errors; the sidebar pic
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-import urllib.request
-
 import pytest
 from conftest import (
-    ARTIFACTS,
-    ROOT,
     ConsoleLog,
     _folder_bpe,
     _folder_weights,
-    _free_port,
     _write_folder,
     plot_data,
     screenshot,
+    streamlit_server,
     wait_idle,
 )
 
@@ -43,37 +35,11 @@ def wide_folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def folder_server(model_folders, wide_folder):
-    """A Streamlit server whose instructor's model folders are the tiny GPT-2 / Llama of conftest and a 12 x 12
-    GPT-2 (as the session server_url fixture starts one: free port, poll /_stcore/health, terminate at the end)."""
+    """A second Streamlit server whose instructor's model folders are the tiny GPT-2 / Llama of conftest and a
+    12 x 12 GPT-2 (ATTENTION_LAB_MODEL_DIRS is read at launch)."""
     root = f"{next(iter(model_folders.values())).parent}:{wide_folder}"
-    port = _free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "streamlit_real_models.log", "w")
-    env = {**os.environ, hf.ENV_VAR: str(root)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).status == 200:
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.terminate()
-        raise RuntimeError("streamlit did not start; see test-artifacts/streamlit_real_models.log")
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with streamlit_server("streamlit_real_models.log", {hf.ENV_VAR: root}) as url:
+        yield url
 
 
 @pytest.fixture
