@@ -10,8 +10,9 @@ from viz_model.ui import train as T
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import JOB_KEY, hold_lease, registry
 
-st.title("Train a transformer, live")
-st.caption("Training runs on the server in the background: switch pages and come back, it keeps going. "
+st.title("Train a model, live")
+st.caption("A transformer, an RNN or an LSTM, on next-token, masked-LM or translation tasks. Training runs on the "
+           "server in the background: switch pages and come back, it keeps going. "
            "Everyone shares the server, so a few runs train at a time and the rest wait in a queue.")
 
 owner = hold_lease()  # while this tab is open, its runs are not orphaned
