@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import numpy as np
@@ -97,3 +100,39 @@ def cached(name: str, key: tuple, build: Callable[[], T]) -> T:
     ints): it is hashed on every rerun. Traced passes use st.cache_data instead (cached_trace), which hands each
     caller its own copy of the arrays."""
     return _built(name, key, build)
+
+
+class SharedResults:
+    """Slow measurements behind a button, kept for everyone on the server: the newest `size` results by key, and a
+    lock so that one runs at a time (a class clicking at once would otherwise stack up 60 runs on 2 cores)."""
+
+    def __init__(self, size: int):
+        self.items: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+        self.size = size
+
+    def get(self, key: str):
+        return self.items.get(key)
+
+    def put(self, key: str, value) -> None:
+        self.items[key] = value
+        self.items.move_to_end(key)
+        while len(self.items) > self.size:
+            self.items.popitem(last=False)
+
+    @contextlib.contextmanager
+    def turn(self, busy: str) -> Iterator[bool]:
+        """True while this session may measure; False (and `busy` shown) when another measurement runs."""
+        if not self.lock.acquire(blocking=False):
+            st.info(busy)
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self.lock.release()
+
+
+def shared_results(name: str, size: int = 16) -> SharedResults:
+    """The server's one SharedResults called `name` (one per lesson, or per lesson and device)."""
+    return cached("shared_results", (name,), lambda: SharedResults(size))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -16,7 +14,7 @@ from streamlit.errors import StreamlitAPIException
 from viz_model.figures.cost import kv_cache_chart, loglog_chart
 from viz_model.lessons import cost as lesson
 from viz_model.ui import chart, share
-from viz_model.ui.cache import cached, input_key
+from viz_model.ui.cache import SharedResults, cached, input_key, shared_results
 from viz_model.ui.errors import guard, section
 from viz_model.ui.widgets import check_line
 
@@ -87,14 +85,10 @@ def settings(where: Where) -> Settings:
 
 
 # -- measuring ------------------------------------------------------------------------------------------------
-def _store() -> OrderedDict:
-    """Measured sweeps shared by every user of this server: {key: (sweep, unix time, wall seconds)}."""
-    return cached("cost_sweeps", ("store",), OrderedDict)
-
-
-def _lock(device: str) -> threading.Lock:
-    """One sweep at a time per device on this server: a class clicking at once does not stack up 60 sweeps."""
-    return cached("cost_lock", (device,), threading.Lock)
+def _store(device: str) -> SharedResults:
+    """Measured sweeps shared by every user of this server, {key: (sweep, unix time, wall seconds)}, and one sweep
+    at a time per device."""
+    return shared_results(f"cost_{device}", MAX_STORED)
 
 
 def sweep_key(where: Where, s: Settings) -> str:
@@ -104,11 +98,17 @@ def sweep_key(where: Where, s: Settings) -> str:
 def _run(where: Where, s: Settings, key: str) -> bool:
     """The sweep with a progress bar. A click elsewhere (Stop, a setting) interrupts it at its next progress
     update: Streamlit stops the script there, nothing is stored and the next run says so."""
-    lock = _lock(where.device)
-    if not lock.acquire(blocking=False):
-        st.info("Another measurement is running on this server right now (one at a time keeps the server "
-                "responsive). Try again in a moment; a result with the same settings is shared with everyone.")
-        return False
+    store = _store(where.device)
+    with store.turn("Another measurement is running on this server right now (one at a time keeps the server "
+                    "responsive). Try again in a moment; a result with the same settings is shared with "
+                    "everyone.") as mine:
+        if not mine:
+            return False
+        _sweep(where, s, key, store)
+        return True
+
+
+def _sweep(where: Where, s: Settings, key: str, store: SharedResults) -> None:
     try:
         st.session_state[f"{where.prefix}_running"] = key
         stop = st.empty()  # shown only while the sweep runs
@@ -121,19 +121,13 @@ def _run(where: Where, s: Settings, key: str) -> bool:
 
         sweep = lesson.cost_sweep(s.Ts, d_model=s.d_model, n_heads=s.n_heads, device=where.device,
                                   backward=s.backward, time_budget_s=s.budget_s, progress=progress)
-        store = _store()
-        store[key] = (sweep, time.time(), time.perf_counter() - start)
-        while len(store) > MAX_STORED:
-            store.popitem(last=False)
+        store.put(key, (sweep, time.time(), time.perf_counter() - start))
         bar.empty()
         stop.empty()
         st.session_state.pop(f"{where.prefix}_running", None)
-        return True
     except Exception:  # an error is shown by the guard; only an interruption (Stop) leaves the flag for next run
         st.session_state.pop(f"{where.prefix}_running", None)
         raise
-    finally:
-        lock.release()
 
 
 def measure(where: Where) -> None:
@@ -144,7 +138,7 @@ def measure(where: Where) -> None:
         if st.session_state.pop(f"{where.prefix}_running", None):
             st.warning("The measurement stopped before it finished (Stop, or a setting changed while it ran), so "
                        "nothing was stored. A shorter T range or time budget finishes sooner.")
-        found = _store().get(key)
+        found = _store(where.device).get(key)
         label = "Measure again" if found else f"Measure on this server's {where.device.upper()}"
         if st.button(label, key=f"{where.prefix}_go", type="primary", icon=":material/speed:"):
             if _run(where, s, key):

@@ -4,9 +4,7 @@ connections, pre- vs post-norm × warm-up, and the batch dimension on the sideba
 from __future__ import annotations
 
 import math
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +28,7 @@ from viz_model.lecture import LECTURE_SENTENCES
 from viz_model.lessons import normalization as lesson
 from viz_model.tokenizer import PAD, Encoded, encode, load_tokenizer
 from viz_model.ui import chart, share
-from viz_model.ui.cache import cached, input_key, model_id
+from viz_model.ui.cache import cached, input_key, model_id, shared_results
 from viz_model.ui.errors import section
 from viz_model.ui.widgets import check_line, uses_bos, verdict
 
@@ -212,38 +210,24 @@ def word_tokenizer():
     return load_tokenizer("word")
 
 
-def _store() -> OrderedDict:
-    return cached("norm_runs", ("store",), OrderedDict)
-
-
-def _lock() -> threading.Lock:
-    return cached("norm_lock", ("lock",), threading.Lock)
-
-
 def run_once(name: str, key: str, label: str, work: str,
              fn: Callable[[Callable[[float], None]], list[lesson.Run]]) -> tuple[list[lesson.Run], float] | None:
     """The runs of this setting if anyone measured them; else a button that runs them with a progress bar."""
-    found = _store().get(key)
+    store = shared_results("normalization", MAX_STORED)
+    found = store.get(key)
     if found is not None:
         return found
     if not st.button(label, key=f"norm_{name}_go", type="primary", icon=":material/play_arrow:"):
         st.caption(f"{work} Nothing runs until you click; the result is kept for these settings and shared.")
         return None
-    lock = _lock()
-    if not lock.acquire(blocking=False):
-        st.info("Another run is in progress on this server (one at a time keeps it responsive). Try again in a "
-                "moment; a finished run is shared with everyone.")
-        return None
-    try:
+    with store.turn("Another run is in progress on this server (one at a time keeps it responsive). Try again in "
+                    "a moment; a finished run is shared with everyone.") as mine:
+        if not mine:
+            return None
         bar, start = st.progress(0.0, text="Building the models…"), time.perf_counter()
         runs = fn(lambda f: bar.progress(min(float(f), 1.0), text=f"Training — {f:.0%} of the steps, "
                                                                   f"{time.perf_counter() - start:.0f} s"))
-        store = _store()
-        store[key] = (runs, time.perf_counter() - start)
-        while len(store) > MAX_STORED:
-            store.popitem(last=False)
-    finally:
-        lock.release()
+        store.put(key, (runs, time.perf_counter() - start))
     st.rerun()  # draw the kept result, without the button
 
 

@@ -4,9 +4,7 @@ the W_hh slider and the linear-regime RNN, and recall accuracy by distance. The 
 from __future__ import annotations
 
 import math
-import threading
 import time
-from collections import OrderedDict
 
 import pandas as pd
 import streamlit as st
@@ -22,7 +20,7 @@ from viz_model.lessons import recurrence as lesson
 from viz_model.lessons.cost import fit_slope
 from viz_model.train import RECALL_DISTANCES
 from viz_model.ui import chart, share
-from viz_model.ui.cache import cached, input_key
+from viz_model.ui.cache import cached, input_key, shared_results
 from viz_model.ui.errors import guard, section
 from viz_model.ui.sidebar import DEVICE_KEY
 from viz_model.ui.widgets import check_line
@@ -91,23 +89,12 @@ def _range(raw: str) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
-def _store() -> OrderedDict:
-    """Timings shared by every user of this server: {key: (rows, unix time, wall seconds)}."""
-    return cached("recurrence_timings", ("store",), OrderedDict)
-
-
-def _lock() -> threading.Lock:
-    """One timing at a time on this server: a class clicking at once does not slow every measurement down."""
-    return cached("recurrence_timing_lock", ("lock",), threading.Lock)
-
-
 def _measure(Ts: tuple[int, ...], device: torch.device, key: str) -> bool:
-    lock = _lock()
-    if not lock.acquire(blocking=False):
-        st.info("Another timing is running on this server right now. Try again in a moment; a finished result "
-                "for the same lengths is shared with everyone.")
-        return False
-    try:
+    store = shared_results("recurrence_timing", MAX_STORED)
+    with store.turn("Another timing is running on this server right now. Try again in a moment; a finished "
+                    "result for the same lengths is shared with everyone.") as mine:
+        if not mine:
+            return False
         bar, start = st.progress(0.0, text="Building the three models…"), time.perf_counter()
         models = lesson.comparable_models(VOCAB, D_MODEL, TRANSFORMER_LAYERS, max(Ts), RNN_LAYERS)
 
@@ -117,14 +104,9 @@ def _measure(Ts: tuple[int, ...], device: torch.device, key: str) -> bool:
                                     f"{time.perf_counter() - start:.0f} s)")
 
         rows = lesson.time_forward_backward(models, Ts, BATCH, device.type, REPEATS, progress)
-        store = _store()
-        store[key] = (rows, time.time(), time.perf_counter() - start)
-        while len(store) > MAX_STORED:
-            store.popitem(last=False)
+        store.put(key, (rows, time.time(), time.perf_counter() - start))
         bar.empty()
         return True
-    finally:
-        lock.release()
 
 
 def timing() -> None:
@@ -137,7 +119,7 @@ def timing() -> None:
         Ts = tuple(t for t in lesson.LENGTHS if lo <= t <= hi)
         device = resolve_device(st.session_state.get(DEVICE_KEY, "auto"))
         key = input_key(describe(device), Ts, BATCH, REPEATS)
-        found = _store().get(key)
+        found = shared_results("recurrence_timing", MAX_STORED).get(key)
         label = "Time again" if found else f"Time forward + backward on {device.type.upper()}"
         if st.button(label, key="recurrence_time_go", type="primary", icon=":material/timer:"):
             if _measure(Ts, device, key):
