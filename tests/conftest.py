@@ -122,18 +122,27 @@ class ConsoleLog(list):
         return [m for m in self if not any(s in m for s in IGNORED_CONSOLE)]
 
 
-@pytest.fixture
-def page(browser, server_url):
-    """A fresh browser page; `page.console` collects console errors and page errors."""
+@contextlib.contextmanager
+def browser_page(browser, base_url: str):
+    """A fresh browser page on base_url; `page.console` collects console errors and page errors."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = ctx.new_page()
     pg.set_default_timeout(60_000)
     pg.console = ConsoleLog()
     pg.on("console", lambda m: m.type == "error" and pg.console.append(f"{m.text} @ {m.location.get('url', '')}"))
     pg.on("pageerror", lambda e: pg.console.append(f"pageerror: {e}"))
-    pg.base_url = server_url
-    yield pg
-    ctx.close()
+    pg.base_url = base_url
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
+@pytest.fixture
+def page(browser, server_url):
+    """A fresh browser page on the session server."""
+    with browser_page(browser, server_url) as pg:
+        yield pg
 
 
 def open_page(page, path: str = "", wait_chart: bool = True):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 from conftest import (
-    ConsoleLog,
     _folder_bpe,
     _folder_weights,
     _write_folder,
+    browser_page,
     plot_data,
     screenshot,
     streamlit_server,
@@ -45,15 +45,8 @@ def folder_server(model_folders, wide_folder):
 @pytest.fixture
 def real_page(browser, folder_server):
     """conftest's `page`, on the folder server."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.console = ConsoleLog()
-    pg.on("console", lambda m: m.type == "error" and pg.console.append(f"{m.text} @ {m.location.get('url', '')}"))
-    pg.on("pageerror", lambda e: pg.console.append(f"pageerror: {e}"))
-    pg.base_url = folder_server
-    yield pg
-    ctx.close()
+    with browser_page(browser, folder_server) as pg:
+        yield pg
 
 
 def _names(trace_list) -> list[str]:
