@@ -4,6 +4,7 @@ import numpy as np
 import streamlit as st
 
 from viz_model.figures.attention import attention_heatmap
+from viz_model.figures.common import head_name
 from viz_model.figures.explorer import entropy_bars
 from viz_model.ui import cache, chart, share, widgets
 from viz_model.ui import explorer as ui
@@ -61,7 +62,7 @@ layer = c1.selectbox("Layer", range(cfg.n_layers), key="explorer_layer")
 head = c2.selectbox("Head", range(cfg.n_heads), key="explorer_head",
                     format_func=lambda h: f"{h} — {roles[layer][h]}" if roles and roles[layer][h] else str(h))
 if roles and roles[layer][head]:
-    st.info(f"Head {layer}.{head}: measured role **{roles[layer][head]}**.")
+    st.info(f"{head_name(layer, head).capitalize()}: measured role **{roles[layer][head]}**.")
 if (g := ui.kv_group(cfg)) > 1:
     mates = [str(h) for h in range(head // g * g, head // g * g + g) if h != head]
     st.caption(f"Head {head} reads K/V head {head // g}, shared with query head{'s' * (len(mates) > 1)} "
@@ -80,7 +81,7 @@ widgets.check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells 
 label, tab = share.tabs(["Pipeline", "Query focus", "How sharp is each row?"], key="explorer_tab")
 with tab:
     if label == "Pipeline":
-        st.markdown(f"**Every step of head {layer}.{head}**, recomputed from the trace and checked.")
+        st.markdown(f"**Every step of {head_name(layer, head)}**, recomputed from the trace and checked.")
         steps = ui.pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
         chk = cache.cached_checks(model, mid, tuple(enc.ids), bits, scale_on, float(temperature), layer)
         errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None, chk["attn_out"]]

@@ -68,6 +68,7 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
         title="All heads", allowed=CAUSAL),
     "explorer.matrix_heatmap": lambda: _f("explorer.matrix_heatmap")(
         SCORES, TOKENS, TOKENS, col_tokens=True, allowed=CAUSAL, title="S + M", value_name="S + M", col_title="key"),
+    "explorer.additive_mask_heatmap": lambda: _f("explorer.additive_mask_heatmap")(CAUSAL, TOKENS, title="M <b>"),
     "explorer.query_bars": lambda: _f("explorer.query_bars")(probs()[2], TOKENS, TOKENS[2], allowed=CAUSAL[2]),
     "explorer.value_mix": lambda: _f("explorer.value_mix")(probs()[2], rng(2).normal(size=(T, 4)), TOKENS, TOKENS[2]),
     "explorer.entropy_bars": lambda: _f("explorer.entropy_bars")(
@@ -210,6 +211,7 @@ TRACE_TYPES = {
     "attention.attention_heatmap": ["heatmap"] * 2,
     "attention.attention_grid": ["heatmap"] * 8,
     "explorer.matrix_heatmap": ["heatmap"] * 2,
+    "explorer.additive_mask_heatmap": ["heatmap"],
     "explorer.query_bars": ["bar"],
     "explorer.value_mix": ["heatmap"],
     "explorer.entropy_bars": ["bar", "scatter"],

@@ -36,6 +36,18 @@ def visible(text: str) -> str:
     return text.replace(" ", "␣") if text.strip() == "" else text
 
 
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th ... 11th, 12th, 13th ... 21st, 22nd, 32nd, 101st, 111th."""
+    n = int(n)
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def head_name(layer: int, head: int) -> str:
+    """A head named in words, "layer 1 · head 3": "head 1.3" reads like a decimal number."""
+    return f"layer {layer} · head {head}"
+
+
 def token_labels(tokens: Sequence[str], numbered: bool = True) -> list[str]:
     """Escaped axis labels; with `numbered`, 'i token' keeps duplicates ("the" twice) distinct."""
     return [f"{i} {escape(visible(t))}" if numbered else escape(visible(t)) for i, t in enumerate(tokens)]

@@ -35,8 +35,11 @@ def matrix_heatmap(
     col_title: str = "feature",
     diverging: bool = True,
     show_values: bool | None = None,      # default: print values when R, C <= 16
+    tick_every: int | None = None,        # label every n-th column (default: 8 past 16 feature columns)
 ) -> go.Figure:
-    """A labelled heatmap for Q, K, V (T x d_k), scores (T x T) and the like; hover names row, column, value."""
+    """A labelled heatmap for Q, K, V (T x d_k), scores (T x T) and the like; hover names row, column, value.
+    Past 16 feature columns only every 8th is labelled (32 or 128 labels side by side run into each other); the
+    hover still names every column."""
     m = to_numpy(values).astype(float)
     R, C = m.shape
     if len(row_tokens) != R:
@@ -72,8 +75,44 @@ def matrix_heatmap(
     ))
     return fast_figure(traces, layout_dict(
         title, height=max(300, 120 + 26 * R), top=110 if title else 80, title_top=bool(title),
-        xaxis=category_axis(cols, col_title, side="top", tickangle=-45 if col_tokens else 0),
+        xaxis={**category_axis(cols, col_title, side="top", tickangle=-45 if col_tokens else 0),
+               **_every(cols, tick_every or (FEATURE_TICK_EVERY if C > 16 and not col_tokens else 1))},
         yaxis=category_axis(rows, row_title, autorange="reversed")))
+
+
+MASK_LEVELS = ("0 (allowed)", "−∞ (masked)")
+
+
+def additive_mask_heatmap(allowed, tokens: Sequence[str], *, title: str | None = None) -> go.Figure:
+    """The additive mask M (T x T): only two values, 0 where a query may read a key and −∞ where it may not, so two
+    colours with a two-entry colour bar instead of a continuous scale (there is nothing in between)."""
+    ok = to_numpy(allowed).astype(bool)
+    T = ok.shape[0]
+    if ok.shape != (T, T) or len(tokens) != T:
+        raise ValueError(f"the mask must be square with one row per token; got {ok.shape} for {len(tokens)} tokens.")
+    labels = token_labels(tokens)
+    show_values = T <= 16
+    levels = np.where(ok, MASK_LEVELS[0], MASK_LEVELS[1])
+    heat = dict(
+        type="heatmap", z=(~ok).astype(np.uint8), x=labels, y=labels, name="M", zmin=0, zmax=1, xgap=1, ygap=1,
+        colorscale=[[0, "#ffffff"], [0.5, "#ffffff"], [0.5, MASKED_COLOR], [1, MASKED_COLOR]],
+        customdata=levels, hovertemplate="query %{y} · key %{x}: %{customdata}<extra></extra>",
+        text=np.where(ok, "0", "−∞") if show_values else None, texttemplate="%{text}" if show_values else None,
+        colorbar=dict(title=dict(text="M", side="right"), thickness=12, tickmode="array", tickvals=[0.25, 0.75],
+                      ticktext=list(MASK_LEVELS), outlinewidth=1, outlinecolor="#999999"))
+    return fast_figure([heat], layout_dict(
+        title, height=max(300, 120 + 26 * T), top=110 if title else 80, title_top=bool(title),
+        plot_bgcolor="#999999",  # the gaps between cells: white "0" cells stay visible
+        xaxis=category_axis(labels, "key", side="top", tickangle=-45),
+        yaxis=category_axis(labels, "query token", autorange="reversed")))
+
+
+FEATURE_TICK_EVERY = 8  # a wide feature axis (d_k 32, the concat's 128) labels columns 0, 8, 16, ...
+
+
+def _every(cols: list[str], n: int) -> dict:
+    """Tick values and texts of a categorical axis at every n-th column only."""
+    return dict(tickvals=cols[::n], ticktext=cols[::n])
 
 
 def query_bars(weights, k_tokens: Sequence[str], query_token: str, *, allowed=None) -> go.Figure:

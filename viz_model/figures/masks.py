@@ -23,6 +23,16 @@ PANELS = ("1. boolean mask (may attend?)", "2. additive mask M (0 / −∞)", "3
           "4. softmax(S + M) (after)")
 
 
+PANEL_PX = 210    # one of the four panels in a chart about 940 px wide (the wide layout beside the sidebar)
+CHAR_PX = 8       # a digit of 12 px type is about this wide: a number gets at most this much room per character
+
+
+def shows_text(T: int, chars: int) -> bool:
+    """Whether a panel of T x T cells has room to print `chars`-character labels in every cell. Plotly shrinks cell
+    text to fit its cell, so "−0.53" in 7 columns came out about 6 px high; below this the hover alone tells."""
+    return T <= 12 and PANEL_PX / T >= chars * CHAR_PX
+
+
 def _fmt(x: float) -> str:
     return "−∞" if x == -np.inf else f"{x:.2f}"
 
@@ -42,7 +52,8 @@ def mask_panels(allowed, scores, probs, tokens: Sequence[str], *, title: str | N
     labels = token_labels(tokens)
     additive = np.where(ok, 0.0, -np.inf)
     masked = s + additive
-    show = T <= 12
+    show = {"mask": shows_text(T, 1), "additive": shows_text(T, 2), "scores": shows_text(T, 5),
+            "probs": shows_text(T, 4)}  # "✓", "−∞", "−0.53", "0.53"
     idx = list(range(T))
 
     def hover(fmt) -> list[list[str]]:
@@ -73,7 +84,8 @@ def mask_panels(allowed, scores, probs, tokens: Sequence[str], *, title: str | N
                              name=f"{name} masked", colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertext=hv,
                              hoverinfo="text", **ax))
         data.append(dict(type="heatmap", z=z, x=idx, y=idx, colorscale=scale, zmin=lo, zmax=hi, showscale=False,
-                         name=name, text=text if show else None, texttemplate="%{text}" if show else None,
+                         name=name, text=text if show[name] else None,
+                         texttemplate="%{text}" if show[name] else None,
                          hovertext=hv, hoverinfo="text", hoverongaps=False, xgap=1, ygap=1, **ax))
     return fast_figure(data, layout_dict(title, height=max(320, 190 + 22 * T), annotations=notes, **axes))
 

@@ -12,7 +12,8 @@ import streamlit as st
 from viz_model import hf
 from viz_model.checkpoint import Checkpoint
 from viz_model.figures.attention import attention_grid, attention_heatmap
-from viz_model.figures.explorer import matrix_heatmap, query_bars, value_mix
+from viz_model.figures.common import head_name
+from viz_model.figures.explorer import additive_mask_heatmap, matrix_heatmap, query_bars, value_mix
 from viz_model.figures.real_models import attention_grid_page
 from viz_model.lessons import real_models
 from viz_model.ui import chart, share, widgets
@@ -279,7 +280,7 @@ def _roles_table(model_key: str, _metadata: dict) -> pa.Table | None:
     raw = (_metadata or {}).get("head_roles")
     if not isinstance(raw, list) or not all(isinstance(r, dict) and "layer" in r for r in raw):
         return None
-    rows = [{"head": f"{r['layer']}.{r['head']}", "role": r.get("role", ""), "score": r.get("score"),
+    rows = [{"head": head_name(r["layer"], r["head"]), "role": r.get("role", ""), "score": r.get("score"),
              **{k: v for k, v in (r.get("scores") or {}).items()}} for r in raw]
     return pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False)
 
@@ -329,12 +330,16 @@ def pipeline_step(i: int, data: dict, checks: dict[str, float], layer: int, head
         check_line(c["qkv"] < 1e-4, f"Q, K, V recomputed from X and the weights match the trace "
                                     f"(max error {c['qkv']:.1e}).")
         return
-    if i in (1, 2, 3):
-        val = {1: s, 2: np.where(allowed, 0.0, -np.inf), 3: np.where(allowed, s, -np.inf)}[i]
-        name = {1: "S", 2: "M", 3: "S + M"}[i]
+    if i == 2:  # M holds only 0 and −∞: two colours, not a colour scale
+        fig = cached("step", key, lambda: additive_mask_heatmap(allowed, tokens, title=f"M, {head_name(layer, head)}"))
+        chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
+        return
+    if i in (1, 3):
+        val = s if i == 1 else np.where(allowed, s, -np.inf)
+        name = {1: "S", 3: "S + M"}[i]
         fig = cached("step", key, lambda: matrix_heatmap(
             val, tokens, tokens, col_tokens=True, allowed=allowed if i != 1 else None, value_name=name,
-            col_title="key", title=f"{name}, layer {layer} head {head}"))
+            col_title="key", title=f"{name}, {head_name(layer, head)}"))
         chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
         if i == 1:
             check_line(c["scores"] < 1e-4, f"S recomputed as Q·Kᵀ·{data['scale']:.4g} matches the trace "
@@ -342,7 +347,7 @@ def pipeline_step(i: int, data: dict, checks: dict[str, float], layer: int, head
         return
     if i == 4:
         fig = cached("step", key, lambda: attention_heatmap(
-            data["probs"][layer, head], tokens, allowed=allowed, title=f"A, layer {layer} head {head}"))
+            data["probs"][layer, head], tokens, allowed=allowed, title=f"A, {head_name(layer, head)}"))
         chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
         check_line(c["row_sums"] < 1e-5, f"Rows sum to 1, max error {c['row_sums']:.0e}; blocked cells carry "
                                          f"weight {c['masked_weight']:.0e}.")
@@ -360,8 +365,8 @@ def pipeline_step(i: int, data: dict, checks: dict[str, float], layer: int, head
         d_k = data["head_out"].shape[-1]
         labels = [f"h{j // d_k}:{j % d_k}" for j in range(concat.shape[1])]
         fig = cached("step", key, lambda: matrix_heatmap(
-            concat, tokens, labels, value_name="concat", row_title="query", col_title="head:feature",
-            title="All heads side by side", show_values=False))
+            concat, tokens, labels, value_name="concat", row_title="query",
+            col_title="head:feature (h1:8 = head 1, feature 8)", title="All heads side by side", show_values=False))
         chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
         st.caption(f"Columns {head * d_k}–{(head + 1) * d_k - 1} are this head's output.")
         return
