@@ -85,6 +85,8 @@ def test_compare_tab_scores_samples_at_several_temperatures(stepped):
     assert list(summary["strategy"]) == ["greedy", "T=0.5", "T=1", "T=1.5"]
     assert summary["distinct-2"].between(0, 1).all() and (summary["avg log p"] <= 0).all()
     assert len(samples) == 1 + 3 * 3 and "text" in samples
+    d2 = summary.set_index("strategy")["distinct-2"]
+    assert d2["greedy"] <= 1 / 3 + 1e-9 and d2["greedy"] < d2["T=1.5"]  # the same text 3 times: least diverse
 
 
 def test_run_mode_generates_up_to_max_new_tokens_and_changing_the_prompt_changes_it(app_test):

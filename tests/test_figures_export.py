@@ -1,10 +1,13 @@
 """Exports and presenter styling work on every kind of figure the pages build (fast-built ones included)."""
 
+import numpy as np
 import plotly.graph_objects as go
 import torch
 
 from viz_model.figures.attention import attention_grid, attention_heatmap
+from viz_model.figures.explorer import matrix_heatmap
 from viz_model.figures.export import figure_csv, figure_html, figure_tables, presenter_style
+from viz_model.figures.masks import mask_panels
 
 
 def heatmap():
@@ -13,13 +16,34 @@ def heatmap():
                              title="L0 H0")
 
 
-def test_csv_holds_the_matrix_with_token_labels():
+def test_csv_holds_the_matrix_with_token_labels_as_typed_and_masked_weights_as_zero():
+    """The CSV used to say "0 &lt;bos&gt;" (the label escaped for Plotly) and left masked cells blank."""
     tables = figure_tables(heatmap())
     att = tables["attention"]
     assert att.shape == (4, 4)
-    assert list(att.index) == ["0 &lt;bos&gt;", "1 the", "2 cat", "3 the"]
-    assert att.isna().values.sum() == 6  # the 6 masked cells are holes, not zeros
-    assert "# attention" in figure_csv(heatmap())
+    assert list(att.index) == ["0 <bos>", "1 the", "2 cat", "3 the"] == list(att.columns)
+    assert not att.isna().values.any()
+    assert (att.values[np.triu_indices(4, 1)] == 0).all()  # the 6 masked cells: weight exactly 0
+    csv = figure_csv(heatmap())
+    assert "# attention" in csv and "0 <bos>" in csv and "&lt;" not in csv and ",," not in csv
+
+
+def test_csv_writes_masked_scores_as_minus_infinity_and_html_looking_tokens_literally():
+    tokens = ["<bos>", "a&b", "<b>x</b>"]
+    ok = np.tril(np.ones((3, 3), dtype=bool))
+    s = np.where(ok, np.arange(9.0).reshape(3, 3), -np.inf)
+    table = figure_tables(matrix_heatmap(s, tokens, tokens, col_tokens=True, allowed=ok, value_name="S + M"))["S + M"]
+    assert list(table.index) == ["0 <bos>", "1 a&b", "2 <b>x</b>"]
+    assert table.values[0, 1] == -np.inf and table.values[2, 1] == 7.0
+
+
+def test_csv_of_the_mask_panels_fills_each_panel_as_its_meaning():
+    ok = np.tril(np.ones((3, 3), dtype=bool))
+    s = np.arange(9.0).reshape(3, 3)
+    p = np.where(ok, 1.0, 0.0) / ok.sum(1, keepdims=True)
+    tables = figure_tables(mask_panels(ok, s, p, ["<bos>", "the", "cat"]))
+    assert tables["probs"].values[0, 2] == 0.0 and tables["scores"].values[0, 2] == -np.inf
+    assert list(tables["probs"].index) == ["0 <bos>", "1 the", "2 cat"]
 
 
 def test_line_charts_export_x_and_y():

@@ -16,6 +16,7 @@ from viz_model.generate import (
     score_stepwise,
     sequence_logprob,
     sequence_prob,
+    strategy_scores,
     top_p_mask,
 )
 from viz_model.model import TinyTransformer
@@ -145,6 +146,28 @@ def test_distinct_n_counts_repeated_ngrams():
     assert distinct_n([[1, 2, 3, 4]], 2) == 1.0
     assert distinct_n([[1, 1, 1, 1]], 1) == 0.25
     assert distinct_n([[1, 2, 1, 2], [1, 2]], 2) == 2 / 4
+
+
+def test_greedy_counts_as_identical_samples_so_it_is_the_least_diverse():
+    """Greedy writes the same text every time. Scored on its one run it looked the most diverse strategy (a text
+    without repeats has distinct-2 = 1); over n samples it is n copies of that text: 1/n at best."""
+    greedy = strategy_scores([[1, 2, 3, 4]], [[-0.1, -0.2, -0.1, -0.3]], 3, deterministic=True)
+    assert greedy["distinct-2"] == pytest.approx(1 / 3) and greedy["distinct-1"] == pytest.approx(1 / 3)
+    assert greedy["avg log p"] == pytest.approx(-0.175)
+    varied = strategy_scores([[1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 9, 9]], [[-1.0] * 4] * 3, 3)
+    assert varied["distinct-2"] == pytest.approx(8 / 9) and varied["avg log p"] == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="expected 3 sample"):
+        strategy_scores([[1, 2]], [[-1.0, -1.0]], 3)  # a sampled strategy needs all its samples
+
+
+def test_on_the_model_greedy_is_less_diverse_than_hot_sampling(model):
+    n = 3
+    g = run(model, strategy="greedy", max_new_tokens=10)
+    hot = [run(model, strategy=Sampling(temperature=1.5), seed=s, max_new_tokens=10) for s in range(n)]
+    greedy = strategy_scores([ids(g)], [[s.logprob for s in g]], n, deterministic=True)
+    sampled = strategy_scores([ids(r) for r in hot], [[s.logprob for s in r] for r in hot], n)
+    assert greedy["distinct-2"] <= 1 / n + 1e-12 < sampled["distinct-2"]
+    assert greedy["avg log p"] > sampled["avg log p"]  # and the most likely text, as the caption says
 
 
 def test_bad_strategies_are_clear_errors():

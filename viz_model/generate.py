@@ -290,8 +290,26 @@ def distinct_n(samples: Sequence[Sequence[int]], n: int) -> float:
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
+def strategy_scores(samples: Sequence[Sequence[int]], logprobs: Sequence[Sequence[float]], n_samples: int,
+                    *, deterministic: bool = False) -> dict[str, float]:
+    """One strategy's row of a comparison over n_samples samples: mean average log p, distinct-1 and distinct-2.
+
+    Diversity is measured across the samples: a strategy that writes the same text every time is not diverse, however
+    varied that one text is. A deterministic strategy (greedy) is run once: its n_samples samples would all be that
+    text, so it is counted n_samples times (over a single sample greedy came out as the most diverse strategy)."""
+    if n_samples < 1 or len(samples) != len(logprobs):
+        raise ValueError("give at least one sample, and one list of log-probabilities per sample.")
+    expected = 1 if deterministic else n_samples
+    if len(samples) != expected:
+        raise ValueError(f"expected {expected} sample(s) for this strategy, got {len(samples)}.")
+    repeat = n_samples if deterministic else 1
+    runs = [list(s) for s in samples] * repeat
+    return {"avg log p": sum(average_logprob(lp) for lp in logprobs) / len(logprobs),
+            "distinct-1": distinct_n(runs, 1), "distinct-2": distinct_n(runs, 2)}
+
+
 __all__ = [
     "EOS_ID", "GREEDY", "GenStep", "STOP_MESSAGES", "Sampling", "as_sampling", "average_logprob", "distinct_n",
     "filter_distribution", "generate", "score", "score_stepwise", "sequence_logprob", "sequence_prob",
-    "stop_message", "top_k_mask", "top_p_mask",
+    "stop_message", "strategy_scores", "top_k_mask", "top_p_mask",
 ]

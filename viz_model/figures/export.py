@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import io
 
 import numpy as np
@@ -21,10 +22,26 @@ def _axis_labels(fig: go.Figure, trace, axis: str, n: int) -> list[str]:
     ticks = getattr(layout_axis, "ticktext", None)
     coords = getattr(trace, axis, None)
     if ticks is not None and len(ticks) == n:
-        return [str(t) for t in ticks]
+        return [_plain(t) for t in ticks]
     if coords is not None and len(coords) == n:
-        return [str(c) for c in coords]
+        return [_plain(c) for c in coords]
     return [str(i) for i in range(n)]
+
+
+def _plain(label) -> str:
+    """A label as the student typed it: figures escape "<bos>" to "&lt;bos&gt;" for Plotly, a CSV must not."""
+    return html.unescape(str(label))
+
+
+def _hole_value(fig: go.Figure, trace) -> float | None:
+    """What a hole (NaN) of a heatmap stands for in its numbers. On a scale that starts at 0 (attention weights,
+    shares) a masked or not-yet-existing key has weight exactly 0; over a grey "masked" layer on the same axes the
+    holes are masked scores, −∞. None: leave the cell blank."""
+    if getattr(trace, "zmin", None) == 0:
+        return 0.0
+    under = [t for t in fig.data if t is not trace and t.type == "heatmap" and (t.name or "").endswith("masked")
+             and (t.xaxis, t.yaxis) == (trace.xaxis, trace.yaxis)]
+    return -np.inf if under else None
 
 
 def figure_tables(fig: go.Figure) -> dict[str, pd.DataFrame]:
@@ -38,6 +55,8 @@ def figure_tables(fig: go.Figure) -> dict[str, pd.DataFrame]:
             if z.ndim == 2:
                 rows = _axis_labels(fig, trace, "y", z.shape[0])
                 cols = _axis_labels(fig, trace, "x", z.shape[1])
+                if (hole := _hole_value(fig, trace)) is not None:
+                    z = np.where(np.isnan(z), hole, z)
                 tables[name] = pd.DataFrame(z, index=rows, columns=cols)
             continue
         x, y = _decode(getattr(trace, "x", None)), _decode(getattr(trace, "y", None))

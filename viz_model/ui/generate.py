@@ -260,10 +260,9 @@ def strategy_comparison(ckpt, ids: list[int], s: Settings) -> None:
             for i, r in enumerate(runs):
                 rows.append({"strategy": name, "sample": i + 1, "text": _text(ckpt, r),
                              "avg log p": G.average_logprob([x.logprob for x in r])})
-            toks = [[x.token_id for x in r] for r in runs]
-            summary.append({"strategy": name, "avg log p": float(np.mean([G.average_logprob(
-                [x.logprob for x in r]) for r in runs])), "distinct-1": G.distinct_n(toks, 1),
-                "distinct-2": G.distinct_n(toks, 2)})
+            summary.append({"strategy": name, **G.strategy_scores(
+                [[x.token_id for x in r] for r in runs], [[x.logprob for x in r] for r in runs], n_samples,
+                deterministic=strat.is_greedy)})
         return pd.DataFrame(rows), pd.DataFrame(summary)
 
     key = input_key(model_id(ckpt), tuple(ids), s.max_new, s.seed, s.stop_at_eos, n_samples)
@@ -277,7 +276,12 @@ def strategy_comparison(ckpt, ids: list[int], s: Settings) -> None:
         show(F.strategy_scatter(summary, title="Likely vs diverse"), key="generate_strategy_scatter",
              name="strategies", exports=False)
     st.caption("Low temperature: likely but repetitive text (high average log p, few distinct n-grams). High "
-               "temperature: more diverse, less likely text. Greedy is one sample: it is deterministic.")
+               f"temperature: more diverse, less likely text. Greedy is deterministic: its {n_samples} samples would "
+               "all be the same text, so it is run once and that text counts for all of them. Diversity is measured "
+               "across the samples: writing the same thing every time is the least diverse a strategy can be.")
+    if n_samples == 1:
+        st.caption("With one sample per strategy, distinct-n only sees repeats inside a single text: take 2 or more "
+                   "samples to compare how diverse the strategies are.")
 
 
 def _text(ckpt, steps: list[G.GenStep]) -> str:
