@@ -7,7 +7,6 @@ from viz_model.runtime import jobs as J
 from viz_model.tokenizer import load_tokenizer
 from viz_model.ui import share
 from viz_model.ui import train as T
-from viz_model.ui.errors import guard
 from viz_model.ui.jobs import JOB_KEY, hold_lease, registry
 
 st.title("Train a model, live")
@@ -33,15 +32,7 @@ with st.expander("Configure", expanded=job is None, icon=":material/tune:"):
 b = st.columns(5)
 if b[0].button("Start", type="primary", key="train_start", icon=":material/play_arrow:",
                disabled=job is not None and job.active):
-    try:
-        new_id = T.start_run(reg, owner, spec, vocab)
-    except ValueError as e:
-        st.warning(f"Not started: {e}")
-    else:
-        if job is not None:
-            reg.remove(job.id)
-        st.session_state[JOB_KEY] = new_id
-        st.rerun()
+    T.start_or_ask(reg, owner, spec, vocab, job)  # a finished run nobody saved is replaced only after asking
 if b[1].button("Pause", key="train_pause", icon=":material/pause:", disabled=job is None or job.status != J.RUNNING):
     reg.pause(job.id)
     reg.wait(job.id, 10, until=(J.PAUSED, *J.FINISHED))
@@ -57,50 +48,41 @@ if b[4].button("Reset", key="train_reset", icon=":material/restart_alt:", disabl
     reg.remove(job.id)
     st.session_state.pop(JOB_KEY, None)
     st.rerun()
-
-active = job is not None and job.active
-st.session_state[T.WAS_ACTIVE_KEY] = active
+T.confirm_discard(reg, owner, spec, vocab, job)
 
 
-@st.fragment(run_every=1.0 if active else None)
-def progress() -> None:
-    j = reg.get(st.session_state.get(JOB_KEY))
-    if j is None:
+def runs() -> list:
+    return T.this_job(reg)
+
+
+def progress(jobs: list) -> None:
+    if not jobs:
         st.info("Pick a setup above and press **Start**. Tip: the *tiny* model on *induction* shows a head "
                 "suddenly learning to look back, with a matching drop in the loss.")
-        return
-    with guard("the progress"):  # fragment reruns bypass app.py's guard
+    for j in jobs:
         T.status(j, reg)
-    if st.session_state.get(T.WAS_ACTIVE_KEY) and not j.active:
-        st.session_state[T.WAS_ACTIVE_KEY] = False
-        st.rerun()  # full rerun: stops the timers and enables the controls
 
 
-@st.fragment(run_every=3.0 if active else None)
-def curves() -> None:
-    j = reg.get(st.session_state.get(JOB_KEY))
-    if j is not None:
-        with guard("the loss curves"):
-            T.curves(j)
+def curves(jobs: list) -> None:
+    for j in jobs:
+        T.curves(j)
 
 
-@st.fragment(run_every=5.0 if active else None)
-def attention() -> None:  # snapshots arrive every N steps: a slower timer is enough
-    j = reg.get(st.session_state.get(JOB_KEY))
-    if j is not None:
-        with guard("the attention views"):
-            T.attention(j)
+def attention(jobs: list) -> None:
+    for j in jobs:
+        T.attention(j)
 
 
-progress()
-curves()
-attention()
+# Each part redraws itself while the run goes and once when it ends; snapshots come every N steps: a slower timer.
+T.live("the progress", 1.0, runs, progress)
+T.live("the loss curves", 3.0, runs, curves)
+T.live("the attention views", 5.0, runs, attention)
 
 TABS = ["Attention evolution", "Teacher forcing", "Compare setups", "Save / load"]
 label, tab = share.tabs(TABS, key="train_tab")  # only the open tab runs
 with tab:
     if label == TABS[0]:
-        T.evolution(job)
+        T.evolution(reg)
     elif label == TABS[1]:
         T.teacher_forcing(job)
     elif label == TABS[2]:

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 import streamlit as st
+from conftest import assert_clean, open_tab
 
 
 @pytest.fixture(autouse=True)
@@ -143,3 +144,76 @@ def test_an_lstm_trains_on_recall_from_the_page_and_says_it_has_no_attention(app
     at.session_state["train_tab"] = "Teacher forcing"
     at.run()
     assert not at.exception and any("p(target)" in d.value.columns for d in at.dataframe)
+
+
+# -- settings you can trust (#14) -------------------------------------------------------------------------------
+def form(at) -> tuple:
+    return (at.select_slider(key="train_batch").value, at.select_slider(key="train_seq").value,
+            at.number_input(key="train_steps").value)
+
+
+def test_switching_the_size_preset_sets_that_presets_batch_context_and_steps(app_test):
+    at = app_test("app_pages/train.py")
+    assert form(at) == (16, 32, 200)
+    at.selectbox(key="train_preset").set_value("classroom").run()
+    assert form(at) == (32, 64, 600)
+    assert any("19,200 sequences seen" in c.value for c in at.caption)  # the caption describes the same numbers
+    at.select_slider(key="train_batch").set_value(4).run()  # a change of one's own ...
+    at.selectbox(key="train_preset").set_value("tiny").run()  # ... gives way to the preset picked after it
+    assert form(at) == (16, 32, 200)
+    at.selectbox(key="train_preset").set_value("custom").run()
+    assert form(at) == (32, 64, 600)
+    assert not at.exception
+
+
+def tf_text(at) -> str:
+    return at.text_input(key="train_tf_text").value
+
+
+def test_teacher_forcing_starts_from_the_tasks_own_probe_for_every_task(app_test):
+    from viz_model.data import TASKS, probe_text
+
+    at = app_test("app_pages/train.py")
+    open_tab(at, "train_tab", "Teacher forcing")
+    for task in TASKS:  # before a run: the task picked in the form
+        at.selectbox(key="train_task").set_value(task).run()
+        assert tf_text(at) == probe_text(task), task
+    configure(at, steps=20, every=10, task="copy")  # the box was open on another task: it follows the run's
+    at.button(key="train_start").click().run()
+    poll(at, lambda step, status: status == "done")
+    at.run()
+    assert tf_text(at) == probe_text("copy")
+    table = next(d.value for d in at.dataframe if "p(target)" in d.value.columns)
+    assert set(table["target"]) <= set(probe_text("copy").split()) | {"<eos>"}  # letters, no English word
+    at.text_input(key="train_tf_text").set_value("a b c").run()  # one's own sentence is kept
+    assert tf_text(at) == "a b c"
+    assert_clean(at)
+
+
+def test_start_asks_before_it_discards_a_finished_unsaved_run(app_test, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_RUNS", str(tmp_path))
+    at = app_test("app_pages/train.py")
+    configure(at, steps=20, every=10)
+    at.button(key="train_start").click().run()
+    poll(at, lambda step, status: status == "done")
+    first = at.session_state["train_job_id"]
+    at.button(key="train_start").click().run()
+    assert at.session_state["train_job_id"] == first  # nothing discarded yet: it asks
+    assert any("is not saved" in w.value for w in at.warning)
+    at.button(key="train_keep").click().run()
+    assert at.session_state["train_job_id"] == first and not any("is not saved" in w.value for w in at.warning)
+    # saved: listed in the sidebar at once, and Start may replace it without a question
+    open_tab(at, "train_tab", "Save / load")
+    at.text_input(key="train_ckpt_name").set_value("kept").run()
+    at.button(key="train_save").click().run()
+    assert "kept (yours)" in at.selectbox(key="model_key").options  # the sidebar, drawn before the click
+    at.button(key="train_start").click().run()
+    second = at.session_state["train_job_id"]
+    assert second != first and not any("is not saved" in w.value for w in at.warning)
+    poll(at, lambda step, status: status == "done")
+    at.button(key="train_start").click().run()  # the new run is not saved: asked again, then discarded on purpose
+    assert at.session_state["train_job_id"] == second
+    at.button(key="train_discard").click().run()
+    assert at.session_state["train_job_id"] not in (first, second)
+    at.button(key="train_stop").click().run()
+    assert_clean(at)

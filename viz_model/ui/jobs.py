@@ -14,7 +14,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_model.runtime import train_process
-from viz_model.runtime.jobs import RUNNING, JobRegistry
+from viz_model.runtime.jobs import QUEUED, JobRegistry
 
 JOB_KEY = "train_job_id"  # session_state: this tab's training job
 
@@ -66,9 +66,32 @@ _registry = st.cache_resource(show_spinner=False, on_release=_release_registry)(
 _lease = st.cache_resource(show_spinner=False, scope="session", on_release=_close_lease)(_open_lease)
 
 
+BADGE_EVERY_S = 1.0  # the badge is one caption: cheap enough to follow the main progress bar (also 1 s)
+
+
 def status_badge() -> None:
-    """A one-line sidebar note on every page while this tab's training run is active (for app.py)."""
+    """A one-line sidebar note on every page about this tab's training run (for app.py): live while the run is
+    active (a fragment polling every BADGE_EVERY_S), its final step and status once it has ended."""
     job = registry().get(st.session_state.get(JOB_KEY))
-    if job is not None and job.active:
-        where = f" — step {job.step:,}/{job.total:,}" if job.status == RUNNING else ""
-        st.sidebar.caption(f":material/model_training: Training {job.title}: {job.status}{where}")
+    if job is None:
+        return
+    active = job.active  # decided on the full run: run_every only changes on a full rerun
+
+    @st.fragment(run_every=BADGE_EVERY_S if active else None)
+    def badge() -> None:
+        j = registry().get(st.session_state.get(JOB_KEY))
+        if j is None:
+            return
+        if active and not j.active:
+            st.rerun()  # the run ended: one full rerun stops every timer and shows the final state everywhere
+        st.caption(badge_text(j))
+
+    with st.sidebar:
+        badge()
+
+
+def badge_text(job) -> str:
+    where = f" — step {job.step:,}/{job.total:,}" if job.status != QUEUED else ""
+    if job.active:
+        return f":material/model_training: Training {job.title}: {job.status}{where}"
+    return f":material/model_training: Trained {job.title}: {job.status}{where}"

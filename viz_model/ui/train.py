@@ -3,6 +3,7 @@ teacher forcing, the compare-setups ablation and checkpoints. The logic lives in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -27,9 +28,18 @@ from viz_model.runtime import jobs as J
 from viz_model.runtime.runs import checkpoint_zip, import_upload, model_key, runs_dir, safe_name, save_run
 from viz_model.runtime.train_process import make_events
 from viz_model.ui import chart
+from viz_model.ui.errors import guard
+from viz_model.ui.jobs import JOB_KEY
 from viz_model.ui.models import register_user_model
 
-ABLATION_KEY, WAS_ACTIVE_KEY = "train_ablation_ids", "train_was_active"
+ABLATION_KEY, DISCARD_KEY, TF_TASK_KEY = "train_ablation_ids", "train_confirm_discard", "train_tf_task"
+ADDED_KEY = "train_added"
+
+# What a size preset sets in the form besides the model's shape (tiny: seconds; classroom: the lecture model).
+PRESET_FORM = {"tiny": {"train_batch": 16, "train_seq": 32, "train_steps": 200},
+               "classroom": {"train_batch": 32, "train_seq": 64, "train_steps": 600},
+               "custom": {"train_batch": 32, "train_seq": 64, "train_steps": 600}}
+
 ARCH_LABELS = {"transformer": "transformer", "rnn": "RNN (nn.RNN, tanh)", "lstm": "LSTM (nn.LSTM)"}
 QKV_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
               "none": "none (raw XXᵀ)"}
@@ -41,7 +51,7 @@ def config_form() -> TrainSpec:
     kind = c0.selectbox("Model kind", ARCHS, key="train_arch", format_func=ARCH_LABELS.get,
                         help="A transformer, or torch's own nn.RNN / nn.LSTM (no attention: a hidden state "
                              "carried step by step). The RNN ignores the transformer switches below.")
-    preset = c1.selectbox("Size", ["tiny", "classroom", "custom"], key="train_preset",
+    preset = c1.selectbox("Size", ["tiny", "classroom", "custom"], key="train_preset", on_change=_apply_preset,
                           help="tiny trains in seconds; classroom is the lecture model; custom lets you pick.")
     task = c2.selectbox("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task")
     device = c3.selectbox("Device", ["auto", *available_devices()], key="train_device")
@@ -66,11 +76,13 @@ def config_form() -> TrainSpec:
                                   "batch and positions (padding included); RMSNorm: no mean subtracted (Llama).")
     residual = q3.toggle("Residual connections", True, key="train_residual")
     warmup = q4.toggle("Learning-rate warm-up", True, key="train_warmup")
+    for k, v in PRESET_FORM[preset].items():
+        st.session_state.setdefault(k, v)  # a first visit: the preset's values (a switch sets them: _apply_preset)
     h1, h2, h3, h4, h5, h6 = st.columns(6)
     lr = h1.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1], 3e-3, key="train_lr")
-    batch = h2.select_slider("Batch", [1, 4, 8, 16, 32, 64], 16 if preset == "tiny" else 32, key="train_batch")
-    seq = h3.select_slider("Context length", [32, 48, 64, 96, 128], 32 if preset == "tiny" else 64, key="train_seq")
-    steps = h4.number_input("Steps", 10, 5000, 200 if preset == "tiny" else 600, 10, key="train_steps")
+    batch = h2.select_slider("Batch", [1, 4, 8, 16, 32, 64], key="train_batch")
+    seq = h3.select_slider("Context length", [32, 48, 64, 96, 128], key="train_seq")
+    steps = h4.number_input("Steps", 10, 5000, step=10, key="train_steps")
     seed = h5.number_input("Seed", 0, 10_000, 0, key="train_seed")
     every = h6.number_input("Snapshot every", 5, 500, 20, 5, key="train_every",
                             help="Held-out loss, attention snapshot and a greedy sample every N steps.")
@@ -80,10 +92,80 @@ def config_form() -> TrainSpec:
                      steps=int(steps), seed=int(seed), device=device, every=int(every), **arch)
 
 
+def _apply_preset() -> None:
+    """on_change of the Size box: the new preset's batch, context and steps replace the old preset's."""
+    st.session_state.update(PRESET_FORM[st.session_state["train_preset"]])
+
+
 def start_run(reg, owner: str, spec: TrainSpec, vocab_size: int) -> str:
     _, n_params = validate(spec, vocab_size)  # a clear message before any thread starts
     job = reg.submit(owner, spec.label(), spec.steps, make_events(spec), meta={"spec": spec, "params": n_params})
     return job.id
+
+
+def live(what: str, every: float, jobs: Callable[[], list], draw: Callable[[list], None]) -> None:
+    """Draw `draw(jobs())` in a fragment that redraws itself every `every` s while one of the jobs is active.
+    When the last one ends it asks for one full rerun: that shows the final state everywhere (controls, badge,
+    tabs) and stops the timers, since run_every only changes on a full run. Idle, nothing polls."""
+    active = any(j.active for j in jobs())
+
+    @st.fragment(run_every=every if active else None)
+    def part() -> None:
+        now = jobs()
+        if active and not any(j.active for j in now):
+            st.rerun()
+        with guard(what):  # fragment reruns bypass app.py's guard
+            draw(now)
+
+    part()
+
+
+def this_job(reg) -> list:
+    """This tab's run, as the list live() takes (empty before the first Start)."""
+    job = reg.get(st.session_state.get(JOB_KEY))
+    return [job] if job is not None else []
+
+
+def unsaved(job) -> bool:
+    """A finished run with trained steps that nobody saved: a new Start would throw it away."""
+    return job is not None and not job.active and job.step > 0 and job.result is not None \
+        and not job.meta.get("saved")
+
+
+def start_or_ask(reg, owner: str, spec: TrainSpec, vocab_size: int, job) -> None:
+    """The Start button: a finished, unsaved run is only replaced once the student says so (confirm_discard)."""
+    if unsaved(job):
+        st.session_state[DISCARD_KEY] = job.id
+        st.rerun()
+    replace_run(reg, owner, spec, vocab_size, job)
+
+
+def replace_run(reg, owner: str, spec: TrainSpec, vocab_size: int, job) -> None:
+    try:
+        new_id = start_run(reg, owner, spec, vocab_size)
+    except ValueError as e:
+        st.warning(f"Not started: {e}")
+        return
+    if job is not None:
+        reg.remove(job.id)
+    st.session_state.pop(DISCARD_KEY, None)
+    st.session_state[JOB_KEY] = new_id
+    st.rerun()
+
+
+def confirm_discard(reg, owner: str, spec: TrainSpec, vocab_size: int, job) -> None:
+    """After Start on an unsaved finished run: say what would be lost, and start only on an explicit Discard."""
+    if job is None or st.session_state.get(DISCARD_KEY) != job.id or not unsaved(job):
+        st.session_state.pop(DISCARD_KEY, None)
+        return
+    st.warning(f"Your finished run **{job.title}** ({job.step:,} steps) is not saved: a new run replaces it. "
+               "Keep it with **Save checkpoint** in the Save / load tab, or discard it.", icon=":material/warning:")
+    c1, c2, _ = st.columns([1, 1, 3])
+    if c1.button("Discard it and start", key="train_discard", type="primary", icon=":material/delete:"):
+        replace_run(reg, owner, spec, vocab_size, job)
+    if c2.button("Keep it", key="train_keep", icon=":material/undo:"):
+        st.session_state.pop(DISCARD_KEY, None)
+        st.rerun()
 
 
 def status(job, reg) -> None:
@@ -147,10 +229,19 @@ def attention(job) -> None:
         st.dataframe(pd.DataFrame(h.samples[::-1][:12]), hide_index=True, key="train_samples")
 
 
-def evolution(job) -> None:
-    """The probe's attention at every snapshot so far, as a player (slider + play)."""
-    if job is None or job.result is None:
+def evolution(reg) -> None:
+    """The probe's attention at every snapshot so far, as a player (slider + play); live while the run goes."""
+    live("the attention evolution", 3.0, lambda: this_job(reg), _evolution)
+
+
+def _evolution(jobs: list) -> None:
+    job = jobs[0] if jobs else None
+    if job is None:
         st.caption("Snapshots of the probe's attention appear here once a run has started.")
+        return
+    if job.result is None:  # queued, or its process is still building the model
+        st.caption(f"The run is {job.status}: snapshots appear here as it takes them, every "
+                   f"{job.meta['spec'].every} steps.")
         return
     h = history(job.events_since())
     run = job.result
@@ -158,13 +249,13 @@ def evolution(job) -> None:
         st.caption("An RNN has no attention: there is nothing to snapshot." if run.spec.kind in ("rnn", "lstm")
                    else f"The first snapshot comes at step {run.spec.every}.")
         return
-    st.caption(f"{len(h.snaps)} snapshots of the probe “{probe_text(run.spec.task)}”: drag the slider "
-               "or press play. Reload the tab (or any control) to include newer snapshots.")
+    st.caption(f"{len(h.snaps)} snapshots of the probe “{probe_text(run.spec.task)}”: drag the slider or press "
+               "play." + (" New snapshots join the player as the run takes them." if job.active else ""))
     if h.query_tokens:
         st.caption("A translation model: each frame is the probe's cross-attention, target words (rows) reading "
                    "source words (columns). Watch it go from uniform to the word alignment.")
     chart.show(attention_player(h.snaps, h.snap_steps, h.tokens, q_tokens=h.query_tokens), key="train_player",
-               name="train_attention_evolution")
+               name="train_attention_evolution", exports=not job.active)
 
 
 def teacher_forcing(job) -> None:
@@ -172,8 +263,12 @@ def teacher_forcing(job) -> None:
     st.markdown("One forward pass over a sentence gives a prediction at **every** position at once: the causal "
                 "mask only restricts what each position may read.")
     run = job.result if job is not None else None
-    default = "the cat sat on the mat" if run is None or run.spec.task == "lm" else probe_text(run.spec.task)
-    text = st.text_input("Training sentence", default, max_chars=300, key="train_tf_text")
+    task = run.spec.task if run is not None else st.session_state.get("train_task", "lm")
+    if st.session_state.get(TF_TASK_KEY) != task or "train_tf_text" not in st.session_state:
+        st.session_state[TF_TASK_KEY] = task  # the task's own probe: English words mean nothing to a letters model
+        st.session_state["train_tf_text"] = probe_text(task)
+    text = st.text_input("Training sentence", max_chars=300, key="train_tf_text",
+                         help="Starts as the probe of the run's task, the input the trainer snapshots; type your own.")
     if not text.strip():
         st.warning("Type at least one word.")
         return
@@ -222,7 +317,12 @@ def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
                 reg.remove(old)
             st.session_state[ABLATION_KEY] = [start_run(reg, owner, s, vocab_size) for s in specs]
             st.rerun()
-    jobs = [j for j in (reg.get(i) for i in st.session_state.get(ABLATION_KEY, [])) if j is not None]
+    live("the comparison", 2.0, lambda: [j for j in map(reg.get, st.session_state.get(ABLATION_KEY, [])) if j],
+         lambda jobs: _compared(reg, kind, jobs))
+
+
+def _compared(reg, kind: str, jobs: list) -> None:
+    """The compared runs' bars and loss curves, and for the causal-mask pair the peeking demo once both are done."""
     if not jobs:
         return
     for j in jobs:
@@ -231,7 +331,7 @@ def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
                     + (f" (queue position {pos})" if pos else f", step {j.step}/{j.total}"))
     runs = {j.title: history(j.events_since()).curve() for j in jobs}
     chart.show(loss_curves(runs, title="Same setup, one thing changed", total=max(j.total for j in jobs)),
-               key="train_ablation_chart", name="train_ablation")
+               key="train_ablation_chart", name="train_ablation", exports=not any(j.active for j in jobs))
     done = [j for j in jobs if j.status == J.DONE]
     if kind == "causal mask" and len(done) == 2:
         masked, free = sorted(done, key=lambda j: not j.meta["spec"].causal)
@@ -265,8 +365,9 @@ def checkpoints(job, owner: str) -> None:
                 with job.model_lock:
                     path = save_run(job.result, name, owner)
                 register_user_model(model_key(path), path)
-                st.session_state["train_saved"] = str(path)
-            saved = st.session_state.get("train_saved")
+                job.meta["saved"] = str(path)  # this run's file; Start may now replace the run without asking
+                st.rerun()  # the sidebar, drawn before this page, lists the new model at once
+            saved = job.meta.get("saved")
             if saved and Path(saved).exists():
                 key = model_key(Path(saved))
                 st.success(f"Saved as **{key}**: pick it in the sidebar's Model menu on any page.")
@@ -280,5 +381,8 @@ def checkpoints(job, owner: str) -> None:
             dest = runs_dir() / safe_name(owner[:12]) / "uploads"
             ckpt = import_upload([(f.name, f.getvalue()) for f in files], dest)
             register_user_model(ckpt.path.stem, ckpt.path)
-            st.success(f"✓ {ckpt.path.stem}: valid safetensors, config and shapes check out "
-                       f"({ckpt.model.num_params():,} parameters). Pick it in the sidebar.")
+            st.session_state[ADDED_KEY] = (f"✓ {ckpt.path.stem}: valid safetensors, config and shapes check out "
+                                           f"({ckpt.model.num_params():,} parameters). Pick it in the sidebar.")
+            st.rerun()  # the sidebar, drawn before this page, lists the new model at once
+        if added := st.session_state.pop(ADDED_KEY, None):
+            st.success(added)
