@@ -43,14 +43,13 @@ for section, file, title, icon, url in PAGES:
             st.Page(str(ROOT / file), title=title, icon=icon, url_path=url, default=(url == "start"))
         )
 page = st.navigation(sections, expanded=True)  # every lesson visible: no "View more" on a projector
-share.new_page(page.url_path)
 
+link = share.opened_link()  # before any widget takes its value from it
 with guard("the sidebar"):
     sidebar.render()
     status_badge()  # a training run of this user shows on every page
-share.show_notices()
 try:
     with guard(page.title):
         page.run()
-finally:  # also after a page's st.stop(): its bound settings go into the URL, so a link reopens this view
-    share.publish()
+finally:  # also after a page's st.stop()
+    share.link_notices(link)

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from viz_model.tokenizer import MASK
 from viz_model.ui import encoder as ui
 from viz_model.ui import share
 from viz_model.ui.widgets import sentence_input
@@ -20,12 +21,12 @@ ckpt = ui.pick_encoder()
 
 def fill_in() -> None:
     ui.held_out_examples()
-    enc = sentence_input("encoder", ckpt, max_tokens=ui.word_limit(ckpt), default="The cat sat on the mat")
+    enc = sentence_input("encoder", ckpt, max_tokens=ui.word_limit(ckpt), default="The cat sat on the mat",
+                         specials=(MASK,))  # a typed <mask> is a blank to fill; any other special is plain text
     st.caption("The encoder reads `<bos>` + your words + `<eos>`, in one pass, in both directions.")
     words, pieces = ui.words_of(enc, ckpt)
     picked = ui.mask_picker(words, pieces)
-    share.bind("k", "encoder_topk", int, lo=1, hi=10)
-    top_k = st.slider("Fill-ins shown per mask (top k)", 1, 10, 5, key="encoder_topk")
+    top_k = st.slider("Fill-ins shown per mask (top k)", 1, 10, 5, key="encoder_topk", **share.URL)
     text, answers = ui.masked_text(words, pieces, picked)
     if not answers:
         st.info("Nothing is hidden yet: click one or more words above, or type `<mask>` in the sentence, to see "

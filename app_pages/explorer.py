@@ -21,15 +21,15 @@ tokens, T = enc.tokens, len(enc.ids)
 
 ui.tokens_view(ckpt, enc)
 
-ui.bind_view(cfg)
 with st.expander("Knobs that re-run the model", expanded=False):
     k1, k2, k3, k4 = st.columns(4)
-    scale_on = k1.toggle("Scale scores by 1/√d_k", value=True, key="explorer_scale")
-    temperature = k2.slider("Attention temperature", 0.1, 5.0, 1.0, 0.1, key="explorer_temp",
+    scale_on = k1.toggle("Scale scores by 1/√d_k", value=True, key="explorer_scale", **share.URL)
+    temperature = k2.slider("Attention temperature", 0.1, 5.0, 1.0, 0.1, key="explorer_temp", **share.URL,
                             help="Scores are divided by this before the softmax.")
     default_mask = "causal" if cfg.causal else "bidirectional"
-    mask_kind = k3.radio("Mask", ["causal", "bidirectional"], index=0 if cfg.causal else 1, key="explorer_mask")
-    average = k4.toggle("Average of all heads", value=False, key="explorer_avg")
+    mask_kind = k3.radio("Mask", ["causal", "bidirectional"], index=0 if cfg.causal else 1, key="explorer_mask",
+                         **share.URL)
+    average = k4.toggle("Average of all heads", value=False, key="explorer_avg", **share.URL)
     if mask_kind != default_mask:
         st.warning(f"This model was trained {default_mask}. Running it {mask_kind} is off-distribution: the pattern "
                    "shows what the weights do with inputs they never saw, not what they learned.")
@@ -58,8 +58,8 @@ if roles is not None and (table := ui.roles_table(ckpt, measured)) is not None:
             n=8, bos=f": {widgets.start_token(ckpt)[1]}" if widgets.uses_bos(ckpt) else ""))
 
 c1, c2 = st.columns(2)
-layer = c1.selectbox("Layer", range(cfg.n_layers), key="explorer_layer")
-head = c2.selectbox("Head", range(cfg.n_heads), key="explorer_head",
+layer = share.select(c1, "Layer", range(cfg.n_layers), "explorer_layer")
+head = share.select(c2, "Head", range(cfg.n_heads), "explorer_head",
                     format_func=lambda h: f"{h} — {roles[layer][h]}" if roles and roles[layer][h] else str(h))
 if roles and roles[layer][head]:
     st.info(f"{head_name(layer, head).capitalize()}: measured role **{roles[layer][head]}**.")
@@ -86,7 +86,7 @@ with tab:
         chk = cache.cached_checks(model, mid, tuple(enc.ids), bits, scale_on, float(temperature), layer)
         errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None, chk["attn_out"]]
         st.dataframe(ui.pipeline_table(steps, errors), hide_index=True, width="stretch")
-        step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step",
+        step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step", **share.URL,
                                     format_func=lambda i: steps[i].title.split(". ")[1])
         if step is not None:
             st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")

@@ -19,8 +19,9 @@ model, cfg = ckpt.model, ckpt.model.config
 if not cfg.causal:
     st.warning("This model attends in both directions (an encoder): it cannot write left to right. "
                "Pick a decoder model in the sidebar.")
-    share.stop()
+    st.stop()
 enc = ui.prompt_input(ckpt)
+ui.refuse_ended_prompt(ckpt, enc.ids)  # never continue a text past its end token
 end = ui.end_name(ckpt)  # the model's own end token: "<eos>", "<|endoftext|>", "</s>"...
 settings = ui.controls(cfg, cfg.vocab_size, end)
 all_steps = ui.full_run(ckpt, enc.ids, settings)
@@ -32,12 +33,13 @@ if steps and steps[-1].stop_reason:
     reason = G.stop_message(steps[-1].stop_reason, cfg.max_len).replace("<eos>", end)
     (st.warning if steps[-1].stop_reason == "context" else st.caption)(f"Stopped: {reason}")
 if not steps:
-    share.stop()
+    st.stop()
 
 st.header("1 · The next-token distribution")
 pick = len(steps) - 1
 if len(steps) > 1:
-    pick = st.slider("Show step", 1, len(steps), len(steps), key="generate_view_step") - 1
+    share.valid(ui.VIEW_STEP, range(1, len(steps) + 1), len(steps))
+    pick = st.slider("Show step", 1, len(steps), len(steps), key=ui.VIEW_STEP, **share.URL) - 1
 v = steps[pick]
 st.markdown(f"Step {pick + 1}: the model's probabilities for position {v.position} (left), then after "
             f"**{settings.strategy.describe()}** (right: removed tokens grey, the rest renormalised to sum to 1). "
@@ -59,12 +61,14 @@ st.header("3 · Where the new token looks")
 st.markdown("Each row is the attention of the position that predicts the next token, over everything before it. "
             "One row per step: the **causal triangle** builds up as the text grows.")
 c1, c2 = st.columns(2)
-layer = c1.selectbox("Layer", range(cfg.n_layers), key="generate_layer")
-head = c2.selectbox("Head", range(cfg.n_heads), key="generate_head")
+share.valid("generate_layer", range(cfg.n_layers))
+share.valid("generate_head", range(cfg.n_heads))
+layer = c1.selectbox("Layer", range(cfg.n_layers), key="generate_layer", **share.URL)
+head = c2.selectbox("Head", range(cfg.n_heads), key="generate_head", **share.URL)
 labels = [*enc.tokens, *[s.token for s in steps]]
 fig = F.attention_rows([s.attention[layer, head] for s in steps], labels[:steps[-1].position],
                        [s.position - 1 for s in steps], [s.token for s in steps], n_prompt=len(enc.ids),
-                       title=f"Layer {layer}, head {head}: attention of each step")
+                       title=f"Layer {layer} · head {head}: attention of each step")
 show(fig, key="generate_attention", name=f"generation_attention_L{layer}_H{head}")
 err = max(abs(float(s.attention[layer, head].sum()) - 1) for s in steps)
 st.success(f"✓ Every row sums to 1 over the prefix (max error {err:.1e}); grey cells did not exist yet.")

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from viz_model.tokenizer import PAD
 from viz_model.ui import masks as ui
 from viz_model.ui import share
 from viz_model.ui.errors import section
@@ -14,7 +15,8 @@ st.markdown("A mask decides **which keys each query may read**. It is added to t
 
 ckpt = current_model()
 cfg = ckpt.model.config
-enc = sentence_input("masks", ckpt, max_tokens=ui.MAX_GALLERY_T, default="The cat sat on the mat")
+# A typed <pad> stays the padding token here (the Padding mask hides it); any other special typed is plain text.
+enc = sentence_input("masks", ckpt, max_tokens=ui.MAX_GALLERY_T, default="The cat sat on the mat", specials=(PAD,))
 ids, tokens, T = enc.ids, enc.tokens, len(enc.ids)
 
 st.header("Mask gallery")
@@ -22,14 +24,11 @@ st.header("Mask gallery")
 
 @section("the mask gallery")  # switching the mask, layer or head reruns only this part of the page
 def gallery() -> None:
-    share.bind("mask", "masks_kind", choices=list(ui.GALLERY))
-    share.bind("layer", "masks_layer", int, choices=range(cfg.n_layers))
-    share.bind("head", "masks_head", int, choices=range(cfg.n_heads))
     kind = st.segmented_control("Mask", list(ui.GALLERY), default="causal", format_func=ui.GALLERY.get,
-                                key="masks_kind") or "causal"
+                                key="masks_kind", required=True, **share.URL)
     c1, c2, _ = st.columns([1, 1, 2])
-    layer = c1.selectbox("Layer", range(cfg.n_layers), key="masks_layer")
-    head = c2.selectbox("Head", range(cfg.n_heads), key="masks_head")
+    layer = share.select(c1, "Layer", range(cfg.n_layers), "masks_layer")
+    head = share.select(c2, "Head", range(cfg.n_heads), "masks_head")
     allowed = ui.gallery_mask(kind, T, "masks", ids, *pad_token(ckpt))
     model_mask = "causal" if cfg.causal else "bidirectional"
     if kind not in (model_mask, "padding"):

@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from viz_model import rope
 from viz_model.ui import rope as sections
 from viz_model.ui import share
 from viz_model.ui.models import is_folder_model
@@ -16,8 +15,6 @@ st.markdown(
     "⟨R_t q, R_s k⟩ = ⟨q, R_(s−t) k⟩."
 )
 
-share.bind("method", "rope_ext_method", choices=list(rope.ROPE_INIT_FUNCTIONS))
-share.bind("shift", "rope_shift", int, lo=0, hi=1000)
 ckpt = current_model()
 cfg = ckpt.model.config
 live_dk = cfg.d_k if cfg.pos_encoding == "rope" and cfg.d_k % 2 == 0 else 32

@@ -13,13 +13,10 @@ st.markdown(
 )
 
 BASES = [10.0, 100.0, 1000.0, 10000.0, 100000.0]
-share.bind("d", "sinusoidal_d", int, choices=range(4, 1025, 2))
-share.bind("positions", "sinusoidal_npos", int, lo=8, hi=8192)
-share.bind("base", "sinusoidal_base", float, choices=BASES)
 c1, c2, c3 = st.columns(3)
-d = c1.slider("d_model (even)", 4, 1024, 64, step=2, key="sinusoidal_d")
-n_pos = c2.slider("number of positions", 8, 8192, 128, step=8, key="sinusoidal_npos")
-base = c3.select_slider("base", BASES, value=10000.0, key="sinusoidal_base",
+d = c1.slider("d_model (even)", 4, 1024, 64, step=2, key="sinusoidal_d", **share.URL)
+n_pos = c2.slider("number of positions", 8, 8192, 128, step=8, key="sinusoidal_npos", **share.URL)
+base = c3.select_slider("base", BASES, value=10000.0, key="sinusoidal_base", **share.URL,
                         format_func=lambda b: f"{b:,.0f}")
 
 # Only the open tab runs; each tab is a fragment: its own sliders rerun that tab only, the three above the page.

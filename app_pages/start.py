@@ -11,7 +11,7 @@ from viz_model.ui import chart, share
 from viz_model.ui.explorer import model_card
 from viz_model.ui.models import is_folder_model
 from viz_model.ui.sidebar import current_model
-from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, encode_text, start_token, token_chips, uses_bos
+from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, MAX_CHARS, encode_text, start_token, token_chips, uses_bos
 
 st.title("Attention Lab")
 st.markdown(
@@ -40,9 +40,7 @@ if meta.get("heldout_loss") is not None:
                f"held-out loss {meta['heldout_loss']:.3f}.")
 
 st.subheader("One sentence, end to end")
-share.bind("text", "start_text")
-text = st.text_input("Type a sentence", "The cat sat on the mat", key="start_text", max_chars=2000)
-share.bind("bos", "start_bos", bool)
+text = share.text(st, "Type a sentence", "The cat sat on the mat", "start_text", MAX_CHARS)
 start = start_token(ckpt)
 if start is None:
     bos = False
@@ -51,7 +49,7 @@ else:
     how = (", as its tokenizer does" if uses_bos(ckpt) else " (its tokenizer does not)") if folder else \
         ", as in training"
     bos = st.toggle(f"Start with `{start[1]}`{how}",
-                    value=uses_bos(ckpt), key="start_bos",
+                    value=uses_bos(ckpt), key="start_bos", **share.URL,
                     help="Its tokenizer puts this token in front of every text." if folder and uses_bos(ckpt) else
                     "Its tokenizer does not put it in front by itself; switch it on to see what changes." if folder
                     else "The shipped models saw a <bos> token in front of most training sentences; many heads "
@@ -63,23 +61,19 @@ if enc.truncated:
             "so only the first ones are shown.")
 if len(enc.ids) <= int(bos):
     st.warning("Type at least one word to see its tokens and attention.")
-    share.stop()
+    st.stop()  # the layer and head below are not drawn: they keep their values (persist_state)
 if enc.unknown and not folder:
     st.caption("Words this model has never seen become `<unk>`: " + ", ".join(f"`{w}`" for w in enc.unknown[:12]))
 
 token_chips(enc)
 
-share.bind("layer", "start_layer", int, choices=range(cfg.n_layers))
-share.bind("head", "start_head", int, choices=range(cfg.n_heads))
-c1, c2 = st.columns(2)
-layer = c1.selectbox("Layer", range(cfg.n_layers), key="start_layer")
-head = c2.selectbox("Head", range(cfg.n_heads), key="start_head")
+layer, head = share.layer_head("start", cfg.n_layers, cfg.n_heads)
 with torch.no_grad():
     out = model(torch.tensor([enc.ids], device=model.device), trace=True)
 lt = out.trace.layers[layer]
 probs = lt.probs[0, head]
 allowed = torch.isfinite(lt.mask).expand(lt.probs.shape)[0, head]
-fig = attention_heatmap(probs, enc.tokens, allowed=allowed, title=f"Layer {layer}, head {head}: attention weights")
+fig = attention_heatmap(probs, enc.tokens, allowed=allowed, title=f"Layer {layer} · head {head}: attention weights")
 chart.show(fig, key="start_heatmap", name=f"attention_L{layer}_H{head}")
 role = next((r for r in meta.get("head_roles") or [] if (r["layer"], r["head"]) == (layer, head)), None)
 if role:

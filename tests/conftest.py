@@ -319,8 +319,10 @@ def spec(at, key: str) -> dict:
 
 
 def open_tab(at, key: str, label: str):
-    """Click a tab (AppTest has no tab clicks: set the tabs' state, as the browser's click does, and rerun)."""
+    """Click a tab (AppTest has no tab clicks: set the tabs' state and the URL's ?key=, as the browser's click does
+    for a tab bound to the URL, and rerun)."""
     at.session_state[key] = label
+    at.query_params[key] = label
     return at.run()
 
 

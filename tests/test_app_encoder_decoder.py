@@ -124,16 +124,17 @@ def test_stepping_next_token_grows_the_output_and_the_cross_chart(model_path, ck
     at = open_page(model_path, mode="step")
     at.text_input(key="ed_text").set_value(KNOWN).run()
     words = translate(ckpt.model, ckpt.tokenizer, KNOWN, max_new_tokens=ckpt.model.config.max_len).tokens
-    assert texts(at.code)[0].strip() == ""
+    assert texts(at.code)[0] == words[0]  # the first word at once
     rows = [arr(panel(spec(at, "ed_three_chart"), "cross")["z"]).shape[0]]
-    for n in (1, 2):
+    for n in (2, 3):
         at.button(key="ed_next").click().run()
         assert_clean(at)
         assert texts(at.code)[0] == " ".join(words[:n])
+        assert at.number_input(key="ed_step_n").value == n  # the count is a setting, in the link
         rows.append(arr(panel(spec(at, "ed_three_chart"), "cross")["z"]).shape[0])
-    assert rows == [1, 2, 3]  # <bos>, then one query more per chosen word
+    assert rows == [2, 3, 4]  # <bos>, then one query more per chosen word
     at.button(key="ed_reset").click().run()
-    assert texts(at.code)[0].strip() == ""
+    assert texts(at.code)[0] == words[0]
 
 
 def test_a_source_outside_the_toy_language_is_translated_anyway(page, ckpt):

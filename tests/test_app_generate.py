@@ -29,15 +29,16 @@ def values(arr) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def stepped():
-    """One page run shared by the step-mode tests: three clicks on Next token."""
+    """One page run shared by the step-mode tests: the first token at once, then two clicks on Next token."""
     from conftest import ROOT
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.switch_page(PAGE).run()
-    assert not at.exception and len(at.dataframe) == 0  # step mode starts with nothing generated
-    for _ in range(3):
+    assert not at.exception and at.number_input(key="generate_step_n").value == 1  # the first token at once
+    assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 2  # its row and the end token's
+    for _ in range(2):
         at.button(key="generate_next").click().run()
     return at
 

@@ -254,14 +254,14 @@ def test_a_shared_link_opens_the_same_view_and_bad_values_fall_back():
     from conftest import ROOT
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()  # the start page publishes its own params first, as a browser would before the link is opened
-    at.query_params["d"] = "8"
-    at.query_params["positions"] = "99999"  # out of range: ignored with a notice, never an error
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)  # a fresh session opened by a link
+    at.query_params["sinusoidal_d"] = "8"
+    at.query_params["sinusoidal_npos"] = "99999"  # out of range: dropped with a notice, never an error
+    at.query_params["sinusoidal_tab"] = "Shift matrix M_k"  # a link can open a tab
     at.switch_page("app_pages/sinusoidal.py").run()
     assert not at.exception
     assert at.slider(key="sinusoidal_d").value == 8
     assert at.slider(key="sinusoidal_npos").value == 128
-    at.query_params["tab"] = "Shift matrix M_k"  # a link can open a tab
-    at.run()
+    assert any("“sinusoidal_npos” is not valid here" in t.value for t in at.toast)
+    assert not any("sinusoidal_d”" in t.value for t in at.toast)
     assert at.get_by_key("sinusoidal_mk") is not None and at.session_state["sinusoidal_tab"] == "Shift matrix M_k"

@@ -135,12 +135,11 @@ def test_a_link_with_bad_values_falls_back_to_the_defaults():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page(PAGE)
-    for name, raw in {"T": "99999", "lengths": "1024-16", "w_hh": "<b>x</b>", "gain": "7", "distance": "3",
-                      "tab": TABS[1]}.items():
+    at.run()  # AppTest opens the default page first; the link's parameters come with the switch
+    for name, raw in {"recurrence_T": "99999", "recurrence_lengths": "17", "recurrence_whh": "<b>x</b>",
+                      "recurrence_gain": "7", "recurrence_distance": "3", "recurrence_tab": TABS[1]}.items():
         at.query_params[name] = raw
-    at.run()
+    at.switch_page(PAGE).run()
     assert not at.exception and not at.error, texts(at.exception) + texts(at.error)
     assert at.session_state["recurrence_tab"] == TABS[1]  # the valid value is applied
     assert at.slider(key="recurrence_distance").value == 40

@@ -74,7 +74,7 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page):
     wait_idle(page)
     after = plot_data(page, 0)
     assert _names(after) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)] and after[1]["z"] != before
-    assert "grid_layers=4" in page.url
+    assert "explorer_grid_layers=4" in page.url
     screenshot(page, "real_models_explorer_llama_layers_4_5")
     assert page.console.errors() == []
 

@@ -58,28 +58,20 @@ class Settings:
 
 
 # -- settings -------------------------------------------------------------------------------------------------
-def _range(raw: str) -> tuple[int, int]:
-    lo, hi = raw.split("-")
-    return int(lo), int(hi)
-
-
 def settings(where: Where) -> Settings:
     """The sweep's widgets (bound to the URL: a link reproduces the measurement's setting)."""
     p = where.prefix
-    pairs = [(a, b) for a in where.Ts for b in where.Ts if a < b]
-    share.bind(f"{p.removeprefix('cost_')}_T", f"{p}_T", _range, choices=pairs, fmt=lambda v: f"{v[0]}-{v[1]}")
-    share.bind(f"{p.removeprefix('cost_')}_heads", f"{p}_heads", int, choices=(1, 4, 8))
-    share.bind(f"{p.removeprefix('cost_')}_budget", f"{p}_budget", int, lo=1, hi=600)
     c1, c2, c3, c4 = st.columns([3, 1, 1, 1.3])
     lo, hi = c1.select_slider("Sequence lengths T (powers of two)", where.Ts, value=where.default, key=f"{p}_T",
+                              **share.URL,
                               format_func=lambda t: f"{t:,}",
                               help="Each doubling of T quadruples the T×T matrix. Longer T takes much longer.")
-    heads = c2.selectbox("Heads", (1, 4, 8), index=1, key=f"{p}_heads",
+    heads = c2.selectbox("Heads", (1, 4, 8), index=1, key=f"{p}_heads", **share.URL,
                          help="d_model 128 split into this many heads: H score matrices of T×T each.")
-    budget = c3.number_input("Time budget, s", 1, 600, where.budget_s, step=5, key=f"{p}_budget",
+    budget = c3.number_input("Time budget, s", 1, 600, where.budget_s, step=5, key=f"{p}_budget", **share.URL,
                              help="Points still to measure after this many seconds are skipped, so the server "
                                   "is never tied up for long.")
-    backward = c4.checkbox("backward pass too", True, key=f"{p}_backward",
+    backward = c4.checkbox("backward pass too", True, key=f"{p}_backward", **share.URL,
                            help="Training also stores what the backward pass needs.")
     return Settings(int(lo), int(hi), int(heads), 128, bool(backward), int(budget))
 
@@ -312,8 +304,7 @@ def kv_table(groups: list[tuple[list[str], lesson.KVModel]]) -> pd.DataFrame:
 
 @section("the KV-cache trade")  # the layers slider reruns only this part
 def kv_cache(sidebar_name: str, sidebar_config) -> None:
-    share.bind("layers", "cost_kv_layers", int, lo=1, hi=96)
-    layers = st.slider("Layers of the lecture-sized models", 1, 96, 32, key="cost_kv_layers",
+    layers = st.slider("Layers of the lecture-sized models", 1, 96, 32, key="cost_kv_layers", **share.URL,
                        help="The cache keeps a K and a V vector per layer, head and token: twice the layers, "
                             "twice the cache.")
     groups = kv_models(sidebar_name, sidebar_config, layers)

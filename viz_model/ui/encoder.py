@@ -74,10 +74,9 @@ def pick_encoder() -> Checkpoint:
                    f"`.venv/bin/python scripts/build_assets.py {SHIPPED}`."
                    + (" Meanwhile the page runs an encoder of yours." if keys else ""))
         if not keys:
-            share.stop()
-    share.bind("encoder", "encoder_model", choices=keys)
+            st.stop()
     titles = {e.key: e.title for e in entries}
-    key = keys[0] if len(keys) == 1 else st.selectbox("Encoder", keys, key="encoder_model", format_func=titles.get)
+    key = keys[0] if len(keys) == 1 else share.select(st, "Encoder", keys, "encoder_model", format_func=titles.get)
     return load_model(key, device())
 
 
@@ -118,7 +117,7 @@ def mask_picker(words: list[str], pieces: list[str]) -> list[int]:
     kept = st.session_state.setdefault(KEPT_MASKS, {})  # the pills' state is dropped while another tab is open
     default = [i for i in kept.get(digest, [] if typed else default_masks(words)) if i in options]
     picked = st.pills("Words to hide (click several to mask them all at once)", options, format_func=label,
-                      selection_mode="multi", default=default, key=f"encoder_masked_{digest}")
+                      selection_mode="multi", default=default, key=f"encoder_masked_{digest}", **share.URL)
     kept.clear()
     kept[digest] = list(picked or [])
     if typed:
@@ -194,11 +193,9 @@ def attention(ckpt: Checkpoint, run: dict) -> None:
     chart.show(cached("encoder_grid", (key,), lambda: masked_attention_grid(
         a, tokens, positions, title=f"{L} layers × {H} heads, no mask: every cell can be read")),
         key="encoder_grid", name="encoder_attention_grid")
-    share.bind("layer", "encoder_layer", int, choices=range(L))
-    share.bind("head", "encoder_head", int, choices=range(H))
     c1, c2, _ = st.columns([1, 1, 2])
-    layer = c1.selectbox("Layer", range(L), key="encoder_layer")
-    head = c2.selectbox("Head", range(H), key="encoder_head")
+    layer = share.select(c1, "Layer", range(L), "encoder_layer")
+    head = share.select(c2, "Head", range(H), "encoder_head")
     chart.show(cached("encoder_head", (key, layer, head), lambda: masked_attention_heatmap(
         a[layer, head], tokens, positions,
         title=f"Layer {layer}, head {head}: {escape(MASK)} rows solid, columns dotted")),
@@ -242,8 +239,8 @@ def look_ahead(enc: Checkpoint, dec: Checkpoint, text: str = BANK) -> None:
     st.session_state.setdefault("encoder_bank_layer", int(best[0]))  # open on the encoder's head that reads
     st.session_state.setdefault("encoder_bank_head", int(best[1]))   # "river" most; any other is one click away
     c1, c2, _ = st.columns([1, 1, 2])
-    layer = c1.selectbox("Layer", range(L), key="encoder_bank_layer")
-    head = c2.selectbox("Head", ["mean", *range(H)], key="encoder_bank_head",
+    layer = share.select(c1, "Layer", range(L), "encoder_bank_layer")
+    head = share.select(c2, "Head", ["mean", *range(H)], "encoder_bank_head",
                         format_func=lambda h: "mean of the heads" if h == "mean" else str(h))
     st.caption("Opened on the encoder head that puts the most weight on “river”; the checks below cover every head.")
     rows = {name: _row(ck, runs[name][0], looks[name].query_index, layer, head) for name, ck in sides.items()}

@@ -15,13 +15,13 @@ from viz_model.figures import encoder_decoder as F
 from viz_model.figures.generate import next_token_bars, top_candidates
 from viz_model.lessons import encoder_decoder as lesson
 from viz_model.seq2seq import decode_steps
-from viz_model.tokenizer import BOS, EOS, MASK, PAD, UNK, display_token, encode
+from viz_model.tokenizer import BOS, EOS, PAD, display_token, encode
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY
-from viz_model.ui.widgets import CUSTOM, check_line, verdict
+from viz_model.ui.widgets import check_line, example_text, reveal_steps, specials_notice, verdict
 
 SHIPPED = "translate"
 # Sentences of the toy language (the lecture's first, two the model never trained on), then two lecture sentences
@@ -30,13 +30,6 @@ EXAMPLES = ("The cat sat on the mat", "the old king thanked the children when th
             "the keys near the dog are on the table", "the happy girl waited by the river at night",
             "after the tall boy saw the girl , she smiled all day", "the little dog slept under the old table",
             "The bank by the river", "She gave him the book because he asked for it")
-URL_PARAMS = [
-    ("strategy", "ed_kind", str, dict(choices=["greedy", "sampling"])),
-    ("temperature", "ed_temperature", float, dict(lo=0.05, hi=3.0)),
-    ("mode", "ed_mode", str, dict(choices=["step", "run"])),
-    ("seed", "ed_seed", int, dict(lo=0, hi=2**31 - 1)),
-]
-STEP_N, SIG = "ed_step_n", "ed_step_sig"
 N_PAD = 2  # pads added to the source in the padding view (as a shorter sentence in a batch would get)
 
 
@@ -82,13 +75,12 @@ def translator():
         st.error("The shipped translation model is missing: there is no `assets/models/translate.safetensors` "
                  "(with its `.json`). Build it with `python scripts/build_assets.py translate`, or train one on the "
                  "Train page (task “translation (encoder-decoder)”) and come back.")
-        share.stop()
+        st.stop()
     keys = [e.key for e in entries]
     if SHIPPED not in keys:
         st.warning("The shipped translator `translate` is missing; this page uses another encoder-decoder.")
     if len(entries) > 1:
-        share.bind("model", "ed_model", choices=keys)
-        key = st.selectbox("Encoder-decoder model", keys, key="ed_model",
+        key = share.select(st, "Encoder-decoder model", keys, "ed_model",
                            format_func={e.key: e.title for e in entries}.get)
     else:
         key = keys[0]
@@ -98,29 +90,21 @@ def translator():
 def source_input(ckpt) -> Source:
     """Example picker + box; long text is cut to the model's source length, unknown words become <unk>."""
     tok, limit = ckpt.tokenizer, ckpt.model.config.max_len - 1  # the source keeps room for its <eos>
-    share.bind_text("text", "ed_text", "ed_example", "ed_last_example", list(EXAMPLES), CUSTOM)
-    c1, c2 = st.columns([1, 2])
-    st.session_state.setdefault("ed_example", EXAMPLES[0])
-    example = c1.selectbox("Example", [CUSTOM, *EXAMPLES], key="ed_example")
-    if st.session_state.get("ed_last_example") != example and example != CUSTOM:
-        st.session_state["ed_text"] = example
-    st.session_state["ed_last_example"] = example
-    text = c2.text_input("Source sentence (English)", key="ed_text", max_chars=2000,
-                         help="Any text: sentences of the toy language get a reference translation.")
+    text = example_text("ed_text", "ed_example", list(EXAMPLES), EXAMPLES[0], "Source sentence (English)",
+                        picker="Example", help="Any text: sentences of the toy language get a reference translation.")
     enc = encode(tok, text, max_len=limit)
     if not enc.ids:
         st.warning("Type a sentence to translate (the box is empty or holds only spaces).")
-        share.stop()
+        st.stop()  # the settings below keep their values (persist_state)
     if enc.truncated:
         st.info(f"Your text has {enc.n_tokens_total} words; this model reads at most {limit} (plus `<eos>`), so "
                 f"only the first {limit} are translated.")
-    # A typed <pad>, <bos>, <eos> or <mask> is text here, not a control token: the page adds the one <eos> itself.
-    unk, specials = tok.token_to_id(UNK), {tok.token_to_id(t) for t in (PAD, BOS, EOS, MASK)}
-    ids = [unk if i in specials else i for i in enc.ids]
-    pieces = [UNK if i in specials else p for i, p in zip(enc.ids, enc.pieces)]
-    unknown = [t for t, p in zip(enc.tokens, pieces) if p == UNK]
+    # Typed text is literal (tokenizer.encode): a typed <pad>, <bos>, <eos> or <mask> is plain text, here words the
+    # model never saw; the page adds the one <eos> itself.
+    specials_notice(ckpt, enc.literal)
+    ids, pieces, unknown = list(enc.ids), list(enc.pieces), enc.unknown
     if unknown:
-        st.caption("Words this model has never seen (and typed special tokens) are read as `<unk>`: "
+        st.caption("Words this model has never seen are read as `<unk>`: "
                    + ", ".join(f"`{w}`" for w in dict.fromkeys(unknown[:12])))
     kept = " ".join(pieces)  # the words as the model reads them (lower case, <unk>): re-encodes to the same ids
     try:  # the words as typed, so that a refusal names the word ("'zebra' is not a word of the toy language")
@@ -133,15 +117,14 @@ def source_input(ckpt) -> Source:
 
 
 def controls() -> Settings:
-    for name, key, cast, extra in URL_PARAMS:
-        share.bind(name, key, cast, **extra)
     c1, c2, c3, c4 = st.columns([1.2, 1, 1.3, 0.8])
-    kind = c1.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="ed_kind",
+    kind = c1.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="ed_kind", **share.URL,
                     help="Greedy takes the most probable word; sampling draws one (as on the Generate page).")
-    temperature = c2.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="ed_temperature", disabled=kind == "greedy")
-    step_mode = c3.radio("Mode", ["step", "run"], horizontal=True, key="ed_mode",
+    temperature = c2.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="ed_temperature", **share.URL,
+                            disabled=kind == "greedy")
+    step_mode = c3.radio("Mode", ["step", "run"], horizontal=True, key="ed_mode", **share.URL,
                          format_func={"step": "step (one word per click)", "run": "run"}.get) == "step"
-    seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key="ed_seed", disabled=kind == "greedy"))
+    seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key="ed_seed", **share.URL, disabled=kind == "greedy"))
     return Settings(G.GREEDY if kind == "greedy" else G.Sampling(temperature), seed, step_mode)
 
 
@@ -164,22 +147,8 @@ def full_run(ckpt, src: Source, s: Settings) -> list[StepView]:
 
 
 def visible_steps(views: list[StepView], src: Source, s: Settings) -> list[StepView]:
-    """Step mode: one word per click (reset when the source or the settings change); run mode: all of them."""
-    if not s.step_mode:
-        return views
-    sig = (src.ids, s)
-    if st.session_state.get(SIG) != sig:
-        st.session_state[SIG], st.session_state[STEP_N] = sig, 0
-    n = st.session_state[STEP_N]
-    c1, c2, c3, c4 = st.columns([1, 1, 1, 3])
-    bump = lambda k: lambda: st.session_state.update({STEP_N: k(st.session_state[STEP_N])})  # noqa: E731
-    c1.button("Next token ▶", key="ed_next", type="primary", disabled=n >= len(views), on_click=bump(lambda x: x + 1))
-    c2.button("To the end", key="ed_all", icon=":material/skip_next:", disabled=n >= len(views),
-              on_click=bump(lambda x: len(views)))
-    c3.button("Reset", key="ed_reset", on_click=bump(lambda x: 0))
-    if n == 0:
-        c4.info("Click **Next token** to decode the first word of the translation.")
-    return views[:n]
+    """Step mode: the first word at once, one more per click (see widgets.reveal_steps); run mode: all of them."""
+    return views[:reveal_steps("ed", (src.ids, s), len(views), "word")] if s.step_mode else views
 
 
 def translation(src: Source, steps: list[StepView], max_len: int) -> None:
@@ -236,13 +205,11 @@ def traced(ckpt, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...], pad: int = 
 
 
 def _head_picker(cfg, prefix: str, default: tuple[int, int] = (0, 0)) -> tuple[int, int]:
-    share.bind("layer", f"{prefix}_layer", int, choices=range(cfg.n_layers))
-    share.bind("head", f"{prefix}_head", int, choices=range(cfg.n_heads))
     for key, value in ((f"{prefix}_layer", default[0]), (f"{prefix}_head", default[1])):
         st.session_state.setdefault(key, value)  # the default (e.g. the best head) without a second default below
     c1, c2, _ = st.columns([1, 1, 3])
-    layer = c1.selectbox("Decoder layer", range(cfg.n_layers), key=f"{prefix}_layer")
-    head = c2.selectbox("Head", range(cfg.n_heads), key=f"{prefix}_head")
+    layer = share.select(c1, "Decoder layer", range(cfg.n_layers), f"{prefix}_layer")
+    head = share.select(c2, "Head", range(cfg.n_heads), f"{prefix}_head")
     return layer, head
 
 
@@ -251,9 +218,8 @@ def three_attentions(ckpt, src: Source, steps: list[StepView], s: Settings) -> N
     cfg = ckpt.model.config
     layer, head = _head_picker(cfg, "ed_three")
     fits = len(src.ids) + N_PAD <= cfg.max_len
-    share.bind("pad", "ed_pad", bool)
     pad = N_PAD if st.checkbox(f"Pad the source with {N_PAD} `<pad>` (as a shorter sentence in a batch is)",
-                               key="ed_pad", disabled=not fits) and fits else 0
+                               key="ed_pad", **share.URL, disabled=not fits) and fits else 0
     tgt_ids, fed, tgt_labels = decoder_input(ckpt, steps)
     run = traced(ckpt, src.ids, tuple(tgt_ids), pad)
     src_labels = [*src.labels, *[PAD] * pad]
@@ -409,7 +375,8 @@ def next_token(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
         return
     pick = len(steps) - 1
     if len(steps) > 1:
-        pick = st.slider("Step", 1, len(steps), len(steps), key="ed_view_step") - 1
+        share.valid("ed_view_step", range(1, len(steps) + 1), len(steps))
+        pick = st.slider("Step", 1, len(steps), len(steps), key="ed_view_step", **share.URL) - 1
     v = steps[pick]
     show(next_token_bars(v.labels, v.p, v.q, v.chosen, strategy=s.strategy.describe(),
                          title=f"Step {pick + 1}: p(next target word | source, words so far)"),

@@ -27,17 +27,6 @@ PAGE_CELLS = 48        # cells on one page of a larger grid (4 layers of GPT-2's
 ROLES_ASKED = "explorer_roles_asked"  # session_state: model ids whose head roles this user asked to measure
 
 
-def bind_view(cfg) -> None:
-    """The Explorer's main settings live in the URL (a shared link reopens this exact view)."""
-    share.bind("layer", "explorer_layer", int, choices=range(cfg.n_layers))
-    share.bind("head", "explorer_head", int, choices=range(cfg.n_heads))
-    share.bind("scale", "explorer_scale", bool)
-    share.bind("temperature", "explorer_temp", float, lo=0.1, hi=5.0)
-    share.bind("mask", "explorer_mask", choices=["causal", "bidirectional"])
-    share.bind("average", "explorer_avg", bool)
-    share.bind("step", "explorer_step", int, choices=range(8))
-
-
 # -- the model -------------------------------------------------------------------------------------
 def model_card(ckpt: Checkpoint, device: str) -> dict[str, str]:
     """What the model is, one value per row of the Start page's card (a model folder's also: K/V heads, dtype,
@@ -146,11 +135,10 @@ def _grid_page(cfg, n_l: int, n_h: int) -> tuple[int, int]:
             picked.append(0)
             continue
         name = f"grid_{what}"
-        share.bind(name, f"explorer_{name}", int, choices=starts)
         if st.session_state.get(f"explorer_{name}") not in starts:  # new here, or another model's page
             layer = st.session_state.get("explorer_layer", 0) if what == "layers" else 0
             st.session_state[f"explorer_{name}"] = starts[layer // n_l] if layer in range(total) else 0
-        picked.append(col.segmented_control(f"{what.capitalize()} shown", starts, key=f"explorer_{name}",
+        picked.append(col.segmented_control(f"{what.capitalize()} shown", starts, key=f"explorer_{name}", **share.URL,
                                             required=True, format_func=lambda s, n=size, t=total, w=what:
                                             _span(s, n, t, w)) or 0)
     return picked[0], picked[1]
@@ -260,7 +248,7 @@ def tokens_view(ckpt: Checkpoint, enc) -> None:
     if is_folder_model(ckpt):
         widgets.token_chips(enc)
         return
-    tok_choice = st.radio("Tokenizer", ["word", "bpe"], horizontal=True, key="explorer_tokenizer",
+    tok_choice = st.radio("Tokenizer", ["word", "bpe"], horizontal=True, key="explorer_tokenizer", **share.URL,
                           help="The model always reads its own tokenizer's ids.")
     widgets.token_chips(enc)
     if tok_choice != "bpe":
@@ -382,8 +370,8 @@ def query_focus(data: dict, layer: int, head: int, tokens: list[str], prefix: st
     """Pick a query token: its attention row as bars and the value vectors it mixes (this head); key as in
     pipeline_step."""
     labels = [f"{i} {t}" for i, t in enumerate(tokens)]
-    qi = st.selectbox("Query token", range(len(tokens)), format_func=lambda i: labels[i],
-                      index=len(tokens) - 1, key=f"{prefix}_query")
+    qi = share.select(st, "Query token", range(len(tokens)), f"{prefix}_query", len(tokens) - 1,
+                      format_func=lambda i: labels[i])
     probs = data["probs"][layer, head]
     key = (key, layer, head, qi)
     c1, c2 = st.columns(2)

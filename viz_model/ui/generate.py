@@ -18,23 +18,21 @@ from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.models import is_folder_model
-from viz_model.ui.widgets import CUSTOM, FOLDER_VIEW_TOKENS, encode_text, end_token, token_texts, uses_bos
+from viz_model.ui.widgets import (
+    FOLDER_VIEW_TOKENS,
+    encode_text,
+    end_token,
+    example_text,
+    reveal_steps,
+    token_texts,
+    uses_bos,
+)
 
-URL_PARAMS = [
-    ("strategy", "generate_kind", str, dict(choices=["greedy", "sampling"])),
-    ("temperature", "generate_temperature", float, dict(lo=0.05, hi=3.0)),
-    ("top_k", "generate_use_k", bool, {}),
-    ("k", "generate_k", int, dict(lo=1, hi=100)),
-    ("top_p", "generate_use_p", bool, {}),
-    ("p", "generate_p", float, dict(lo=0.05, hi=1.0)),
-    ("mode", "generate_mode", str, dict(choices=["step", "run"])),
-    ("seed", "generate_seed", int, dict(lo=0, hi=2**31 - 1)),
-]
 MAX_NEW = 128          # new tokens per run, whatever the context (bounds the work of one click)
 MAX_CONTEXT_RUN = 512  # the Context limit tab generates to the end of the context only up to this length
 TOP_N = 10             # bars in the next-token chart
 TEMPERATURES = (0.5, 1.0, 1.5)
-STEP_N, SIG = "generate_step_n", "generate_step_sig"
+VIEW_STEP = "generate_view_step"  # widgets.reveal_steps("generate", ...) moves it
 
 
 @dataclass(frozen=True)
@@ -78,15 +76,10 @@ def prompt_input(ckpt) -> Encoded:
     folder, bos = is_folder_model(ckpt), prompt_bos(ckpt)
     limit = ckpt.model.config.max_len - 1
     limit = min(limit, FOLDER_VIEW_TOKENS) if folder else limit
-    share.bind_text("text", "generate_text", "generate_example", "generate_last_example", PROMPTS, CUSTOM)
-    c1, c2 = st.columns([1, 2])
-    example = c1.selectbox("Lecture example", [CUSTOM, *PROMPTS], index=1, key="generate_example")
-    if st.session_state.get("generate_last_example") != example and example != CUSTOM:
-        st.session_state["generate_text"] = example
-    st.session_state["generate_last_example"] = example
     start = encode_text(ckpt, "", bos=True).tokens[:1] if bos else []
     note = f" Its start token {start[0]} is put in front, as in training." if start else ""
-    text = c2.text_input("Prompt", key="generate_text", max_chars=2000, help="The model continues this text." + note)
+    text = example_text("generate_text", "generate_example", PROMPTS, PROMPTS[0], "Prompt", picker="Lecture example",
+                        help="The model continues this text." + note)
     enc = encode_text(ckpt, text, max_len=limit, bos=bos)
     if enc.truncated:
         st.info(f"Your prompt has {enc.n_tokens_total} tokens; this model reads at most {limit + 1}, so the "
@@ -94,7 +87,7 @@ def prompt_input(ckpt) -> Encoded:
                 f"Your prompt has {enc.n_tokens_total} tokens; this page keeps the first {limit}.")
     if len(enc.ids) <= int(bos):
         st.warning("Type a prompt (at least one word) for the model to continue.")
-        share.stop()
+        st.stop()  # the settings below are not drawn: they keep their values (persist_state)
     if enc.unknown and not folder:
         st.caption("Words this model has never seen become `<unk>`: "
                    + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
@@ -103,24 +96,24 @@ def prompt_input(ckpt) -> Encoded:
 
 def controls(cfg, vocab: int, end: str = "<eos>") -> Settings:
     c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
-    for name, key, cast, extra in URL_PARAMS:  # a shared link reopens this exact strategy
-        share.bind(name, key, cast, **extra)
-    kind = c1.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="generate_kind",
+    kind = c1.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="generate_kind", **share.URL,
                     help="Greedy always takes the most probable token; sampling draws from the distribution.")
     off = kind == "greedy"
-    temperature = c2.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="generate_temperature", disabled=off,
+    temperature = c2.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="generate_temperature", **share.URL, disabled=off,
                             help="Divides the logits: < 1 sharpens the distribution, > 1 flattens it.")
-    use_k = c3.checkbox("top-k", key="generate_use_k", disabled=off)
-    k = c3.slider("k", 1, max(2, min(vocab, 100)), 5, key="generate_k", disabled=off or not use_k)
-    use_p = c4.checkbox("top-p (nucleus)", key="generate_use_p", disabled=off)
-    p = c4.slider("p", 0.05, 1.0, 0.9, 0.05, key="generate_p", disabled=off or not use_p)
+    use_k = c3.checkbox("top-k", key="generate_use_k", **share.URL, disabled=off)
+    share.valid("generate_k", range(1, max(2, min(vocab, 100)) + 1), 5)  # the bounds follow the model
+    share.valid("generate_max_new", range(1, min(MAX_NEW, cfg.max_len - 1) + 1), min(12, cfg.max_len - 1))
+    k = c3.slider("k", 1, max(2, min(vocab, 100)), 5, key="generate_k", **share.URL, disabled=off or not use_k)
+    use_p = c4.checkbox("top-p (nucleus)", key="generate_use_p", **share.URL, disabled=off)
+    p = c4.slider("p", 0.05, 1.0, 0.9, 0.05, key="generate_p", **share.URL, disabled=off or not use_p)
     c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
-    step_mode = c1.radio("Mode", ["step", "run"], horizontal=True, key="generate_mode",
+    step_mode = c1.radio("Mode", ["step", "run"], horizontal=True, key="generate_mode", **share.URL,
                          format_func={"step": "step (one token per click)", "run": "run"}.get) == "step"
     max_new = c2.slider("Max new tokens", 1, min(MAX_NEW, cfg.max_len - 1), min(12, cfg.max_len - 1),
-                        key="generate_max_new")
-    seed = int(c3.number_input("Seed", 0, 2**31 - 1, 0, key="generate_seed"))
-    stop_at_eos = c4.checkbox(f"Stop at {end}", True, key="generate_stop_eos",
+                        key="generate_max_new", **share.URL)
+    seed = int(c3.number_input("Seed", 0, 2**31 - 1, 0, key="generate_seed", **share.URL))
+    stop_at_eos = c4.checkbox(f"Stop at {end}", True, key="generate_stop_eos", **share.URL,
                               help="Stop when the model writes its end token.")
     strategy = G.GREEDY if off else G.Sampling(temperature, k if use_k else None, p if use_p else None)
     return Settings(strategy, max_new, stop_at_eos, seed, step_mode)
@@ -144,6 +137,18 @@ def end_ids(ckpt) -> set[int]:
     return {eos_id(ckpt), *((ckpt.metadata or {}).get("eos_ids") or [])} - {-1}
 
 
+def refuse_ended_prompt(ckpt, ids: list[int]) -> None:
+    """Stop the page when the prompt holds one of the model's end ids after its first token: the text ends there,
+    so there is nothing to continue. Typed text is literal (encode_text), so only a model whose end token is an
+    ordinary vocabulary entry gets here."""
+    ends = end_ids(ckpt)
+    at = next((i for i, t in enumerate(ids) if i > 0 and t in ends), None)
+    if at is not None:
+        st.warning(f"The prompt holds the end token `{end_name(ckpt)}` (token {at}): a text ends there, so the model "
+                   "has nothing to continue. Remove it from the prompt.")
+        st.stop()
+
+
 def full_run(ckpt, ids: list[int], s: Settings) -> list[StepView]:
     """All steps of this setting; step mode reveals them one per click (the same seed gives the same tokens)."""
     def compute():
@@ -164,21 +169,8 @@ def full_run(ckpt, ids: list[int], s: Settings) -> list[StepView]:
 
 
 def visible_steps(views: list[StepView], ids: list[int], s: Settings) -> list[StepView]:
-    """Step mode: as many steps as clicks (reset when the prompt or settings change)."""
-    if not s.step_mode:
-        return views
-    sig = (tuple(ids), s)
-    if st.session_state.get(SIG) != sig:
-        st.session_state[SIG], st.session_state[STEP_N] = sig, 0
-    n = st.session_state[STEP_N]
-    done = n >= len(views)
-    c1, c2, c3 = st.columns([1, 1, 4])
-    c1.button("Next token ▶", key="generate_next", type="primary", disabled=done,
-              on_click=lambda: st.session_state.update({STEP_N: st.session_state[STEP_N] + 1}))
-    c2.button("Reset", key="generate_reset", on_click=lambda: st.session_state.update({STEP_N: 0}))
-    if n == 0:
-        c3.info("Click **Next token** to generate the first token.")
-    return views[:n]
+    """Step mode: the first token at once, one more per click (see widgets.reveal_steps); run mode: all of them."""
+    return views[:reveal_steps("generate", (tuple(ids), s), len(views))] if s.step_mode else views
 
 
 def end_logprob(ckpt, seq: list[int]) -> float | None:
@@ -249,7 +241,7 @@ def kv_cache(ckpt, ids: list[int], s: Settings) -> None:
 def strategy_comparison(ckpt, ids: list[int], s: Settings) -> None:
     st.markdown("Several samples from your prompt at a few temperatures (no top-k/top-p), scored by the model's own "
                 "average log-probability and by diversity (distinct n-grams across the samples).")
-    n_samples = st.slider("Samples per strategy", 1, 5, 3, key="generate_samples")
+    n_samples = st.slider("Samples per strategy", 1, 5, 3, key="generate_samples", **share.URL)
     strategies = [("greedy", G.GREEDY), *[(f"T={t:g}", G.Sampling(temperature=t)) for t in TEMPERATURES]]
 
     def compute():
@@ -294,7 +286,7 @@ def _text(ckpt, steps: list[G.GenStep]) -> str:
 def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = None) -> None:
     st.markdown("**Teacher forcing** scores a given sentence with the *true* prefix at every position, all "
                 "positions in one pass. **Free running** lets the model continue from the same context on its own.")
-    text = st.text_input("Sentence", "please send the report", key="generate_tf_text", max_chars=500)
+    text = share.text(st, "Sentence", "please send the report", "generate_tf_text", 500)
     first = int(prompt_bos(ckpt))  # the start token, when the model reads one
     limit = ckpt.model.config.max_len - 2
     enc = encode_text(ckpt, text, max_len=min(limit, FOLDER_VIEW_TOKENS) if is_folder_model(ckpt) else limit,
@@ -302,7 +294,9 @@ def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = Non
     if len(enc.ids) < first + 2:
         st.warning("Type a sentence of at least two words: the first is the context, the rest is scored.")
         return
-    k = st.slider("Context words given to the model", 1, len(enc.ids) - first - 1, 1, key="generate_tf_k")
+    most = len(enc.ids) - first - 1
+    share.valid("generate_tf_k", range(1, most + 1), 1)  # the sentence may have become shorter
+    k = 1 if most == 1 else st.slider("Context words given to the model", 1, most, 1, key="generate_tf_k", **share.URL)
     end = [eos_id(ckpt)] if end_token(ckpt) is not None else []
     context, truth = enc.ids[:first + k], [*enc.ids[first + k:], *end]
     forced = G.score(ckpt.model, context, truth)

@@ -13,7 +13,7 @@ from viz_model.figures.masks import dependency_figure, mask_panels, row_sum_bars
 from viz_model.lecture import PAD_BATCH, PERMUTATION
 from viz_model.lessons import masks as lesson
 from viz_model.tokenizer import PAD
-from viz_model.ui import chart
+from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, cached_trace, input_key, mask_bits, model_id
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.widgets import check_line, encode_text, pad_token, uses_bos
@@ -30,11 +30,13 @@ def gallery_mask(kind: str, T: int, prefix: str, ids: list[int], pad_id: int, pa
     """The (T, T) bool mask of the chosen kind; its own controls (slider, editor) are drawn here. pad_id / pad_name:
     the model's own padding token (a model folder's may be an embedding row no text can produce)."""
     if kind == "sliding_window":
-        w = st.slider("Window width", 1, T, min(3, T), key=f"{prefix}_window",
+        share.valid(f"{prefix}_window", range(1, T + 1), min(3, T))  # T follows the sentence
+        w = st.slider("Window width", 1, T, min(3, T), key=f"{prefix}_window", **share.URL,
                       help="Each query sees itself and the w − 1 tokens before it.")
         return masks.sliding_window_mask(T, w).numpy()
     if kind == "prefix_lm":
-        p = st.slider("Prefix length", 0, T, min(3, T), key=f"{prefix}_prefix",
+        share.valid(f"{prefix}_prefix", range(T + 1), min(3, T))
+        p = st.slider("Prefix length", 0, T, min(3, T), key=f"{prefix}_prefix", **share.URL,
                       help="The prefix sees itself in both directions; the rest is causal.")
         return masks.prefix_lm_mask(T, p).numpy()
     if kind == "padding":
@@ -102,7 +104,8 @@ def additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[s
 
 def padding(ckpt: Checkpoint) -> None:
     tok, model = ckpt.tokenizer, ckpt.model
-    encs = [encode_text(ckpt, s, bos=uses_bos(ckpt)) for s in PAD_BATCH]
+    encs = [encode_text(ckpt, s, bos=uses_bos(ckpt), specials=(PAD,), notice=False)  # the lecture's row has pads
+            for s in PAD_BATCH]
     T = max(len(e.ids) for e in encs)
     pad_id, pad_name = pad_token(ckpt)
     ids = torch.tensor([[*e.ids, *[pad_id] * (T - len(e.ids))] for e in encs])  # (2, T)
@@ -222,10 +225,12 @@ QUIZ = [
     ("Can one forward pass score all shifted targets?",
      ["Yes — with a causal mask, position t's prediction equals running the prefix alone",
       "No — we must run the model once per position"], 0,
-     "Teacher forcing: the causal mask makes all T predictions in one pass; the prefix table above proves it."),
+     "Teacher forcing: the causal mask makes all T predictions in one pass; the prefix table in the tab "
+     "**Causal ≠ sequential** proves it."),
     ("Which change would let an early prediction read its future target?",
      ["Removing the causal mask", "Adding padding", "Lowering the attention temperature"], 0,
-     "Without the mask, position t can attend to t+1 — its own answer. The no-mask column above shows it."),
+     "Without the mask, position t can attend to t+1 — its own answer. The “no mask” row of the table in the tab "
+     "**Causal ≠ sequential** shows it, and so does the “no mask” map in the tab **Dependency map**."),
 ]
 
 

@@ -54,15 +54,12 @@ def num(v: float) -> str:
 # -- the random batch of the first two views ----------------------------------------------------------------------
 def random_batch() -> torch.Tensor:
     """A seeded random (N, T, d_model) batch, features on different scales, from widgets bound to the URL."""
-    share.bind("N", "norm_N", int, choices=(2, 3, 4))
-    share.bind("T", "norm_T", int, choices=range(2, 7))
-    share.bind("d", "norm_d", int, choices=(4, 6, 8, 12, 16))
-    share.bind("seed", "norm_seed", int, lo=0, hi=9999)
     c1, c2, c3, c4 = st.columns(4)
-    N = c1.select_slider("Samples N", (2, 3, 4), value=3, key="norm_N")
-    T = c2.select_slider("Positions T", tuple(range(2, 7)), value=4, key="norm_T")
-    d = c3.select_slider("Features d_model", (4, 6, 8, 12, 16), value=8, key="norm_d")
-    seed = c4.number_input("Random seed", 0, 9999, 0, key="norm_seed", help="Another seed draws another batch.")
+    N = c1.select_slider("Samples N", (2, 3, 4), value=3, key="norm_N", **share.URL)
+    T = c2.select_slider("Positions T", tuple(range(2, 7)), value=4, key="norm_T", **share.URL)
+    d = c3.select_slider("Features d_model", (4, 6, 8, 12, 16), value=8, key="norm_d", **share.URL)
+    seed = c4.number_input("Random seed", 0, 9999, 0, key="norm_seed", **share.URL,
+                           help="Another seed draws another batch.")
     gen = torch.Generator().manual_seed(int(seed))
     scale = torch.linspace(0.5, 3.0, int(d))                                  # (d,) features on different scales
     x = torch.randn(int(N), int(T), int(d), generator=gen) * scale + 1.0      # (N, T, d)
@@ -158,10 +155,8 @@ def reasons_table(pad: lesson.PaddingEffect, one: lesson.BatchOfOne, gen: lesson
 def reasons_view() -> None:
     x = random_batch()
     T = x.shape[1]
-    share.bind("pad", "norm_pad", int, lo=1, hi=6)
-    if st.session_state.get("norm_pad", 1) > T:
-        st.session_state["norm_pad"] = T
-    n_pad = st.slider("Padding positions at the end of sample 2", 1, T, min(2, T), key="norm_pad",
+    share.valid("norm_pad", range(1, T + 1), T)
+    n_pad = st.slider("Padding positions at the end of sample 2", 1, T, min(2, T), key="norm_pad", **share.URL,
                       help="These positions of sample 2 are replaced by the zero vector, as a <pad> embedding.")
     pad, one = lesson.padding_effect(x, n_pad), lesson.batch_of_one(x)
     gen, te = lesson.one_token_at_a_time(x, WARMUP_BATCHES), lesson.train_vs_eval(x, WARMUP_BATCHES)
@@ -232,8 +227,7 @@ def run_once(name: str, key: str, label: str, work: str,
 
 
 def _steps_widget(name: str, default: int = 60) -> int:
-    share.bind(f"{name}_steps", f"norm_{name}_steps", int, choices=STEPS)
-    return int(st.select_slider("Training steps per run", STEPS, value=default, key=f"norm_{name}_steps"))
+    return int(st.select_slider("Training steps per run", STEPS, value=default, key=f"norm_{name}_steps", **share.URL))
 
 
 def tail_words(steps: int) -> str:
@@ -292,13 +286,12 @@ def residual_checks(with_res: lesson.Run, without: lesson.Run, steps: int) -> No
 
 # -- 4. pre- vs post-norm × warm-up -------------------------------------------------------------------------------
 def _placement_settings() -> tuple[int, int, str]:
-    share.bind("place_layers", "norm_place_layers", int, choices=(2, 6, 12))
-    share.bind("place_init", "norm_place_init", choices=lesson.INITS)
     c1, c2, c3 = st.columns([2, 1, 1])
     with c1:
         steps = _steps_widget("place")
-    layers = c2.selectbox("Blocks", (2, 6, 12), index=1, key="norm_place_layers")
+    layers = c2.selectbox("Blocks", (2, 6, 12), index=1, key="norm_place_layers", **share.URL)
     init = c3.radio("Initialisation", lesson.INITS, index=lesson.INITS.index("xavier"), key="norm_place_init",
+                    **share.URL,
                     format_func={"xavier": "Xavier (2017, Xiong et al.)", "model": "the model's N(0, 0.02)"}.get)
     return steps, int(layers), init
 
@@ -432,7 +425,8 @@ def batch_facts(_model, key: str, ids: tuple[tuple[int, ...], ...]) -> dict:
 def batch_view(ckpt: Checkpoint, enc: Encoded) -> None:
     cfg = ckpt.model.config
     others = [s for s in LECTURE_SENTENCES if s != st.session_state.get("norm_text")]
-    other = st.selectbox("Sample 2", others, index=min(5, len(others) - 1), key="norm_other")
+    share.valid("norm_other", others, others[min(5, len(others) - 1)])
+    other = st.selectbox("Sample 2", others, index=min(5, len(others) - 1), key="norm_other", **share.URL)
     ids, tokens = batch_ids(ckpt, enc, other)
     f = batch_facts(ckpt.model, input_key(model_id(ckpt), ids), tuple(map(tuple, ids)))
     N, H, T, d_k = f["shapes"]["q"]
@@ -443,8 +437,8 @@ def batch_view(ckpt: Checkpoint, enc: Encoded) -> None:
     check_line(math.prod(mask[:-2]) == 1, f"The {'causal ' if cfg.causal else ''}mask is one {mask} tensor, "
                                           f"broadcast over N = {N} and H = {H}: every sample gets the same rule.")
     c1, c2 = st.columns(2)
-    layer = c1.selectbox("Layer", range(cfg.n_layers), key="norm_batch_layer")
-    head = c2.selectbox("Head", range(cfg.n_heads), key="norm_batch_head")
+    layer = share.select(c1, "Layer", range(cfg.n_layers), "norm_batch_layer")
+    head = share.select(c2, "Head", range(cfg.n_heads), "norm_batch_head")
     fig = sample_matrices(f["probs"][layer, :, head], tokens, ["sample 1", "sample 2"],
                           title=f"Each sample its own T×T matrix (layer {layer}, head {head})")
     chart.show(fig, key="norm_batch_matrices", name=f"batch_matrices_L{layer}_H{head}")

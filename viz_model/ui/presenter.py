@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from viz_model.ui import share
+
 PRESENTER_KEY = "presenter_mode"
 
 # Static CSS (no user text in it): bigger base font, hide the toolbar chrome.
@@ -11,6 +13,11 @@ _CSS = """<style>
 html { font-size: 20px; }
 [data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"] { display: none; }
 .stMainBlockContainer, .block-container { padding-top: 1.5rem; max-width: 100%; }
+/* a wider sidebar whose selects wrap: a model's full name, not "Classroom model (RoP…" */
+[data-testid="stSidebar"] { min-width: 22rem !important; }
+[data-testid="stSidebar"] [data-baseweb="select"] div { white-space: normal !important; text-overflow: clip !important;
+  overflow-wrap: anywhere; }
+[data-testid="stSidebar"] [data-baseweb="select"] > div { height: auto !important; }
 </style>"""
 
 
@@ -20,7 +27,7 @@ def presenter_on() -> bool:
 
 def toggle() -> None:
     """In the shared sidebar; the key is rendered on every page, so the choice survives navigation."""
-    st.toggle("Presenter mode", key=PRESENTER_KEY,
+    st.toggle("Presenter mode", key=PRESENTER_KEY, **share.URL,
               help="Larger fonts and lines, high-contrast colour-blind-safe colours, less chrome: for a projector.")
 
 

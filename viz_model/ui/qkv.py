@@ -12,13 +12,13 @@ from viz_model.config import QKV_MODES
 from viz_model.figures.explorer import value_mix
 from viz_model.figures.qkv import lookup_bars, loss_bars, pair_cosine_bars, score_panels, self_attention_bars
 from viz_model.lessons import qkv as lesson
-from viz_model.tokenizer import Encoded
+from viz_model.tokenizer import Encoded, typed_specials
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, MODEL_KEY
-from viz_model.ui.widgets import check_line, verdict
+from viz_model.ui.widgets import check_line, specials_notice, verdict
 
 MAX_T = 16            # the four score panels stay readable up to here
 LOOKUP_TOL = 1e-5     # float32 rounding of a sum of T products
@@ -81,12 +81,6 @@ def variant_note(ckpt: Checkpoint) -> None:
         st.info(text + " It is not the usual separate-projection model.", icon=":material/info:")
 
 
-def _clamp(key: str, n: int, default: int) -> None:
-    """Keep a position picker valid when the sentence (or the model) changes."""
-    if st.session_state.get(key) not in range(n):
-        st.session_state[key] = default
-
-
 def _default_query(tokens: list[str]) -> int:
     lower = [t.lower() for t in tokens]
     return lower.index("sat") if "sat" in lower else len(tokens) - 1
@@ -96,14 +90,10 @@ def _default_query(tokens: list[str]) -> int:
 def lookup_view(ckpt: Checkpoint, text: str) -> None:
     cfg = ckpt.model.config
     ids, tokens = lesson.encode_sentence(ckpt.model, ckpt.tokenizer, text)
-    share.bind("layer", "qkv_layer", int, choices=range(cfg.n_layers))
-    share.bind("head", "qkv_head", int, choices=range(cfg.n_heads))
-    share.bind("query", "qkv_query", int, choices=range(len(ids)))
-    _clamp("qkv_query", len(ids), _default_query(tokens))
     c1, c2, c3, _ = st.columns([1, 1, 2, 2])
-    layer = c1.selectbox("Layer", range(cfg.n_layers), key="qkv_layer")
-    head = c2.selectbox("Head", range(cfg.n_heads), key="qkv_head")
-    query = c3.selectbox("Query token", range(len(ids)), key="qkv_query",
+    layer = share.select(c1, "Layer", range(cfg.n_layers), "qkv_layer")
+    head = share.select(c2, "Head", range(cfg.n_heads), "qkv_head")
+    query = share.select(c3, "Query token", range(len(ids)), "qkv_query", _default_query(tokens),
                          format_func=lambda i: f"{i} · {tokens[i]}", help="The token whose q asks the question.")
     key = (input_key(model_id(ckpt), text), layer, head, query)
     lk = cached("qkv_lookup", key, lambda: lesson.lookup(ckpt.model, ckpt.tokenizer, text, layer, head, query))
@@ -149,11 +139,9 @@ def variants_view(text: str) -> None:
     if not models:
         return
     cfg = next(iter(models.values())).model.config
-    share.bind("vlayer", "qkv_var_layer", int, choices=range(cfg.n_layers))
-    share.bind("vhead", "qkv_var_head", int, choices=range(cfg.n_heads))
     c1, c2, _ = st.columns([1, 1, 4])
-    layer = c1.selectbox("Layer", range(cfg.n_layers), key="qkv_var_layer")
-    head = c2.selectbox("Head", range(cfg.n_heads), key="qkv_var_head")
+    layer = share.select(c1, "Layer", range(cfg.n_layers), "qkv_var_layer")
+    head = share.select(c2, "Head", range(cfg.n_heads), "qkv_var_head")
     key = (input_key(*(model_id(c) for c in models.values()), text), layer, head)
     rows = cached("qkv_variant_scores", key, lambda: [
         lesson.variant_scores({v: c.model}, c.tokenizer, text, layer, head)[0] for v, c in models.items()])
@@ -197,12 +185,13 @@ def pairs_view() -> None:
     if not models:
         return
     options = [f"{a} / {b}" for a, b in lesson.MINIMAL_PAIRS] + [CUSTOM_PAIR]
-    share.bind("pair", "qkv_pair", choices=options)
-    choice = st.selectbox("Minimal pair (one word differs, the last word is shared)", options, key="qkv_pair")
+    choice = share.select(st, "Minimal pair (one word differs, the last word is shared)", options, "qkv_pair")
     if choice == CUSTOM_PAIR:
         c1, c2 = st.columns(2)
-        a = c1.text_input("First sentence", "the cat sat", key="qkv_pair_a", max_chars=300)
-        b = c2.text_input("Second sentence", "the dog sat", key="qkv_pair_b", max_chars=300)
+        a = share.text(c1, "First sentence", "the cat sat", "qkv_pair_a", 300)
+        b = share.text(c2, "Second sentence", "the dog sat", "qkv_pair_b", 300)
+        first = next(iter(models.values()))  # typed text is literal: say so when it spells a special token
+        specials_notice(first, typed_specials(first.tokenizer, a) + typed_specials(first.tokenizer, b))
     else:
         a, b = lesson.MINIMAL_PAIRS[options.index(choice)]
     key = (input_key(*(model_id(c) for c in models.values()), a, b),)
@@ -282,7 +271,9 @@ def train_link() -> None:
                 "by side, and overlays their loss curves (pick **Q, K and V** under **Vary** there).")
     if st.button("Open the Q, K and V ablation on the Train page", key="qkv_to_train", on_click=open_ablation,
                  icon=":material/model_training:"):
-        st.switch_page(TRAIN_PAGE)
+        # query_params={}: a plain switch_page clears the URL, which Streamlit 1.67 refuses while widgets are bound
+        # to it; the bound parameters of this page leave the URL with the page anyway.
+        st.switch_page(TRAIN_PAGE, query_params={})
 
 
 @section("the claims")

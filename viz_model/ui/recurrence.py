@@ -47,8 +47,7 @@ def _fmt(v: float) -> str:
 # -- 1. sequential dependency -------------------------------------------------------------------------------
 @section("the graph depth")
 def depth() -> None:
-    share.bind("T", "recurrence_T", int, lo=1, hi=1024)
-    T = st.slider("Sequence length T", 1, 1024, 64, key="recurrence_T",
+    T = st.slider("Sequence length T", 1, 1024, 64, key="recurrence_T", **share.URL,
                   help="The number of positions in one training sequence.")
     depths = {k: lesson.graph_depth(k, T, LAYERS[k]) for k in lesson.KINDS}
     cols = st.columns(3)
@@ -84,11 +83,6 @@ def work(T: int) -> None:
         pass
 
 
-def _range(raw: str) -> tuple[int, int]:
-    lo, hi = raw.split("-")
-    return int(lo), int(hi)
-
-
 def _measure(Ts: tuple[int, ...], device: torch.device, key: str) -> bool:
     store = shared_results("recurrence_timing", MAX_STORED)
     with store.turn("Another timing is running on this server right now. Try again in a moment; a finished "
@@ -112,10 +106,8 @@ def _measure(Ts: tuple[int, ...], device: torch.device, key: str) -> bool:
 def timing() -> None:
     """The lengths, the Measure button and, once measured (by anyone, for these lengths and device), the result."""
     with guard("the timing"):
-        pairs = [(a, b) for a in lesson.LENGTHS for b in lesson.LENGTHS if a <= b]
-        share.bind("lengths", "recurrence_lengths", _range, choices=pairs, fmt=lambda v: f"{v[0]}-{v[1]}")
         lo, hi = st.select_slider("Lengths T to time (powers of two)", lesson.LENGTHS, value=(16, 1024),
-                                  key="recurrence_lengths", format_func=lambda t: f"{t:,}")
+                                  key="recurrence_lengths", **share.URL, format_func=lambda t: f"{t:,}")
         Ts = tuple(t for t in lesson.LENGTHS if lo <= t <= hi)
         device = resolve_device(st.session_state.get(DEVICE_KEY, "auto"))
         key = input_key(describe(device), Ts, BATCH, REPEATS)
@@ -267,16 +259,14 @@ def _chain_chart(chain: gradients.JacobianChain, title: str):
 
 def distance_slider() -> int:
     """The recall inputs' distance, shared by the curves and the W_hh slider (a change reruns both)."""
-    share.bind("distance", "recurrence_distance", int, lo=4, hi=60)
-    return st.slider("Distance of the key in the recall inputs", 4, 60, 40, key="recurrence_distance",
+    return st.slider("Distance of the key in the recall inputs", 4, 60, 40, key="recurrence_distance", **share.URL,
                      help="Each input is '<bos> key, filler letters, :' and the last position must name the key; "
                           f"{N_INPUTS} inputs, their gradients averaged (geometric mean).")
 
 
 @section("the gradient by distance")
 def gradient_by_distance(distance: int) -> None:
-    share.bind("relative", "recurrence_relative", bool)
-    relative = st.toggle("Each curve divided by its value at distance 1", True, key="recurrence_relative",
+    relative = st.toggle("Each curve divided by its value at distance 1", True, key="recurrence_relative", **share.URL,
                          help="The LSTM and the transformer are almost certain of the answer (loss ≈ 1e-8), so all "
                               "their gradients are tiny; divided, the three shapes share one axis.")
     cs = curves(distance)
@@ -317,10 +307,11 @@ def trained_rnn(distance: int) -> None:
     rnn = shipped()["rnn"]
     trained = round(gradients.spectral_norm(rnn.model), 2)
     options = sorted({*W_HH_CHOICES, trained})
-    share.bind("w_hh", "recurrence_whh", float, choices=options)
+    share.valid("recurrence_whh", options, trained)  # the trained value follows the shipped model
     value = st.select_slider("Rescale the trained RNN's W_hh to spectral norm ‖W_hh‖₂", options, value=trained,
-                             key="recurrence_whh", format_func=lambda x: f"{x:.2f} (as trained)" if x == trained
-                             else f"{x:g}", help="W_hh of a copy is multiplied by one number; the rest is unchanged.")
+                             key="recurrence_whh", **share.URL,
+                             format_func=lambda x: f"{x:.2f} (as trained)" if x == trained else f"{x:g}",
+                             help="W_hh of a copy is multiplied by one number; the rest is unchanged.")
     target = None if value == trained else float(value)
     v, tanh = view(target, distance)
     base, _ = view(None, distance)
@@ -350,8 +341,8 @@ def _linear(gain: float) -> lesson.RecurrenceView:
 
 @section("the linear-regime RNN")
 def linear_regime() -> None:
-    share.bind("gain", "recurrence_gain", float, choices=GAINS)
     gain = st.select_slider("gain = ‖W_hh‖₂ of the linear-regime RNN", GAINS, value=1.1, key="recurrence_gain",
+                            **share.URL,
                             format_func=lambda g: f"{g:.2f}")
     v = cached("recurrence_linear", (gain,), lambda: _linear(gain))
     y = to_numpy(v.curve.norms)

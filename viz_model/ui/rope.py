@@ -18,6 +18,7 @@ from viz_model.lecture import ROPE_Q, ROPE_SENTENCE
 from viz_model.lessons import rope as lesson
 from viz_model.lessons import sinusoidal as sin_lesson
 from viz_model.tokenizer import special_ids
+from viz_model.ui import share
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, is_folder_model, load_model
@@ -85,10 +86,11 @@ def worked_example() -> None:
 def pair_rotation(d_k: int, base: float) -> None:
     theta = rope.default_inv_freq(d_k, base)
     c = st.columns(4)
-    pair = c[0].slider("pair i", 0, d_k // 2 - 1, 0, key="rope_pair")
-    t = c[1].slider("query position t", 0, 64, 3, key="rope_t")
-    s = c[2].slider("key position s", 0, 64, 5, key="rope_s")
-    shift = c[3].slider("shift both by", 0, 1000, 0, key="rope_shift")
+    share.valid("rope_pair", range(d_k // 2), 0)  # d_k follows the sidebar model
+    pair = c[0].slider("pair i", 0, d_k // 2 - 1, 0, key="rope_pair", **share.URL)
+    t = c[1].slider("query position t", 0, 64, 3, key="rope_t", **share.URL)
+    s = c[2].slider("key position s", 0, 64, 5, key="rope_s", **share.URL)
+    shift = c[3].slider("shift both by", 0, 1000, 0, key="rope_shift", **share.URL)
     q, k = lesson.random_qk(d_k, seed=7, unit_pairs=True)
     ref, now = lesson.pair_view(q, k, t, s, pair, theta), lesson.pair_view(q, k, t + shift, s + shift, pair, theta)
     left, right = st.columns([3, 2])
@@ -111,7 +113,7 @@ def pair_rotation(d_k: int, base: float) -> None:
 # -- angles and wavelengths -----------------------------------------------------------------------------
 @section("the angle table")
 def angles_and_wavelengths(d_k: int, base: float) -> None:
-    ctx = st.slider("context length (positions)", 16, 8192, 512, step=16, key="rope_ctx")
+    ctx = st.slider("context length (positions)", 16, 8192, 512, step=16, key="rope_ctx", **share.URL)
     theta = rope.default_inv_freq(d_k, base)
     idx = sin_lesson.decimate(ctx, 256)
     wl = rope.wavelengths(theta).numpy()
@@ -136,7 +138,7 @@ def relative_scores(d_k: int, base: float) -> None:
     c1.metric("score(q @ 3, k @ 4)", f"{near:.6f}")
     c2.metric("score(q @ 500, k @ 501)", f"{far:.6f}")
     verdict(abs(near - far), 1e-9, "⟨R_t q, R_s k⟩ = ⟨q, R_(s−t) k⟩: only the offset s − t = 1 matters")
-    max_dist = st.slider("largest distance Δ", 16, 1024, 128, step=16, key="rope_maxdist")
+    max_dist = st.slider("largest distance Δ", 16, 1024, 128, step=16, key="rope_maxdist", **share.URL)
     g = torch.Generator().manual_seed(1)
     same = torch.randn(32, d_k, generator=g, dtype=torch.float64)
     curves = {"one random q, k": lesson.scores_by_distance(q, k, theta, max_dist),
@@ -204,20 +206,24 @@ def context_extension(default_len: int, ckpt=None) -> None:
     c = st.columns(4)
     d_ks = sorted({*D_KS, *([own["d_k"]] if own else [])})
     bases = sorted({*BASES, *([own["base"]] if own else [])})
-    d_k = c[0].select_slider("d_k", d_ks, value=128, key="rope_ext_dk")
-    base = c[1].select_slider("base", bases, value=10000.0, key="rope_ext_base", format_func=lambda b: f"{b:,.0f}")
-    L = c[2].number_input("training length L", 16, 131072, min(default_len, 131072), step=16, key="rope_ext_L")
+    d_k = c[0].select_slider("d_k", d_ks, value=128, key="rope_ext_dk", **share.URL)
+    base = c[1].select_slider("base", bases, value=10000.0, key="rope_ext_base", **share.URL,
+                              format_func=lambda b: f"{b:,.0f}")
+    L = c[2].number_input("training length L", 16, 131072, min(default_len, 131072), step=16, key="rope_ext_L",
+                          **share.URL)
     Lp = c[3].number_input("target length L′", 16, 1048576, min(8 * default_len, 1048576), step=16,
-                           key="rope_ext_Lp")
+                           key="rope_ext_Lp", **share.URL)
     labels = rope.ROPE_SCALING_LABELS
     method = st.radio("method", list(rope.ROPE_INIT_FUNCTIONS), format_func=labels.get, horizontal=True,
-                      key="rope_ext_method", index=list(rope.ROPE_INIT_FUNCTIONS).index("ntk"))
+                      key="rope_ext_method", **share.URL, index=list(rope.ROPE_INIT_FUNCTIONS).index("ntk"))
     with st.expander("YaRN and Llama 3 parameters"):
         e = st.columns(4)
-        extra = {"beta_fast": e[0].number_input("beta_fast", 0.0, 1024.0, 32.0, key="rope_ext_bf"),
-                 "beta_slow": e[1].number_input("beta_slow", 0.0, 1024.0, 1.0, key="rope_ext_bs"),
-                 "low_freq_factor": e[2].number_input("low_freq_factor", 0.0, 64.0, 1.0, key="rope_ext_lo"),
-                 "high_freq_factor": e[3].number_input("high_freq_factor", 0.0, 64.0, 4.0, key="rope_ext_hi")}
+        extra = {"beta_fast": e[0].number_input("beta_fast", 0.0, 1024.0, 32.0, key="rope_ext_bf", **share.URL),
+                 "beta_slow": e[1].number_input("beta_slow", 0.0, 1024.0, 1.0, key="rope_ext_bs", **share.URL),
+                 "low_freq_factor": e[2].number_input("low_freq_factor", 0.0, 64.0, 1.0, key="rope_ext_lo",
+                                                      **share.URL),
+                 "high_freq_factor": e[3].number_input("high_freq_factor", 0.0, 64.0, 4.0, key="rope_ext_hi",
+                                                       **share.URL)}
     _extension_views(d_k, base, int(L), int(Lp), method, extra, ckpt)
 
 
@@ -335,6 +341,11 @@ def length_experiment() -> None:
     for note in sorted({f"{r.model}: {r.note}" for r in table.itertuples() if r.note}):
         st.caption(note)
     st.caption("Lower is better. A line that climbs past 1× is a model reading positions it never saw in training.")
+    st.caption("Why the scaled lines lose to plain RoPE here: these models were **not fine-tuned after scaling**. "
+               "A scaling changes the angles the same weights see (linear interpolation shrinks every distance by "
+               "the factor, so neighbouring tokens look closer than any pair did in training), and nothing here lets "
+               "the model adapt to that. In practice a scaled model is fine-tuned briefly at the longer length "
+               "(as for Code Llama, YaRN and Llama 3), and that short fine-tuning is what makes scaling pay off.")
     is_rope = table.groupby("model")["method"].transform("nunique") > 1
     labels = table["method"].map(rope.ROPE_SCALING_LABELS).where(is_rope, "as trained (not RoPE)")
     wide = table.assign(method=labels).pivot_table(index=["model", "method"], columns="length", values="loss",
@@ -373,8 +384,8 @@ def where_rope_acts() -> None:
     verdict(q_err, 1e-4, "layer 0: Q with RoPE = RoPE applied per head to Q without it")
     verdict(v_err, 0.0, "V is identical with RoPE on and off: it is never rotated")
     c = st.columns(2)
-    layer = c[0].selectbox("layer", range(cfg.n_layers), key="rope_where_layer")
-    head = c[1].selectbox("head", range(H), key="rope_where_head")
+    layer = share.select(c[0], "layer", range(cfg.n_layers), "rope_where_layer")
+    head = share.select(c[1], "head", range(H), "rope_where_head")
     p_on, p_off = on.layers[layer].probs[0, head], off.layers[layer].probs[0, head]
     allowed = torch.isfinite(on.layers[layer].mask).expand(on.layers[layer].probs.shape)[0, head]
     left, right = st.columns(2)
@@ -397,8 +408,8 @@ def conventions() -> None:
                                "rotate-half": [f"({i}, {i + d_k // 2})" for i in range(d_k // 2)]},
                               index=[f"pair {i}" for i in range(d_k // 2)]).T, key="rope_conv_pairs")
     c = st.columns(2)
-    t = c[0].slider("q position", 0, 64, 2, key="rope_conv_t")
-    s = c[1].slider("k position", 0, 64, 9, key="rope_conv_s")
+    t = c[0].slider("q position", 0, 64, 2, key="rope_conv_t", **share.URL)
+    s = c[1].slider("k position", 0, 64, 9, key="rope_conv_s", **share.URL)
     res = lesson.convention_check(d_k, t, s)
     st.markdown(f"Permutation P = {res['perm']} reorders a vector so that half(P·x) = P·interleaved(x). HF's "
                 "weight converter applies P to the rows of W_q and W_k, so scores do not change.")

@@ -1,162 +1,138 @@
-"""Shareable views: a page's main settings live in the URL (?layer=1&head=2), so a link opens that view.
+"""Shareable views: a page's main settings live in the URL (?explorer_layer=1&explorer_head=2), so a link opens that
+view, and they are kept when a student leaves a page and comes back.
 
-Pages call `bind(...)` before creating the widget: it seeds the widget from the link. app.py calls `new_page(...)`
-before the page and `publish()` after it, which sends the whole URL in one message. A page that ends early calls
-`share.stop()` instead of st.stop(), so its URL is published first (after st.stop() nothing more can be sent).
-Invalid values in a link fall back to the default with a notice, never an error.
+Streamlit does both: a widget created with `**share.URL` (`bind="query-params"`, `persist_state="session"`) is synced
+with the query parameter named by its key, both ways; a default value leaves the URL, an invalid value in a link is
+dropped, a fragment's widget updates the URL at once, and the value survives a page switch or a run where the widget
+is not drawn (an emptied text box stops the page before its selectors). Widget keys are therefore unique per page
+(`explorer_layer`, not `layer`): one key is one session_state entry, shared by every page that uses it.
 
-Bound settings are also remembered per session: Streamlit drops a widget's value when its page is left, so
-without this a student coming back to the Explorer would find the sentence box empty and the view reset.
+What is left here is what the framework cannot do, each said at its function: options that shrink under a kept value
+(another model with fewer layers), an example picker that follows its text box, a text box that cuts a long paste
+instead of refusing it, and tabs remembered across a page switch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-_SEEN = "_url_seen"        # {param: raw value already applied}, so a link is applied once, not on every rerun
-_BOUND = "_url_bound"      # params bound during this run: {param: widget key}
-_NOTICES = "_url_notices"  # messages about ignored link values
-_PAGE = "_url_page"        # the page of the previous run: leaving it drops its parameters
-_KEPT = "_url_kept"        # {widget key: last value}: what a bound widget showed, restored on coming back
-_PUBLISHED = "_url_published"  # set by stop(): this run's URL is out already
+URL = {"bind": "query-params", "persist_state": "session"}  # every shareable widget: in the link, kept per session
+_TAB_KEPT = "_share_tabs"  # {tabs key: open label}: st.tabs has no persist_state
 
 
-@dataclass(frozen=True)
-class Param:
-    name: str                         # the name in the URL
-    key: str                          # the widget key in session_state
-    cast: Callable[[str], Any] = str
-    choices: Iterable[Any] | None = None
-    lo: float | None = None
-    hi: float | None = None
-    fmt: Callable[[Any], str] = str
+def valid(key: str, options: Sequence[Any], default: Any = None) -> None:
+    """Before a widget whose options depend on something else (a model's layers): a kept or linked value no longer
+    among them goes back to the default. Streamlit would show the default too, but leave the stale value in the URL
+    (measured with 1.67), so the link and the view would disagree."""
+    if key in st.session_state and st.session_state[key] not in options:
+        st.session_state[key] = options[0] if default is None else default
 
 
-def _parse(p: Param, raw: str) -> Any:
-    value = p.cast(raw)
-    if not _allowed(p, value):
-        raise ValueError
-    return value
+def tabs(labels: list[str], key: str) -> tuple[str, Any]:
+    """st.tabs where only the open tab runs: opening the page computes and draws one tab's charts, not every tab's.
+    The open tab is a setting like the others: in the URL (?{key}=...) and kept when the student comes back.
+    Returns (label of the open tab, its container)."""
+    kept = st.session_state.setdefault(_TAB_KEPT, {})
+    if key not in st.session_state and kept.get(key) in labels and not st.query_params.get(key):
+        st.session_state[key] = kept[key]  # back on this page (a link's own ?tab= wins)
+    valid(key, labels)
+    containers = st.tabs(labels, key=key, on_change="rerun", bind="query-params")
+    label, container = next(((lb, c) for lb, c in zip(labels, containers) if c.open), (labels[0], containers[0]))
+    kept[key] = label
+    return label, container
 
 
-def _allowed(p: Param, value: Any) -> bool:
-    if p.choices is not None and value not in list(p.choices):
-        return False
-    return not ((p.lo is not None and value < p.lo) or (p.hi is not None and value > p.hi))
+def cut_long(key: str, limit: int) -> None:
+    """on_change of a text box: a paste over `limit` characters is cut to `limit` and noted (see `cut_notice`). The
+    box has no max_chars because the browser then refuses such a paste whole, silently."""
+    text = st.session_state.get(key) or ""
+    if len(text) > limit:
+        st.session_state[key] = text[:limit]
+        st.session_state[f"_{key}_cut"] = len(text)
 
 
-def _bool(raw: str) -> bool:
-    if raw.lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ValueError
+def cut_notice(key: str, limit: int) -> None:
+    """The notice for a paste `cut_long` shortened, shown once under its box."""
+    n = st.session_state.pop(f"_{key}_cut", None)
+    if n is not None:
+        st.info(f"The pasted text had {n:,} characters; the box keeps the first {limit:,}.")
 
 
-def bind(name: str, key: str, cast: Callable[[str], Any] = str, *, choices=None, lo=None, hi=None,
-         fmt: Callable[[Any], str] = str) -> None:
-    """Seed session_state[key] from ?name= (once per distinct link value), or else from the value it had when
-    the student left this page, and mirror it back into the URL."""
-    p = Param(name, key, _bool if cast is bool else cast, choices, lo, hi, fmt)
-    st.session_state.setdefault(_BOUND, {})[name] = p
-    raw = st.query_params.get(name)
-    seen = st.session_state.setdefault(_SEEN, {})
-    kept = st.session_state.setdefault(_KEPT, {})
-    if raw is not None and seen.get(name) != raw:
-        seen[name] = raw
-        try:
-            st.session_state[key] = _parse(p, raw)
-        except (ValueError, TypeError):
-            st.session_state.setdefault(_NOTICES, []).append(
-                f"The link's value {raw[:40]!r} for “{name}” is not valid here, so the default is used.")
-    elif key not in st.session_state and key in kept and _allowed(p, kept[key]):
-        st.session_state[key] = kept[key]  # back on this page (another model may have fewer layers: checked)
-    if key in st.session_state:
-        kept[key] = st.session_state[key]
-        _write(name, _format(p, st.session_state[key]))
-
-
-def _format(p: Param, value: Any) -> str:
-    return ("1" if value else "0") if isinstance(value, bool) else p.fmt(value)
-
-
-def _write(name: str, raw: str) -> None:
-    """Record the URL value; a full run sends the whole URL once, in publish(). Each st.query_params write is a
-    message the browser turns into a history.pushState (a page switch wrote ~18: 96 ms of the browser's time).
-    A fragment run never reaches publish(), so it writes at once."""
-    st.session_state.setdefault(_SEEN, {})[name] = raw
-    ctx = get_script_run_ctx()
-    if ctx is not None and ctx.fragment_ids_this_run and st.query_params.get(name) != raw:
-        st.query_params[name] = raw
-
-
-def new_page(page_id: str) -> None:
-    """Called before the page runs, every run: after navigating, the previous page's parameters leave the URL."""
-    st.session_state.pop(_PUBLISHED, None)  # a flag of an earlier run (if st.stop() ended it before publish())
-    previous = st.session_state.get(_PAGE)
-    st.session_state[_PAGE] = page_id
-    if previous is None or previous == page_id:
-        return
-    seen = st.session_state.get(_SEEN, {})
-    current = st.query_params.to_dict()
-    remaining = {n: v for n, v in current.items() if seen.get(n) != v}  # ours go; a freshly pasted link stays
-    if remaining != current:
-        st.query_params.from_dict(remaining)  # one message, not one per parameter
-
-
-def show_notices() -> None:
-    for message in st.session_state.pop(_NOTICES, []):
-        st.toast(message, icon="ℹ️")
-
-
-def publish() -> None:
-    """Write the bound widgets' current values into the URL, in one message; params no page bound this run are
-    dropped (garbage or stale parameters do not linger in a shared link)."""
-    if st.session_state.pop(_PUBLISHED, False):
-        return
-    bound: dict[str, Param] = st.session_state.pop(_BOUND, {})
-    kept = st.session_state.setdefault(_KEPT, {})
-    seen = st.session_state.setdefault(_SEEN, {})
-    current = st.query_params.to_dict()
-    final = {}
-    for name, p in bound.items():
-        if p.key in st.session_state:
-            kept[p.key] = st.session_state[p.key]
-            final[name] = seen[name] = _format(p, st.session_state[p.key])
-        elif name in current:  # bound, but its widget has no value yet: the link's value stays
-            final[name] = current[name]
-    if final != current:
-        st.query_params.from_dict(final)
-
-
-def stop() -> None:
-    """st.stop() for a page that ends early: its settings go into the URL first, so a link still reopens it."""
-    publish()
-    st.session_state[_PUBLISHED] = True
-    st.stop()
-
-
-def tabs(labels: list[str], key: str, name: str = "tab") -> tuple[str, Any]:
-    """st.tabs where only the open tab runs (on_change="rerun"): opening the page computes and draws one tab's
-    charts, not every tab's. The open tab is a setting like the others: in the URL (?tab=...) and kept when the
-    student comes back. Returns (label of the open tab, its container)."""
-    bind(name, key, choices=labels)
-    containers = st.tabs(labels, key=key, on_change="rerun")
-    return next(((label, c) for label, c in zip(labels, containers) if c.open), (labels[0], containers[0]))
-
-
-def bind_text(name: str, text_key: str, example_key: str, last_example_key: str, examples: list[str],
-              custom: str) -> None:
-    """Bind a text box that has an example picker: a linked text also selects its example (or 'custom'),
-    so the picker does not overwrite the text that came with the link."""
-    before = st.session_state.get(text_key)
-    bind(name, text_key)
+def follow_text(text_key: str, example_key: str, examples: Sequence[str], custom: str) -> None:
+    """An example picker shows the example its text box holds, or `custom` once the student types their own (set
+    before the picker is drawn: the text box is the one source of truth). Its on_change is `pick_example`."""
     text = st.session_state.get(text_key)
-    if text is not None and text != before:  # just seeded from the link
-        example = text if text in examples else custom
-        st.session_state[example_key] = st.session_state[last_example_key] = example
+    if text is not None:
+        st.session_state[example_key] = text if text in examples else custom
+
+
+def pick_example(text_key: str, example_key: str, custom: str) -> None:
+    """on_change of an example picker: the chosen example fills the text box."""
+    example = st.session_state[example_key]
+    if example != custom:
+        st.session_state[text_key] = example
+
+
+def select(where, label: str, options, key: str, default: Any = None, **kwargs) -> Any:
+    """`where.selectbox` in the link and kept per session, after `valid` (its options may depend on the model);
+    `default`: the first visit's value (else the first option).
+
+    A selectbox's URL value is its option's label (format_func), and a label may change under a kept value (a query
+    picker labelled by the sentence's tokens): the value is set again before each draw, so the picker keeps it and
+    the URL takes the new label, instead of Streamlit resetting the picker to its default."""
+    options = list(options)
+    valid(key, options, default)
+    if key in st.session_state:
+        st.session_state[key] = st.session_state[key]
+    index = 0 if default is None else options.index(default)
+    return where.selectbox(label, options, index=index, key=key, **URL, **kwargs)
+
+
+def layer_head(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
+    """The Layer and Head pickers side by side, keys `{prefix}_layer` and `{prefix}_head` (also the URL names)."""
+    c1, c2 = st.columns(2)
+    return (select(c1, "Layer", range(n_layers), f"{prefix}_layer"),
+            select(c2, "Head", range(n_heads), f"{prefix}_head"))
+
+
+def text(where, label: str, value: str, key: str, limit: int, **kwargs) -> str:
+    """`where.text_input` in the link and kept per session; a paste over `limit` characters is cut, with a notice
+    (`cut_long`)."""
+    out = where.text_input(label, value, key=key, on_change=cut_long, args=(key, limit), **URL, **kwargs)
+    cut_notice(key, limit)
+    return out
+
+
+_LINK_READ = "_share_link_read"  # set once the session's first run (the one that opened the link) has been checked
+
+
+def opened_link() -> dict[str, str] | None:
+    """The query parameters of the link that opened this session, on its first run only (else None). Read before
+    the page draws its widgets: after that, bound parameters hold the widgets' values."""
+    if st.session_state.get(_LINK_READ):
+        return None
+    st.session_state[_LINK_READ] = True
+    return st.query_params.to_dict()
+
+
+def link_notices(link: dict[str, str] | None) -> None:
+    """After the first run: Streamlit drops a link value its widget cannot take (not an option, out of range)
+    silently; say which, so a student with a mistyped link knows the view is not the one linked."""
+    for name, raw in (link or {}).items():  # kept in the URL: taken (a selectbox's URL value is its label)
+        if name in st.session_state and name not in st.query_params and not _same(raw, st.session_state[name]):
+            st.toast(f"The link's value {raw[:40]!r} for “{name}” is not valid here, so the default is used.",
+                     icon="ℹ️")
+
+
+def _same(raw: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return raw.lower() == str(value).lower()
+    if isinstance(value, (int, float)):
+        try:
+            return float(raw) == float(value)
+        except ValueError:
+            return False
+    return isinstance(value, (list, tuple)) or raw == str(value)  # a range's repeated params: not checked

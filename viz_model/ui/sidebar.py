@@ -12,6 +12,7 @@ from viz_model.ui.models import DEFAULT_MODEL, RANDOM_MODEL, available_models, l
 MODEL_KEY, DEVICE_KEY = "model_key", "device_key"
 SIDEBAR_KINDS = ("transformer",)  # the pages that read the sidebar's model run a TinyTransformer
 _LAST_GOOD = "_model_last_good"   # the model shown before a refused pick (a folder that cannot be loaded)
+_REFUSED = "_model_refused"       # that refused pick, for its message
 
 
 def render() -> None:
@@ -19,26 +20,30 @@ def render() -> None:
     keys = [e.key for e in entries]
     by_key = {e.key: e for e in entries}
     usable = [e.key for e in entries if e.problem is None]
-    # Only listed names are accepted, from the picker or from a link's ?model= (never a path).
-    share.bind("model", MODEL_KEY, choices=usable)
-    share.bind("presenter", presenter.PRESENTER_KEY, bool)
-    refused = by_key.get(st.session_state.get(MODEL_KEY))
-    refused = refused if refused is not None and refused.problem is not None else None
-    if st.session_state.get(MODEL_KEY) not in usable:
+    # Only listed names are accepted, from the picker or from a link's ?model_key= (never a path). A refused pick
+    # (a folder that cannot be loaded) goes back to the model shown before; a link's is caught after the picker has
+    # taken it (the link wins on a first load), then the page runs again with the model shown before.
+    if MODEL_KEY in st.session_state and st.session_state[MODEL_KEY] not in usable:
+        st.session_state[_REFUSED] = st.session_state[MODEL_KEY]
         last = st.session_state.get(_LAST_GOOD)
-        default = DEFAULT_MODEL if DEFAULT_MODEL in usable else usable[0]
-        st.session_state[MODEL_KEY] = last if last in usable else default
-    st.session_state[_LAST_GOOD] = st.session_state[MODEL_KEY]
+        fallback = DEFAULT_MODEL if DEFAULT_MODEL in usable else usable[0]
+        st.session_state[MODEL_KEY] = last if last in usable else fallback
+    refused = by_key.get(st.session_state.pop(_REFUSED, None))
     with st.sidebar:
-        st.selectbox("Model", keys, key=MODEL_KEY, format_func=lambda k: by_key[k].title,
-                     help="Every page runs this model live. Model folders are the instructor's choice at launch.")
+        default = keys.index(DEFAULT_MODEL) if DEFAULT_MODEL in usable else keys.index(usable[0])
+        picked = st.selectbox("Model", keys, index=default, key=MODEL_KEY, format_func=lambda k: by_key[k].title,
+                              **share.URL, help="Every page runs this model live. Model folders are the "
+                                                "instructor's choice at launch.")
+        if picked not in usable:
+            st.rerun()
+        st.session_state[_LAST_GOOD] = picked
         if refused is not None:
             st.error(f"“{refused.key}” cannot be used: {refused.problem}")
         st.caption(by_key[st.session_state[MODEL_KEY]].description)
         devices = ["auto", *available_devices()]
-        if st.session_state.get(DEVICE_KEY) not in devices:
+        if st.session_state.get(DEVICE_KEY, "auto") not in devices:
             st.session_state[DEVICE_KEY] = "auto"
-        st.selectbox("Device", devices, key=DEVICE_KEY,
+        st.selectbox("Device", devices, key=DEVICE_KEY, **share.URL,
                      format_func=lambda d: f"auto → {describe(resolve_device('auto'))}" if d == "auto" else d)
         presenter.toggle()
     presenter.apply()

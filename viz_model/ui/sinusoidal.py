@@ -7,8 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from viz_model.figures import sinusoidal as figs
+from viz_model.figures.common import ordinal
 from viz_model.lessons import sinusoidal as lesson
 from viz_model.positional import shift_matrix
+from viz_model.ui import share
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.sidebar import model_with
@@ -79,8 +81,10 @@ def learned_vs_sinusoidal() -> None:
 def curves(d: int, n_pos: int, base: float) -> None:
     pe = table(n_pos, d, base)
     default_dims = [j for j in (0, 1, 2, 3, d // 2, d - 2) if j < d]
+    if "sinusoidal_dims" in st.session_state:  # d may have shrunk under the kept choice
+        st.session_state["sinusoidal_dims"] = [j for j in st.session_state["sinusoidal_dims"] if j < d]
     dims = st.multiselect("dimensions to plot", list(range(d)), default=sorted(set(default_dims)),
-                          key="sinusoidal_dims", max_selections=12)
+                          key="sinusoidal_dims", **share.URL, max_selections=12)
     show(figs.pe_curves(pe, dims, "PE value against position"), key="sinusoidal_curves", name="sinusoidal_curves")
     st.markdown("**The lecture's d = 4 view.** Each vertical slice is one position's whole vector.")
     small = table(8, 4, base)
@@ -94,16 +98,28 @@ def curves(d: int, n_pos: int, base: float) -> None:
                   f"{base ** (-0.5):g} radians.")
 
 
+def every_nth(n: int, shown: int, what: str) -> str | None:
+    """"every 32nd position" when `shown` evenly spaced ones of `n` are drawn (lesson.decimate), "about" when the
+    spacing is not a whole number; None when all are drawn."""
+    if shown >= n:
+        return None
+    step = (n - 1) / max(shown - 1, 1)
+    if round(step) < 2:  # "about every 1st" says nothing
+        return f"{shown:,} of {n:,} {what}s"
+    return f"{'' if step == round(step) else 'about '}every {ordinal(round(step))} {what}"
+
+
 @section("the table view")
 def table_and_bits(d: int, n_pos: int, base: float) -> None:
     pe = table(n_pos, d, base)
     pi, di = lesson.decimate(n_pos, 256), lesson.decimate(d, 256)
-    note = "" if len(pi) == n_pos and len(di) == d else f" (every {n_pos // len(pi)}th position / dimension shown)"
+    parts = [s for s in (every_nth(n_pos, len(pi), "position"), every_nth(d, len(di), "dimension")) if s]
+    note = f" ({' and '.join(parts)} shown)" if parts else ""
     show(figs.pe_heatmap(pe, pi, di, f"The PE table: {n_pos} positions × {d} dimensions{note}"),
          key="sinusoidal_heatmap", name="sinusoidal_table")
     st.markdown("**Binary counting.** The lowest bit of a counter flips every step, the next every two steps… "
                 "The sin columns behave alike: fast pairs change sign often, slow pairs rarely — but smoothly.")
-    n_bits = st.slider("positions shown", 8, 64, 16, step=8, key="sinusoidal_bits")
+    n_bits = st.slider("positions shown", 8, 64, 16, step=8, key="sinusoidal_bits", **share.URL)
     bits = lesson.position_bits(n_bits, max(1, int(np.ceil(np.log2(n_bits)))))
     show(figs.bits_vs_signs(bits, lesson.sin_signs(table(n_bits, d, base), min(8, d // 2))),
          key="sinusoidal_binary", name="sinusoidal_binary")
@@ -111,7 +127,7 @@ def table_and_bits(d: int, n_pos: int, base: float) -> None:
 
 @section("the shift view")
 def shift(d: int, n_pos: int, base: float) -> None:
-    k = st.slider("shift k", 1, 64, 3, key="sinusoidal_k")
+    k = st.slider("shift k", 1, 64, 3, key="sinusoidal_k", **share.URL)
     n_show = min(d, 8)
     M = shift_matrix(d, k, base).numpy()
     title = f"M_{k}: one 2×2 rotation per (sin, cos) pair" + (
@@ -136,8 +152,9 @@ def similarity(d: int, n_pos: int, base: float) -> None:
     with left:
         show(figs.similarity_heatmap(pe[si] @ pe[si].T, None, "P·Pᵀ: dot products of positions", "P·Pᵀ",
                                      labels=si), key="sinusoidal_sim", name="sinusoidal_similarity")
+    share.valid("sinusoidal_t0", range(1, max(1, n_pos // 2) + 1), min(10, max(1, n_pos // 2)))
     t0 = st.slider("second starting position t", 1, max(1, n_pos // 2), min(10, max(1, n_pos // 2)),
-                   key="sinusoidal_t0")
+                   key="sinusoidal_t0", **share.URL)
     a, b = lesson.dot_by_offset(pe, 0), lesson.dot_by_offset(pe, t0)
     with right:
         show(figs.dot_vs_offset({"t = 0": a, f"t = {t0}": b}, "Dot product against offset"),

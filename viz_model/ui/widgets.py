@@ -18,7 +18,7 @@ from viz_model.tokenizer import BOS, EOS, PAD, Encoded, display_token, encode, l
 from viz_model.ui import share
 from viz_model.ui.models import is_folder_model
 
-CUSTOM = "(type your own)"
+CUSTOM = "(your own)"
 
 
 MAX_CHARS = 5000
@@ -29,29 +29,23 @@ _MARKS = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
 
 
 def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
-                   default: str = EXAMPLES[1]) -> Encoded:
-    """Example picker + text box; stops the page with a clear message when there is nothing to show."""
+                   default: str = EXAMPLES[1], specials: tuple[str, ...] = ()) -> Encoded:
+    """Example picker + text box; stops the page with a clear message when there is nothing to show. `specials`:
+    the special tokens this lesson lets a student type (encode_text); any other is read as plain text."""
     cfg = ckpt.model.config
     limit = min(cfg.max_len, max_tokens or cfg.max_len)
     if is_folder_model(ckpt):
         limit = min(limit, FOLDER_VIEW_TOKENS)
-    share.bind_text("text", f"{prefix}_text", f"{prefix}_example", f"{prefix}_last_example", EXAMPLES, CUSTOM)
-    c1, c2 = st.columns([1, 2])
-    example = c1.selectbox("Example from the lecture", [CUSTOM, *EXAMPLES], index=1 + EXAMPLES.index(default),
-                           key=f"{prefix}_example")
-    if st.session_state.get(f"{prefix}_last_example") != example and example != CUSTOM:
-        st.session_state[f"{prefix}_text"] = example  # picking an example fills the box
-    st.session_state[f"{prefix}_last_example"] = example
-    text = c2.text_input("Sentence", key=f"{prefix}_text", max_chars=MAX_CHARS,
-                         help="Any text; it is cut to the model's context length.")
+    text = example_text(f"{prefix}_text", f"{prefix}_example", EXAMPLES, default, "Sentence",
+                        help="Any text; it is cut to the model's context length.", picker="Example from the lecture")
     bos = uses_bos(ckpt)
-    enc = encode_text(ckpt, text, max_len=limit, bos=bos)
+    enc = encode_text(ckpt, text, max_len=limit, bos=bos, specials=specials)
     if enc.truncated:
         st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
                 f"so only the first {limit} are used.")
     if len(enc.ids) <= int(bos):
         st.warning("Type at least one word (the box is empty or holds only spaces) to see attention.")
-        share.stop()
+        st.stop()  # the selectors below are not drawn: they keep their values (persist_state), so nothing resets
     if bos and is_folder_model(ckpt):
         st.caption(f"The model's own start token `{start_token(ckpt)[1]}` is put in front, as its tokenizer does; "
                    "␣ marks a space that belongs to the token.")
@@ -64,6 +58,18 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
         st.caption("Words this model has never seen become `<unk>`: "
                    + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
     return enc
+
+
+def example_text(text_key: str, example_key: str, examples: list[str], default: str, label: str, *, help: str,
+                 picker: str, limit: int = MAX_CHARS) -> str:
+    """A text box (in the link, kept per session) with an example picker on its left that follows it: picking an
+    example fills the box, typing your own shows CUSTOM. A paste over `limit` characters is cut, with a notice."""
+    c1, c2 = st.columns([1, 2])
+    text = share.text(c2, label, default, text_key, limit, help=help)
+    share.follow_text(text_key, example_key, examples, CUSTOM)
+    c1.selectbox(picker, [CUSTOM, *examples], key=example_key, on_change=share.pick_example,
+                 args=(text_key, example_key, CUSTOM))
+    return text
 
 
 def uses_bos(ckpt: Checkpoint) -> bool:
@@ -104,23 +110,51 @@ def pad_token(ckpt: Checkpoint) -> tuple[int, str]:
     return found if found is not None else (int(ckpt.model.config.pad_id), f"<id {ckpt.model.config.pad_id}>")
 
 
-def encode_text(ckpt: Checkpoint, text: str, max_len: int | None = None, bos: bool = False) -> Encoded:
+def encode_text(ckpt: Checkpoint, text: str, max_len: int | None = None, bos: bool = False,
+                specials: tuple[str, ...] = (), notice: bool = True) -> Encoded:
     """tokenizer.encode for this model: with bos, its own start token in front (start_token); a folder model's
-    tokens are labelled by piece_text ('␣the'), its pieces are the raw vocabulary entries ('Ġthe')."""
-    if not is_folder_model(ckpt):
-        return encode(ckpt.tokenizer, text, max_len=max_len, bos=bos)
+    tokens are labelled by piece_text ('␣the'), its pieces are the raw vocabulary entries ('Ġthe'). Typed text is
+    literal: a special token's spelling ("<eos>", "<PAD>", "<|endoftext|>") is plain text, except the `specials` a
+    lesson asks for (the Encoder's <mask>, the Masks page's <pad>); with notice the page says what was read as text."""
     tok = ckpt.tokenizer
-    raw = encode(tok, text)  # no special tokens added, not cut yet
-    ids, tokens = list(raw.ids), token_texts(ckpt, raw.ids)
-    pieces = [tok.id_to_token(i) or f"<id {i}>" for i in ids]
-    start = start_token(ckpt) if bos else None
-    if start is not None:
-        ids, tokens, pieces = [start[0], *ids], [start[1], *tokens], [start[1], *pieces]
-    total = len(ids)
-    truncated = raw.truncated or (max_len is not None and total > max_len)
-    if max_len is not None:
-        ids, tokens, pieces = ids[:max_len], tokens[:max_len], pieces[:max_len]
-    return Encoded(ids, tokens, pieces, truncated, total)
+    if not is_folder_model(ckpt):
+        enc = encode(tok, text, max_len=max_len, bos=bos, specials=specials)
+    else:
+        raw = encode(tok, text, specials=specials)  # no special tokens added, not cut yet
+        ids, tokens = list(raw.ids), token_texts(ckpt, raw.ids)
+        pieces = [tok.id_to_token(i) or f"<id {i}>" for i in ids]
+        start = start_token(ckpt) if bos else None
+        if start is not None:
+            ids, tokens, pieces = [start[0], *ids], [start[1], *tokens], [start[1], *pieces]
+        total = len(ids)
+        truncated = raw.truncated or (max_len is not None and total > max_len)
+        if max_len is not None:
+            ids, tokens, pieces = ids[:max_len], tokens[:max_len], pieces[:max_len]
+        enc = Encoded(ids, tokens, pieces, truncated, total, raw.literal)
+    if notice:
+        specials_notice(ckpt, enc.literal, specials)
+    return enc
+
+
+_ROLE_NAMES = {"bos": "the start token", "eos": "the end-of-sequence token", "pad": "the padding token",
+               "unk": "the unknown-word token", "mask": "the mask token"}
+
+
+def specials_notice(ckpt: Checkpoint | None, literal: list[tuple[str, str]], kept: tuple[str, ...] = ()) -> None:
+    """Say that special tokens typed in the text were read as plain text: `literal` is Encoded.literal (or
+    tokenizer.typed_specials), `kept` the specials this box reads as special; ckpt None: one of the app's models."""
+    if not literal:
+        return
+    folder = ckpt is not None and is_folder_model(ckpt)
+    meta = (ckpt.metadata or {}).get("special_tokens") or {} if folder else {}
+    roles = {**{e["token"]: r for r, e in meta.items() if e and e.get("token")},
+             **({} if meta else {"<pad>": "pad", "<unk>": "unk", "<bos>": "bos", "<eos>": "eos", "<mask>": "mask"})}
+    said = [f"`{typed}` typed in the text is read as plain text, not as "
+            f"{_ROLE_NAMES.get(roles.get(name), f'the special token `{name}`')}."
+            for typed, name in dict(literal[:6]).items()]
+    also = (" Here only " + ", ".join(f"`{t}`" for t in kept) + " typed is read as the token itself.") if kept else ""
+    st.info(" ".join(said) + " Special tokens are put in by the app where the model needs them." + also,
+            icon=":material/text_fields:")
 
 
 def token_texts(ckpt: Checkpoint, ids) -> list[str]:
@@ -187,3 +221,29 @@ def verdict(error: float, tol: float, claim: str) -> None:
 def token_id(ckpt: Checkpoint, word: str) -> int | None:
     enc = encode_text(ckpt, word)
     return enc.ids[0] if enc.ids and not enc.unknown else None
+
+
+def reveal_steps(prefix: str, sig, total: int, what: str = "token") -> int:
+    """Step mode of Generate and the Encoder–decoder: the first of `total` steps at once, one more per click. How
+    many are shown ({prefix}_step_n) is a setting like the others (in the link, kept per session); it goes back to
+    one when `sig` (the input and settings) changes. The inspected step ({prefix}_view_step) follows the newest."""
+    if total == 0:
+        return 0
+    key, sig_key = f"{prefix}_step_n", f"{prefix}_step_sig"
+    if st.session_state.get(sig_key, sig) != sig:  # a fresh session keeps the link's count
+        st.session_state[key] = 1
+    st.session_state[sig_key] = sig
+    share.valid(key, range(1, total + 1), min(st.session_state.get(key, 1), total))
+    c1, c2, c3, c4 = st.columns([1, 1, 1, 3])
+    n = c4.number_input(f"{what.capitalize()}s shown", 1, total, 1, key=key, **share.URL,
+                        help=f"Step mode reveals one {what} per click; this is how many are shown.")
+    buttons = ((c1, "next", f"Next {what} ▶", n + 1, None), (c2, "all", "To the end", total, ":material/skip_next:"),
+               (c3, "reset", "Reset", 1, None))
+    for col, name, label, to, icon in buttons:
+        col.button(label, key=f"{prefix}_{name}", type="primary" if name == "next" else "secondary", icon=icon,
+                   disabled=name != "reset" and n >= total, on_click=_reveal, args=(prefix, min(to, total)))
+    return n
+
+
+def _reveal(prefix: str, n: int) -> None:
+    st.session_state[f"{prefix}_step_n"] = st.session_state[f"{prefix}_view_step"] = n
