@@ -26,10 +26,13 @@ def test_typing_a_sentence_changes_the_heatmap(page):
     box.fill("send report <PAD> <PAD>")
     box.press("Enter")
     wait_idle(page)
+    # typed text is literal: "<PAD>" is the three pieces '<', 'PAD', '>', not the padding token, and the page says so
     page.wait_for_function("""() => { const p = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
-        return p && p._fullData.find(t => t.name === 'attention').z.length === 4; }""")
+        return p && p._fullData.find(t => t.name === 'attention').z.length === 8; }""")
     ticks = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first.evaluate(
         "el => el.layout.yaxis.ticktext")
-    assert ticks[2] == "2 &lt;PAD&gt;"  # escaped for Plotly, so it shows literally as <PAD>
+    assert ticks[2:5] == ["2 &lt;", "3 PAD", "4 &gt;"]  # escaped for Plotly, so '<' shows literally
+    assert "<PAD> typed in the text is read as plain text, not as the padding token" in " ".join(
+        page.locator('[data-testid="stAlert"]').all_inner_texts())
     screenshot(page, "start_pad")
     assert page.console.errors() == []

@@ -4,7 +4,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, texts
 
 HOSTILE = [
     "",
@@ -50,3 +50,68 @@ def test_garbage_query_parameters_fall_back_to_defaults(query):
     at.run()
     assert not at.exception
     assert not at.error
+
+
+# -- typed special tokens: plain text, and the page says so --------------------------------------------------------
+SPECIALS = "the cat <eos> sat <pad> <PAD> <bos> <unk> <mask> on the mat"
+LITERAL_NOTICE = "`<eos>` typed in the text is read as plain text, not as the end-of-sequence token"
+KEPT = {"masks_text": "<pad>", "encoder_text": "<mask>"}  # the lessons that ask a student to type one
+NOT_ENCODED = {"train_ckpt_name"}  # a file name, not text for a model
+BOXES = {"app_pages/start.py": ["start_text"], "app_pages/explorer.py": ["explorer_text"],
+         "app_pages/masks.py": ["masks_text"], "app_pages/qkv.py": ["qkv_text", "qkv_pair_a", "qkv_pair_b"],
+         "app_pages/encoder.py": ["encoder_text"], "app_pages/encoder_decoder.py": ["ed_text"],
+         "app_pages/normalization.py": ["norm_text"], "app_pages/generate.py": ["generate_text", "generate_tf_text"]}
+IN_TABS = {  # text boxes drawn only in a tab or after a choice: (tab key, tab label, (widget, key, option index))
+    "app_pages/generate.py": ("generate_tab", "Teacher forcing vs free running", ("radio", "generate_mode", 1)),
+    "app_pages/qkv.py": ("qkv_tab", "Minimal pairs", ("selectbox", "qkv_pair", -1)),
+    "app_pages/normalization.py": ("norm_tab", "The batch dimension", None),
+}
+
+
+def _notices(at) -> list[str]:
+    return [i.value for i in at.info if "read as plain text" in i.value]
+
+
+@pytest.mark.parametrize("page_file", _pages())
+def test_typed_special_tokens_are_plain_text_with_a_notice(app_test, page_file):
+    at = app_test(None if page_file.endswith("start.py") else page_file)
+    if page_file in IN_TABS:
+        tab_key, label, setup = IN_TABS[page_file]
+        at.session_state[tab_key] = label
+        at.run()
+        if setup:  # generate: run mode (the tabs show once a step has run); qkv: type your own pair
+            widget = getattr(at, setup[0])(key=setup[1])
+            widget.set_value(widget.options[setup[2]]).run()
+    keys = [w.key for w in at.text_input if w.key and w.key not in NOT_ENCODED]
+    assert keys == BOXES.get(page_file, []), page_file  # every text box a model reads is checked
+    if not keys:
+        pytest.skip(f"{page_file} has no text box for a model (the Train page's needs a run)")
+    assert not _notices(at), page_file  # nothing typed yet: no notice
+    for key in keys:
+        at.text_input(key=key).set_value(SPECIALS).run()
+        assert not at.exception, (page_file, key)
+        assert not any("Traceback" in e.value for e in at.error), (page_file, key)
+        notices = _notices(at)
+        assert notices and LITERAL_NOTICE in notices[0], (page_file, key, texts(at.info))
+        assert "`<PAD>` typed in the text" in notices[0] or key in KEPT, (page_file, key)
+        if key in KEPT:
+            assert f"Here only `{KEPT[key]}` typed is read as the token itself" in notices[0], (page_file, key)
+        at.text_input(key=key).set_value("the cat sat on the mat").run()  # and gone with the specials
+        assert not _notices(at), (page_file, key)
+
+
+def test_start_page_chips_show_a_typed_eos_as_text(app_test):
+    at = app_test()
+    at.text_input(key="start_text").set_value("the cat <eos> sat").run()
+    chips = at.dataframe[1].value  # after the model card: token, vocabulary entry, id
+    token, piece, ids = (list(chips.iloc[i, 1:]) for i in range(3))
+    assert token == ["<bos>", "the", "cat", "<", "eos", ">", "sat"]
+    assert "3" not in ids and piece[3:6] == ["<unk>"] * 3  # <eos> is id 3: a student's text never holds it
+
+
+def test_generate_does_not_continue_past_a_typed_eos(app_test):
+    at = app_test("app_pages/generate.py")
+    at.radio(key="generate_mode").set_value("run").run()
+    at.text_input(key="generate_text").set_value("please send <eos> the").run()
+    assert not at.exception and LITERAL_NOTICE in _notices(at)[0]
+    assert texts(at.code)[0].startswith("<bos> please send <unk> <unk> <unk> the")  # the text goes on after it

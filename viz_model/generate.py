@@ -176,6 +176,9 @@ def generate(
     _check_request(model, prompt, max_new_tokens)
     if eos_id is None:
         eos_id = tokenizer.token_to_id("<eos>") if tokenizer is not None else EOS_ID
+    if stop_at_eos and eos_id in prompt[1:]:  # [1:]: a model may start a text with its end token (GPT-2)
+        raise ValueError(f"the prompt holds the end token (id {eos_id}) at position {prompt.index(eos_id, 1)}: "
+                         "a text ends there, so there is nothing to continue. Remove it from the prompt.")
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     seq, cache, feed = list(prompt), None, list(prompt)
     for index in range(max_new_tokens):

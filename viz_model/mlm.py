@@ -61,7 +61,7 @@ class MaskedRun:
 @torch.no_grad()
 def run_masked(model: TinyTransformer, tokenizer, text: str, top_k: int = 5, trace: bool = True) -> MaskedRun:
     """Encode `text` as <bos> words <eos>, run the encoder once, read the distribution at every <mask>."""
-    enc = encode(tokenizer, text)
+    enc = encode(tokenizer, text, specials=(MASK,))  # a typed <mask> is a blank; any other special is text
     mask_id = tokenizer.token_to_id(MASK)
     ids = [tokenizer.token_to_id("<bos>"), *enc.ids, tokenizer.token_to_id("<eos>")]
     if len(ids) > model.config.max_len:

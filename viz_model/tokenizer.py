@@ -1,13 +1,21 @@
 """Tokenizers built with the `tokenizers` library: word-level (default, readable labels) and byte-level BPE.
 
 Special tokens have fixed ids so that every shipped model agrees on them.
+
+Typed text is literal: `encode` reads "<eos>" or "<PAD>" typed by a student as plain text (split as any unknown
+word would be), never as the special token, with the `tokenizers` library's own switch
+(`Tokenizer.encode_special_tokens`). Only the specials a lesson asks the student to type (the Encoder's <mask>,
+the Masks page's <pad>) are named in `specials=` and stay special. `Encoded.literal` lists what was read as text,
+so a page can say so.
 """
 
 from __future__ import annotations
 
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
@@ -84,6 +92,7 @@ class Encoded:
     pieces: list[str]     # the tokenizer's own vocabulary entries ('<unk>' for unknown words)
     truncated: bool       # True when the text had more tokens than max_len (or chars than MAX_TEXT_CHARS)
     n_tokens_total: int   # tokens before truncation
+    literal: list[tuple[str, str]] = field(default_factory=list)  # (as typed, special token) read as plain text
 
     @property
     def unknown(self) -> list[str]:
@@ -95,24 +104,102 @@ def clean_text(text: str) -> str:
     return "".join(ch for ch in text if ch in "\t\n" or unicodedata.category(ch) not in ("Cc", "Cf"))
 
 
-def encode(tok: Tokenizer, text: str, max_len: int | None = None, bos: bool = False) -> Encoded:
-    """Tokenize user text for display and the model; truncates to max_len tokens and says so."""
+def encode(tok: Tokenizer, text: str, max_len: int | None = None, bos: bool = False,
+           specials: Iterable[str] = ()) -> Encoded:
+    """Tokenize user text for display and the model; truncates to max_len tokens and says so. A special token's
+    spelling in the text ("<eos>", "<PAD>") is plain text, except those named in `specials` (e.g. (MASK,))."""
     text = text or ""
     cut_chars = len(text) > MAX_TEXT_CHARS
     text = clean_text(text[:MAX_TEXT_CHARS])
-    enc = tok.encode(text, add_special_tokens=False)
-    ids = list(enc.ids)
+    ids, offsets, literal = _literal_ids(tok, text, frozenset(specials))
     pieces = [display_token(tok, i) for i in ids]
     byte_level = isinstance(tok.decoder, decoders.ByteLevel)
     # Word-level: label each token with the text it came from, so '<b>' or 'Zebra' show as typed.
-    tokens = pieces if byte_level else [text[a:b] or p for (a, b), p in zip(enc.offsets, pieces)]
+    tokens = pieces if byte_level else [text[a:b] or p for (a, b), p in zip(offsets, pieces)]
     if bos:
         ids, tokens, pieces = [tok.token_to_id(BOS), *ids], [BOS, *tokens], [BOS, *pieces]
     total = len(ids)
     truncated = cut_chars or (max_len is not None and total > max_len)
     if max_len is not None:
         ids, tokens, pieces = ids[:max_len], tokens[:max_len], pieces[:max_len]
-    return Encoded(ids, tokens, pieces, truncated, total)
+    return Encoded(ids, tokens, pieces, truncated, total, literal)
+
+
+def typed_specials(tok: Tokenizer, text: str, specials: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(as typed, special token) for each special token spelled in `text` that `encode` reads as plain text."""
+    return _literal_ids(tok, clean_text((text or "")[:MAX_TEXT_CHARS]), frozenset(specials))[2]
+
+
+def _fold(s: str) -> str:
+    return unicodedata.normalize("NFKC", s).casefold()
+
+
+def _literal_ids(tok: Tokenizer, text: str, keep: frozenset[str]
+                 ) -> tuple[list[int], list[tuple[int, int]], list[tuple[str, str]]]:
+    """(ids, char offsets, typed specials read as text). The usual encoding first: where it matched no special
+    token (nearly always) it is the answer; else the text is re-encoded by a copy of the tokenizer with
+    `encode_special_tokens` on, piece by piece between the specials in `keep`."""
+    enc = tok.encode(text, add_special_tokens=False)
+    special, unk = _special_tokens(tok)
+    # An unknown word also gets the <unk> id: only a typed "<unk>" itself is a special match.
+    found = [(k, special[i]) for k, (i, (a, b)) in enumerate(zip(enc.ids, enc.offsets))
+             if i in special and (i != unk or _fold(text[a:b]) == _fold(special[i]))]
+    keep_folded = {_fold(t) for t in keep}
+    literal = [(text[slice(*enc.offsets[k])], name) for k, name in found if _fold(name) not in keep_folded]
+    if not literal:
+        return list(enc.ids), list(enc.offsets), []
+    split = _split_specials(tok)
+    ids, offsets, start = [], [], 0
+    for k in [*(k for k, name in found if _fold(name) in keep_folded), None]:
+        end = enc.offsets[k][0] if k is not None else len(text)
+        part = split.encode(text[start:end], add_special_tokens=False)
+        ids += part.ids
+        offsets += [(a + start, b + start) for a, b in part.offsets]
+        if k is not None:
+            ids.append(enc.ids[k])
+            offsets.append(enc.offsets[k])
+            start = enc.offsets[k][1]
+    return ids, offsets, list(dict.fromkeys(literal))
+
+
+_CACHE_LOCK = threading.Lock()
+_SPECIALS: OrderedDict[int, tuple[Tokenizer, dict[int, str], int | None]] = OrderedDict()
+_SPLITTERS: OrderedDict[int, tuple[Tokenizer, Tokenizer]] = OrderedDict()
+_CACHE_SIZE = 16  # tokenizers per process (the shipped two, a few model folders); each entry holds its tokenizer
+
+
+def _remember(cache: OrderedDict, tok: Tokenizer, build):
+    """cache[id(tok)] (the entry keeps tok alive, so its id cannot be reused while it is there), built once."""
+    with _CACHE_LOCK:
+        hit = cache.get(id(tok))
+        if hit is not None:
+            cache.move_to_end(id(tok))
+            return hit
+    value = (tok, *build())
+    with _CACHE_LOCK:
+        cache[id(tok)] = value
+        while len(cache) > _CACHE_SIZE:
+            cache.popitem(last=False)
+    return value
+
+
+def _special_tokens(tok: Tokenizer) -> tuple[dict[int, str], int | None]:
+    """({id: text} of the tokenizer's special tokens, the id unknown words get or None)."""
+    def build():
+        special = {i: t.content for i, t in tok.get_added_tokens_decoder().items() if t.special}
+        unk = getattr(tok.model, "unk_token", None)
+        return special, (tok.token_to_id(unk) if unk else None)
+    return _remember(_SPECIALS, tok, build)[1:]
+
+
+def _split_specials(tok: Tokenizer) -> Tokenizer:
+    """A copy of `tok` that reads special tokens' spellings as text (the shared tokenizer is never switched: other
+    sessions encode with it at the same time)."""
+    def build():
+        copy = Tokenizer.from_str(tok.to_str())
+        copy.encode_special_tokens = True
+        return (copy,)
+    return _remember(_SPLITTERS, tok, build)[1]
 
 
 def display_token(tok: Tokenizer, token_id: int) -> str:

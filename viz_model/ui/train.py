@@ -27,10 +27,12 @@ from viz_model.lessons.train import (
 from viz_model.runtime import jobs as J
 from viz_model.runtime.runs import checkpoint_zip, import_upload, model_key, runs_dir, safe_name, save_run
 from viz_model.runtime.train_process import make_events
+from viz_model.tokenizer import typed_specials
 from viz_model.ui import chart
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import JOB_KEY
 from viz_model.ui.models import register_user_model
+from viz_model.ui.widgets import specials_notice
 
 ABLATION_KEY, DISCARD_KEY, TF_TASK_KEY = "train_ablation_ids", "train_confirm_discard", "train_tf_task"
 ADDED_KEY = "train_added"
@@ -279,6 +281,7 @@ def teacher_forcing(job) -> None:
         st.info("This table is for next-token models. A masked-LM encoder predicts hidden words from both sides, and "
                 "a translator is teacher-forced on the target sentence: see the Encoder and Encoder–decoder pages.")
         return
+    specials_notice(None, typed_specials(run.tok, text))  # typed text is literal: "<eos>" is not the end token
     recurrent = run.spec.kind in ("rnn", "lstm")
     with job.model_lock:  # the worker mutates the model between steps; read a consistent copy
         rows = lesson.teacher_forcing(run.model, run.tok, text)
