@@ -6,7 +6,7 @@ import torch
 
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.explorer import matrix_heatmap
-from viz_model.figures.export import figure_csv, figure_html, figure_tables, presenter_style
+from viz_model.figures.export import PRESENTER_TICKS, figure_csv, figure_html, figure_tables, presenter_style
 from viz_model.figures.masks import mask_panels
 
 
@@ -64,3 +64,15 @@ def test_presenter_style_enlarges_type_and_uses_colour_blind_safe_scales():
     assert scales and scales[0][0][1].lower() == "#00224e"  # Cividis starts at #00224e
     grid = presenter_style(go.Figure(attention_grid(torch.rand(2, 2, 3, 3), ["a", "b", "c"])))
     assert grid.layout.font.size == 18
+
+
+def test_presenter_style_enlarges_the_token_labels_of_every_axis():
+    """The heatmaps' token labels stayed small on a projector: the layout font does not reach per-axis tick fonts."""
+    fig = presenter_style(go.Figure(heatmap()))
+    assert fig.layout.xaxis.tickfont.size == fig.layout.yaxis.tickfont.size == PRESENTER_TICKS >= 16
+    ok = np.tril(np.ones((3, 3), dtype=bool))
+    panels = presenter_style(go.Figure(mask_panels(ok, np.zeros((3, 3)), ok / ok.sum(1, keepdims=True), list("abc"))))
+    axes = [k for k in panels.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+    assert len(axes) == 8 and all(panels.layout[k].tickfont.size == PRESENTER_TICKS for k in axes)  # were 10 px
+    scale = next(t for t in fig.data if t.name == "attention")
+    assert scale.colorbar.tickfont.size == PRESENTER_TICKS

@@ -6,7 +6,9 @@ import pytest
 
 from viz_model.figures.common import head_name, ordinal
 from viz_model.figures.explorer import MASK_LEVELS, additive_mask_heatmap, matrix_heatmap
+from viz_model.figures.generate import attention_rows
 from viz_model.figures.masks import mask_panels, shows_text
+from viz_model.figures.rope import frequency_ratios, power_of_two_ticks
 
 TOKENS = ["<bos>", "the", "cat", "sat", "on", "the", "mat"]
 T = len(TOKENS)
@@ -86,3 +88,29 @@ def test_mask_panels_hide_numbers_too_small_to_read_and_keep_them_in_the_hover()
 def test_shows_text_needs_room_for_every_character():
     assert shows_text(5, 5) and not shows_text(6, 5) and shows_text(6, 4) and not shows_text(7, 4)
     assert shows_text(12, 1) and not shows_text(13, 1)
+
+
+def test_frequency_ratio_axis_ticks_are_powers_of_two_written_as_fractions():
+    """θ′/θ spans less than a decade or a few: Plotly's own log ticks printed a digit at every minor step."""
+    s = 8.0
+    ratios = {"none": np.ones(8), "linear": np.full(8, 1 / s), "ntk": s ** (-np.arange(8) / 7)}
+    fig = frequency_ratios(ratios, {m: m for m in ratios}, "linear")
+    y = fig.layout.yaxis
+    assert y.type == "log" and y.tickmode == "array"
+    assert list(y.tickvals) == [0.125, 0.25, 0.5, 1.0] and list(y.ticktext) == ["1/8", "1/4", "1/2", "1"]
+
+
+def test_power_of_two_ticks_stay_few_and_keep_one():
+    many = power_of_two_ticks([2.0 ** -20, 1.0])
+    assert len(many["tickvals"]) <= 7 and many["tickvals"][-1] == 1.0 and many["ticktext"][-1] == "1"
+    assert power_of_two_ticks([1.0, 1.0])["ticktext"] == ["1/2", "1", "2"]  # factor 1: a flat line still has ticks
+
+
+def test_generate_attention_axes_make_room_for_their_titles():
+    """The y-axis title of the Generate attention chart was cut off: the long "3 cat → sat" labels took the margin."""
+    fig = attention_rows([np.array([1.0]), np.array([0.5, 0.5])], ["<bos>", "the", "cat"], [0, 1], ["the", "cat"],
+                         n_prompt=1, title="t")
+    assert fig.layout.yaxis.automargin is True and fig.layout.xaxis.automargin is True
+    assert fig.layout.yaxis.title.text
+    # written vertically beside the rows: it must fit the plot's height even with one row (a 300 px figure)
+    assert len(fig.layout.yaxis.title.text) <= 20

@@ -412,7 +412,7 @@ RECIPES: dict[str, dict[str, Any]] = {
 for _enc in ("none", "sinusoidal", "learned", "rope"):
     RECIPES[f"enc-{_enc}"] = dict(
         preset="tiny", model=dict(SMALL, pos_encoding=_enc), task="lm", steps=1000, lr=3e-3, batch_size=32,
-        title=f"Small model, {_enc} positions",
+        title="Small model, no position encoding" if _enc == "none" else f"Small model, {_enc} positions",
         description=f"2 layers x 4 heads, d_model 64, positional encoding '{_enc}' (for comparing encodings).")
 # Why it trains: an RNN, an LSTM and a transformer on the long-dependency recall task (assets/models/recurrence/).
 _RECALL = dict(preset="tiny", task="recall", lr=3e-3, batch_size=32)  # the same 2000 steps for each kind

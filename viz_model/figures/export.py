@@ -85,11 +85,20 @@ def figure_html(fig: go.Figure, title: str = "Attention Lab figure") -> str:
                        default_width="100%", div_id="figure").replace("<head>", f"<head><title>{title}</title>", 1)
 
 
+PRESENTER_TICKS = 16  # px: tick labels on a projector
+
+
 def presenter_style(fig: go.Figure) -> go.Figure:
     """Larger fonts and lines, high-contrast colour-blind-safe scales: for the projector."""
     fig.update_layout(font=dict(size=18), title_font=dict(size=22), hoverlabel=dict(font_size=18))
     fig.update_annotations(font_size=18)
+    # tick labels (a heatmap's tokens) are styled per axis, by the chart theme or small on purpose (10 px in the four
+    # mask panels), so the layout's font does not reach them: set every axis's own
+    fig.update_xaxes(tickfont=dict(size=PRESENTER_TICKS), title_font=dict(size=18))
+    fig.update_yaxes(tickfont=dict(size=PRESENTER_TICKS), title_font=dict(size=18))
     for trace in fig.data:
+        if trace.type == "heatmap" and trace.showscale is not False:
+            trace.colorbar.tickfont.size = PRESENTER_TICKS
         if trace.type == "scatter":
             trace.update(line=dict(width=4), marker=dict(size=10))
         scale = getattr(trace, "colorscale", None)

@@ -119,9 +119,11 @@ def attention_rows(
         title, height=max(300, 150 + 26 * S), top=130 if title else 100, title_top=bool(title),
         shapes=[vline(n_prompt - 0.5, dict(color="white", width=3, dash="dot"))],
         xaxis=dict(tickmode="array", tickvals=cols, ticktext=[f"{j} {k}" for j, k in enumerate(keys)], side="top",
-                   title=dict(text="key (the prefix it reads) · dotted line = end of the prompt"), tickangle=-45),
-        yaxis=dict(tickmode="array", tickvals=rows, ticktext=ylab, autorange="reversed",
-                   title=dict(text="query → the token it produced"))))
+                   title=dict(text="key (the prefix it reads) · dotted line = end of the prompt"), tickangle=-45,
+                   automargin=True),
+        # automargin: the margin grows to hold the long "3 cat → sat" labels *and* the title beside them
+        yaxis=dict(tickmode="array", tickvals=rows, ticktext=ylab, autorange="reversed", automargin=True,
+                   title=dict(text="query → new token"))))  # short: it must fit beside a single row
 
 
 def latency_chart(lengths_on, ms_on, lengths_off, ms_off, title: str | None = None) -> go.Figure:

@@ -86,8 +86,25 @@ def frequency_ratios(ratios: dict[str, np.ndarray], labels: dict[str, str], chos
             type="scatter", x=np.arange(len(r)), y=r, mode="lines+markers" if bold else "lines",
             name=escape(labels[method]), line=dict(width=4 if bold else 1.5), opacity=1 if bold else 0.55,
             hovertemplate=f"{escape(labels[method])}<br>pair %{{x}}<br>θ′/θ = %{{y:.4f}}<extra></extra>"))
+    values = np.concatenate([to_numpy(r).ravel() for r in ratios.values()]) if ratios else np.ones(1)
     return fast_figure(data, layout_dict(title, height=420, legend=dict(orientation="h", y=-0.25),
-                                         xaxis=axis("pair i (fast → slow)"), yaxis=axis("θ′ / θ", type="log")))
+                                         xaxis=axis("pair i (fast → slow)"),
+                                         yaxis=axis("θ′ / θ", type="log", **power_of_two_ticks(values))))
+
+
+def power_of_two_ticks(values, most: int = 7) -> dict:
+    """Log-axis ticks at powers of two, written 1/8, 1/4, 1/2, 1, 2 (at most `most`, every other one past that):
+    Plotly's own log ticks over less than a decade print a digit at every minor step, and they pile up."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    lo, hi = (np.log2(v.min()), np.log2(v.max())) if len(v) else (0.0, 0.0)
+    exps = list(range(math.floor(lo + 1e-6), math.ceil(hi - 1e-6) + 1))
+    if len(exps) < 2:
+        exps = [exps[0] - 1, exps[0], exps[0] + 1]
+    step = math.ceil(len(exps) / most)
+    exps = [e for e in exps if (e - exps[-1]) % step == 0]  # keep the top one (1 for ratios that only shrink)
+    return dict(tickmode="array", tickvals=[2.0 ** e for e in exps],
+                ticktext=[f"1/{2 ** -e:,}" if e < 0 else f"{2 ** e:,}" for e in exps])
 
 
 def angle_coverage(seen, needed, title: str | None = None) -> go.Figure:

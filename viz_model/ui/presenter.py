@@ -13,11 +13,10 @@ _CSS = """<style>
 html { font-size: 20px; }
 [data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"] { display: none; }
 .stMainBlockContainer, .block-container { padding-top: 1.5rem; max-width: 100%; }
-/* a wider sidebar whose selects wrap: a model's full name, not "Classroom model (RoP…" */
-[data-testid="stSidebar"] { min-width: 22rem !important; }
-[data-testid="stSidebar"] [data-baseweb="select"] div { white-space: normal !important; text-overflow: clip !important;
-  overflow-wrap: anywhere; }
-[data-testid="stSidebar"] [data-baseweb="select"] > div { height: auto !important; }
+/* a wider sidebar: its selects are text inputs that cannot wrap, and a model's full name must show ("Classroom
+   recipe, no projections (Q = K = V = X)", not "Classroom model (RoP…") */
+[data-testid="stSidebar"] { min-width: 26rem !important; }
+[data-testid="stSidebar"] [data-testid="stSelectbox"] input { font-size: 0.9rem; }
 </style>"""
 
 
