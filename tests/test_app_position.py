@@ -207,6 +207,8 @@ def test_length_experiment_runs_and_plots(rope_page):
     assert fig["data"] and fig["layout"]["xaxis"]["title"]["text"].startswith("context length")
     table = frame(at, "method")
     assert table.shape[1] == 3  # 1x, 2x, 4x
+    # every scaled line lies above plain RoPE: the page says why (no fine-tuning after scaling)
+    assert any("not fine-tuned after scaling" in c.value for c in at.caption)
 
 
 @pytest.fixture
