@@ -119,3 +119,22 @@ def test_a_finished_run_and_compare_setups_show_their_final_state_without_a_clic
     page.wait_for_function(f"() => ({COMPARE_RUNS})() >= {n}", timeout=30_000)
     screenshot(page, "train_compare_after")
     assert page.console.errors() == []
+
+
+def test_an_uploaded_checkpoint_is_listed_in_the_sidebar_at_once(page, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    shipped = Path(__file__).resolve().parent.parent / "assets" / "models"
+    files = [shutil.copy(shipped / f"classroom{e}", tmp_path / f"my-upload{e}") for e in (".json", ".safetensors")]
+    open_page(page, "train", wait_chart=False)
+    page.get_by_role("tab", name="Save / load").click()
+    wait_idle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(files)
+    page.get_by_text("my-upload.json").wait_for()
+    page.get_by_role("button", name="Check and add").click()
+    page.get_by_text("valid safetensors").wait_for()
+    # No other interaction: the sidebar's Model menu, drawn before the click was handled, already lists it.
+    page.locator('[data-testid="stSidebar"]').get_by_role("combobox", name="Model", exact=True).click()
+    page.get_by_role("option", name="my-upload (yours)").wait_for(timeout=10_000)
+    assert page.console.errors() == []

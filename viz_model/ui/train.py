@@ -233,7 +233,7 @@ def attention(job) -> None:
 
 def evolution(reg) -> None:
     """The probe's attention at every snapshot so far, as a player (slider + play); live while the run goes."""
-    live("the attention evolution", 3.0, lambda: this_job(reg), _evolution)
+    live("the attention evolution", 5.0, lambda: this_job(reg), _evolution)  # as often as the attention views
 
 
 def _evolution(jobs: list) -> None:
