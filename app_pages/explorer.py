@@ -59,8 +59,8 @@ if roles is not None and (table := ui.roles_table(ckpt, measured)) is not None:
 
 c1, c2 = st.columns(2)
 layer = share.select(c1, "Layer", range(cfg.n_layers), "explorer_layer")
-head = share.select(c2, "Head", range(cfg.n_heads), "explorer_head",
-                    format_func=lambda h: f"{h} — {roles[layer][h]}" if roles and roles[layer][h] else str(h))
+head = share.select(c2, "Head", range(cfg.n_heads), "explorer_head")  # its role: in the line below (a label
+# with the role would be the URL's value, and change when the roles are measured)
 if roles and roles[layer][head]:
     st.info(f"{head_name(layer, head).capitalize()}: measured role **{roles[layer][head]}**.")
 if (g := ui.kv_group(cfg)) > 1:

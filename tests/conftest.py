@@ -109,7 +109,9 @@ def server_url():
 
 @pytest.fixture(scope="session")
 def browser():
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=60_000)  # a condition, not a time: a busy 2-core CI machine may need long for it
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)

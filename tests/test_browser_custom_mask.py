@@ -33,7 +33,7 @@ def click_cell(page, row: int, col: int, n_cols: int) -> None:
 
 
 def test_ticking_and_clearing_cells_of_the_custom_mask_reruns_the_model(page):
-    open_page(page, "masks?mask=custom")
+    open_page(page, "masks?masks_kind=Custom+(edit+cells)")
     page.wait_for_selector(EDITOR)
     wait_idle(page)
     before = probs_row(page, 0)

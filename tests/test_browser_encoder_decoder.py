@@ -25,7 +25,7 @@ def settled(page) -> None:
 
 
 def test_next_token_adds_a_query_row_to_the_cross_attention_without_console_errors(page):
-    open_page(page, "encoder-decoder?text=the+old+king+thanked+the+children+when+they+giggled&mode=step")
+    open_page(page, "encoder-decoder?ed_text=the+old+king+thanked+the+children+when+they+giggled&ed_mode=step")
     page.wait_for_function(f"() => ({PANELS})('cross:') !== null")
     panels = page.evaluate(PANELS, "cross:")
     assert [p["name"].split(":")[0] for p in panels] == ["encoder self", "decoder self", "cross"]
@@ -46,7 +46,8 @@ def test_next_token_adds_a_query_row_to_the_cross_attention_without_console_erro
 
 
 def test_the_alignment_tab_draws_the_known_alignment(page):
-    open_page(page, "encoder-decoder?text=the+old+king+thanked+the+children+when+they+giggled&mode=run&tab=Alignment")
+    open_page(page, "encoder-decoder?ed_text=the+old+king+thanked+the+children+when+they+giggled&ed_mode=run"
+                    "&ed_tab=Alignment")
     page.wait_for_function("""() => [...document.querySelectorAll('.js-plotly-plot')]
                               .some(el => el._fullData && el._fullData.some(t => t.name === 'known alignment'))""")
     settled(page)

@@ -21,7 +21,7 @@ def test_a_new_seed_redraws_the_norm_figures_without_console_errors(page):
     seed.press("Enter")
     page.wait_for_function(f"(b) => ({Z})() !== b", arg=before)
     wait_idle(page)
-    assert "seed=5" in page.url  # the batch is part of a shared link
+    assert "norm_seed=5" in page.url  # the batch is part of a shared link
     text = page.locator('[data-testid="stMain"]').inner_text()
     assert "✓ LayerNorm: every token's mean over its features is 0" in text
     screenshot(page, "normalization_axes")
@@ -35,7 +35,7 @@ def test_a_new_seed_redraws_the_norm_figures_without_console_errors(page):
 
 
 def test_the_residual_run_fills_its_charts_from_the_button(page):
-    open_page(page, "normalization?tab=Residual+connections&res_steps=10", wait_chart=False)
+    open_page(page, "normalization?norm_tab=Residual+connections&norm_res_steps=10", wait_chart=False)
     assert page.locator(CHART).count() == 0  # nothing trains on open
     page.get_by_role("button", name="Train both 12-block stacks").click()
     page.locator(CHART).nth(2).wait_for(timeout=180_000)
@@ -49,7 +49,8 @@ def test_the_residual_run_fills_its_charts_from_the_button(page):
 
 
 def test_placement_and_batch_tabs_draw(page):
-    open_page(page, "normalization?tab=Pre-+vs+post-norm&place_steps=10&place_layers=2", wait_chart=False)
+    open_page(page, "normalization?norm_tab=Pre-+vs+post-norm&norm_place_steps=10&norm_place_layers=2",
+              wait_chart=False)
     page.get_by_role("button", name="Train the four setups").click()
     page.locator(CHART).nth(2).wait_for(timeout=180_000)
     wait_idle(page)

@@ -1,8 +1,11 @@
 """Real headless Chromium on a second server started with ATTENTION_LAB_MODEL_DIRS (the session server has none):
-the Explorer opened on a model folder by link (?model=tiny-llama) draws its paged grid with every head's K/V head
-named, a page switch changes the grid's data, no console errors; the sidebar picker shows the folders' sizes."""
+the Explorer opened on a model folder by link (?model_key=tiny-llama · llama · …) draws its paged grid with every
+head's K/V head named, a page switch changes the grid's data, no console errors; the sidebar picker shows the
+folders' sizes."""
 
 from __future__ import annotations
+
+from urllib.parse import quote_plus, unquote_plus
 
 import pytest
 from conftest import (
@@ -17,6 +20,7 @@ from conftest import (
 )
 
 from viz_model import hf
+from viz_model.ui import models
 
 pytestmark = pytest.mark.browser
 
@@ -42,6 +46,19 @@ def folder_server(model_folders, wide_folder):
         yield url
 
 
+@pytest.fixture(scope="module")
+def model_param(model_folders, wide_folder):
+    """?model_key=... for a folder: a link names a model by its picker label (Streamlit's URL value of a selectbox),
+    as the server started above lists it."""
+    root = f"{next(iter(model_folders.values())).parent}:{wide_folder}"
+    models._read_folders.cache_clear()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(hf.ENV_VAR, root)
+        titles = {e.key: e.title for e in models.available_models()}
+    models._read_folders.cache_clear()
+    return lambda name: "model_key=" + quote_plus(titles[name])
+
+
 @pytest.fixture
 def real_page(browser, folder_server):
     """conftest's `page`, on the folder server."""
@@ -53,9 +70,9 @@ def _names(trace_list) -> list[str]:
     return [t["name"] for t in trace_list if not t["name"].endswith("masked")]
 
 
-def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page):
+def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page, model_param):
     page = real_page
-    page.goto(f"{page.base_url}/explorer?model=tiny-llama")
+    page.goto(f"{page.base_url}/explorer?{model_param('tiny-llama')}")
     page.wait_for_selector("text=All heads at a glance")
     wait_idle(page)
     page.wait_for_selector(CHART)
@@ -65,7 +82,7 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page):
     assert _names(grid) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(4)]
     notes = page.locator(CHART).first.evaluate("el => el._fullLayout.annotations.map(a => a.text)")
     assert notes[2] == "L0·H2<br><sub>K/V 1</sub>"
-    assert "model=tiny-llama" in page.url
+    assert "model_key=tiny-llama" in unquote_plus(page.url)
     screenshot(page, "real_models_explorer_llama")
     before = grid[1]["z"]
     page.get_by_text("layers 4–5", exact=True).click()
@@ -74,14 +91,14 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page):
     wait_idle(page)
     after = plot_data(page, 0)
     assert _names(after) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)] and after[1]["z"] != before
-    assert "explorer_grid_layers=4" in page.url
+    assert "explorer_grid_layers=layers 4–5" in unquote_plus(page.url)
     screenshot(page, "real_models_explorer_llama_layers_4_5")
     assert page.console.errors() == []
 
 
-def test_start_page_lists_the_folders_and_describes_the_model(real_page, model_folders):
+def test_start_page_lists_the_folders_and_describes_the_model(real_page, model_folders, model_param):
     page = real_page
-    page.goto(f"{page.base_url}/?model=tiny-gpt2")
+    page.goto(f"{page.base_url}/?{model_param('tiny-gpt2')}")
     page.wait_for_selector("text=One sentence, end to end")
     wait_idle(page)
     page.wait_for_selector(CHART)
@@ -99,9 +116,9 @@ def test_start_page_lists_the_folders_and_describes_the_model(real_page, model_f
     assert page.console.errors() == []
 
 
-def test_a_12_by_12_grid_stays_readable_in_pages_of_four_layers(real_page):
+def test_a_12_by_12_grid_stays_readable_in_pages_of_four_layers(real_page, model_param):
     page = real_page
-    page.goto(f"{page.base_url}/explorer?model=wide-gpt2")
+    page.goto(f"{page.base_url}/explorer?{model_param('wide-gpt2')}")
     page.wait_for_selector("text=All heads at a glance")
     wait_idle(page)
     page.get_by_role("button", name="Measure head roles").click()

@@ -26,7 +26,7 @@ def wait_chart(page, prefix: str, timeout: float = 120_000):
 
 
 def test_depth_and_a_tiny_timing_render_without_console_errors(page):
-    open_page(page, "rnn-vs-transformer?lengths=16-32")
+    open_page(page, "rnn-vs-transformer?recurrence_lengths=16&recurrence_lengths=32")
     depth = wait_chart(page, "Longest chain")
     assert {t["name"].split(" (")[0] for t in depth} == {"RNN", "transformer"}
     assert traces(page, "Forward + backward") is None  # nothing timed on open

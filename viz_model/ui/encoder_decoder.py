@@ -123,7 +123,7 @@ def controls() -> Settings:
     temperature = c2.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="ed_temperature", **share.URL,
                             disabled=kind == "greedy")
     step_mode = c3.radio("Mode", ["step", "run"], horizontal=True, key="ed_mode", **share.URL,
-                         format_func={"step": "step (one word per click)", "run": "run"}.get) == "step"
+                         help="step: one word per click; run: the whole translation at once.") == "step"
     seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key="ed_seed", **share.URL, disabled=kind == "greedy"))
     return Settings(G.GREEDY if kind == "greedy" else G.Sampling(temperature), seed, step_mode)
 

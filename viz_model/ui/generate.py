@@ -109,7 +109,7 @@ def controls(cfg, vocab: int, end: str = "<eos>") -> Settings:
     p = c4.slider("p", 0.05, 1.0, 0.9, 0.05, key="generate_p", **share.URL, disabled=off or not use_p)
     c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
     step_mode = c1.radio("Mode", ["step", "run"], horizontal=True, key="generate_mode", **share.URL,
-                         format_func={"step": "step (one token per click)", "run": "run"}.get) == "step"
+                         help="step: one token per click; run: the whole continuation at once.") == "step"
     max_new = c2.slider("Max new tokens", 1, min(MAX_NEW, cfg.max_len - 1), min(12, cfg.max_len - 1),
                         key="generate_max_new", **share.URL)
     seed = int(c3.number_input("Seed", 0, 2**31 - 1, 0, key="generate_seed", **share.URL))
