@@ -11,8 +11,8 @@ from viz_model.ui import explorer as ui
 from viz_model.ui.sidebar import current_model
 
 st.title("Attention explorer")
-st.markdown("Every head of the model in the sidebar, on your sentence, computed live. Pick a head to open it, "
-            "then follow it step by step from **X** to **W_O**.")
+st.markdown("Every head of the model in the sidebar, on your sentence, computed live. Choose a **Layer** and "
+            "**Head** under the grid to open one large, then follow it step by step from **X** to **W_O**.")
 
 ckpt = current_model()
 model, cfg = ckpt.model, ckpt.model.config

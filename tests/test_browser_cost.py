@@ -17,7 +17,7 @@ TRACES = """prefix => { const p = [...document.querySelectorAll('[data-testid="s
 
 
 def test_a_tiny_sweep_from_the_button_draws_measured_slopes_without_console_errors(page):
-    open_page(page, "cost?cpu_T=16-64&cpu_budget=30")  # waits for the KV-cache chart: the page has rendered
+    open_page(page, "cost?cost_cpu_T=16&cost_cpu_T=64&cost_cpu_budget=30")  # waits for the KV-cache chart
     assert page.locator('[data-testid="stPlotlyChart"]').count() == 1  # nothing measured on open
     kv = plot_data(page, 0)
     assert any(t["name"].startswith("lecture-sized") for t in kv)
@@ -38,13 +38,13 @@ def test_a_tiny_sweep_from_the_button_draws_measured_slopes_without_console_erro
 
 
 def test_stop_interrupts_a_long_sweep_and_frees_the_server(page):
-    open_page(page, "cost?cpu_T=256-4096&cpu_budget=120")  # a sweep of a minute or more if left to run
+    open_page(page, "cost?cost_cpu_T=256&cost_cpu_T=4%2C096&cost_cpu_budget=120")  # a minute or more if left to run
     page.locator(MEASURE).click()
     page.get_by_role("button", name="Stop", exact=True).click()
     page.wait_for_selector('text=The measurement stopped before it finished', timeout=120_000)
     wait_idle(page)
     assert page.evaluate(TRACES, "one T×T score matrix") is None  # nothing stored, nothing drawn
-    open_page(page, "cost?cpu_T=16-32&cpu_budget=30")  # the one-sweep-at-a-time lock was released
+    open_page(page, "cost?cost_cpu_T=16&cost_cpu_T=32&cost_cpu_budget=30")  # the one-sweep lock was released
     page.locator(MEASURE).click()
     page.wait_for_function(f"() => ({TRACES})('one T×T score matrix') !== null", timeout=120_000)
     assert "Another measurement is running" not in page.locator('[data-testid="stMain"]').inner_text()

@@ -6,7 +6,7 @@ from conftest import open_page, screenshot, wait_idle
 
 pytestmark = pytest.mark.browser
 
-NEXT = 'button:has-text("Next token")'
+NEXT = 'button:has-text("Next word")'
 # The heatmaps of the chart holding a trace whose name starts with the prefix: name and (rows, columns) of z.
 PANELS = """prefix => { const p = [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
                           .find(el => el._fullData && el._fullData.some(t => t.name.startsWith(prefix)));
@@ -30,13 +30,13 @@ def test_next_token_adds_a_query_row_to_the_cross_attention_without_console_erro
     panels = page.evaluate(PANELS, "cross:")
     assert [p["name"].split(":")[0] for p in panels] == ["encoder self", "decoder self", "cross"]
     t_src = 10  # nine words and <eos>
-    assert [(p["rows"], p["cols"]) for p in panels] == [(t_src, t_src), (1, 1), (1, t_src)]  # only <bos> so far
-    for n in (2, 3):
+    assert [(p["rows"], p["cols"]) for p in panels] == [(t_src, t_src), (2, 2), (2, t_src)]  # <bos> + the first word
+    for n in (3, 4):
         page.locator(NEXT).click()
         page.wait_for_function(f"() => {{ const p = ({PANELS})('cross:');"
                                f"          return p && p[2].rows === {n} && p[1].cols === {n}; }}")
         settled(page)
-    assert cross_rows(page) == 3
+    assert cross_rows(page) == 4
     text = page.locator('[data-testid="stMain"]').inner_text()
     # the reference beside it (derived from the grammar by hand in tests/test_encoder_decoder.py)
     assert "ethay ingkay oldway ethay ildchay ka ankedthay enwhay eythay iggledgay" in text

@@ -1,4 +1,5 @@
-"""Real headless Chromium against `streamlit run`: step three times on the Generate page, three rows appear."""
+"""Real headless Chromium against `streamlit run`: the Generate page shows its first token at once; two steps more and
+three rows appear."""
 
 import pytest
 from conftest import open_page, screenshot, wait_idle
@@ -30,7 +31,10 @@ def grid_rows(page) -> int:
 def test_stepping_three_times_adds_three_rows_without_console_errors(page):
     open_page(page, "generate", wait_chart=False)
     page.wait_for_selector(NEXT)
-    for n in (1, 2, 3):
+    page.wait_for_function(f"""() => {{ const t = ({TRACES})('attention');
+                                       return t && t.find(x => x.name === 'attention').rows === 1; }}""")
+    wait_settled(page)  # the first token is there at once (the page opened on an empty chart before)
+    for n in (2, 3):
         page.locator(NEXT).click()
         page.wait_for_function(f"""() => {{ const t = ({TRACES})('attention');
                                            return t && t.find(x => x.name === 'attention').rows === {n}; }}""")

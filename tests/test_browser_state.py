@@ -209,3 +209,4 @@ def test_a_15000_character_paste_is_cut_with_a_notice(page, path, label):
     assert page.locator('[data-testid="stException"]').count() == 0
     if not path:
         screenshot(page, "state_long_paste_start")
+

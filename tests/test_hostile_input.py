@@ -84,8 +84,8 @@ def test_typed_special_tokens_are_plain_text_with_a_notice(app_test, page_file):
             widget.set_value(widget.options[setup[2]]).run()
     keys = [w.key for w in at.text_input if w.key and w.key not in NOT_ENCODED]
     assert keys == BOXES.get(page_file, []), page_file  # every text box a model reads is checked
-    if not keys:
-        pytest.skip(f"{page_file} has no text box for a model (the Train page's needs a run)")
+    if not keys:  # a page with no text box a model reads (the Train page's needs a run): the listing is the check
+        return
     assert not _notices(at), page_file  # nothing typed yet: no notice
     for key in keys:
         at.text_input(key=key).set_value(SPECIALS).run()
