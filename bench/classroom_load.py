@@ -106,11 +106,31 @@ LESSON = [
     Step("generate", "set", "generate_text", ["the cat", "the dog sat", "a bird"], "generate: type a prompt"),
     Step("generate", "click", "generate_next", None, "generate: next token"),
     Step("generate", "click", "generate_next", None, "generate: next token"),
+    Step("qkv", "open"),
+    Step("qkv", "set", "qkv_query", "random", "qkv: query token"),
+    Step("qkv", "set", "qkv_layer", "random", "qkv: layer"),
+    Step("encoder", "open"),
+    Step("encoder", "set", "encoder_topk", list(range(1, 11)), "encoder: top k"),
+    Step("encoder", "set", "encoder_layer", "random", "encoder: layer"),
+    Step("encoder-decoder", "open"),
+    Step("encoder-decoder", "set", "ed_text", ["the little dog slept under the old table", "The cat sat on the mat",
+                                               "the keys near the dog are on the table"], "ed: a sentence"),
+    Step("encoder-decoder", "click", "ed_next", None, "encoder-decoder: next word"),
+    Step("rnn-vs-transformer", "open"),
+    Step("rnn-vs-transformer", "set", "recurrence_tab", "2 · Gradient by distance", "rnn: open a tab"),
+    Step("rnn-vs-transformer", "set", "recurrence_distance", list(range(4, 61)), "rnn: distance",
+         needs=("recurrence_tab", "2 · Gradient by distance")),
+    Step("normalization", "open"),
+    Step("normalization", "set", "norm_seed", list(range(0, 100)), "normalization: seed"),
+    Step("cost", "open"),
+    Step("cost", "set", "cost_kv_layers", list(range(1, 97)), "cost: layers"),
 ]
 # What the saturation test repeats back to back on each page (first matching `set` step of that page).
 SATURATION_ACTION = {"start": "start_layer", "explorer": "explorer_layer", "masks": "masks_kind",
                      "sinusoidal": "sinusoidal_k", "rope": "rope_t", "generate": "generate_text",
-                     "train": None}
+                     "qkv": "qkv_query", "encoder": "encoder_topk", "encoder-decoder": "ed_text",
+                     "rnn-vs-transformer": "recurrence_distance", "normalization": "norm_seed",
+                     "cost": "cost_kv_layers", "train": None}
 TRAIN_START = Step("train", "click", "train_start", None, "start training")
 TRAIN_STOP = Step("train", "click", "train_stop", None, "stop training")
 

@@ -265,3 +265,19 @@ def test_shipped_models_record_their_accuracy_by_distance():
         assert fresh == pytest.approx(recorded, abs=1e-6), kind
         assert ck.metadata["kind"] == kind
     assert (ASSETS_DIR / "models" / "recurrence").is_dir()
+
+
+def test_gradient_by_distance_is_right_when_sessions_share_the_model():
+    """The app's sessions share one model object: eight threads measuring it at once must each get the serial
+    result (before the lock, another thread's forward hook replaced this thread's captured leaf: 'the differentiated
+    Tensor ... not used in the graph', found by bench/classroom_load.py's saturation run)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    torch.manual_seed(0)
+    model = TinyTransformer(ModelConfig.preset("tiny", vocab_size=30, max_len=64))
+    inputs = [torch.randint(1, 30, (1, 48)) for _ in range(8)]
+    serial = [gradients.gradient_by_distance(model, x) for x in inputs]
+    with ThreadPoolExecutor(8) as pool:
+        for _ in range(5):
+            together = list(pool.map(lambda x: gradients.gradient_by_distance(model, x), inputs))
+            assert all(torch.allclose(a, b) for a, b in zip(together, serial))

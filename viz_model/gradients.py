@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -15,6 +16,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from viz_model.rnn import RecurrentLM
+
+# A forward hook and eval() act on the module itself, which the app's sessions share: a second thread's hook would
+# replace this thread's captured leaf (measured: "the differentiated Tensor ... not used in the graph" under load).
+_SHARED_MODULE = threading.Lock()
 
 
 def _one_sequence(ids: torch.Tensor) -> torch.Tensor:
@@ -43,6 +48,11 @@ def gradient_by_distance(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
         captured.append(x)
         return x
 
+    with _SHARED_MODULE:
+        return _gradient_norms(model, ids, capture, captured)
+
+
+def _gradient_norms(model: nn.Module, ids: torch.Tensor, capture, captured: list[torch.Tensor]) -> torch.Tensor:
     handle = model.tok_emb.register_forward_hook(capture)
     was_training = model.training
     model.eval()

@@ -124,7 +124,7 @@ def link_notices(link: dict[str, str] | None) -> None:
     for name, raw in (link or {}).items():  # kept in the URL: taken (a selectbox's URL value is its label)
         if name in st.session_state and name not in st.query_params and not _same(raw, st.session_state[name]):
             st.toast(f"The link's value {raw[:40]!r} for “{name}” is not valid here, so the default is used.",
-                     icon="ℹ️")
+                     icon="ℹ️", duration="infinite")  # stays until closed: a slow first load cannot hide it
 
 
 def _same(raw: str, value: Any) -> bool:
