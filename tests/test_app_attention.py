@@ -236,3 +236,10 @@ def test_coming_back_to_the_explorer_keeps_the_sentence_and_the_view(app_test):
     assert at.selectbox(key="explorer_layer").value == 1
     assert not [w for w in texts(at.warning) if "Type at least one word" in w]
     assert arr(named(spec(at, "explorer_head_map"), "attention")["z"]).shape[0] == 4  # <bos> I like cats
+
+
+def test_the_padded_lecture_sentence_is_offered_only_where_a_typed_pad_is_padding(app_test):
+    """Typed specials are plain text except the Masks page's <pad>: its padded example belongs there only."""
+    padded = "send report <PAD> <PAD>"
+    assert padded in app_test("app_pages/masks.py").selectbox(key="masks_example").options
+    assert padded not in app_test("app_pages/explorer.py").selectbox(key="explorer_example").options

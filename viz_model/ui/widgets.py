@@ -36,7 +36,10 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
     limit = min(cfg.max_len, max_tokens or cfg.max_len)
     if is_folder_model(ckpt):
         limit = min(limit, FOLDER_VIEW_TOKENS)
-    text = example_text(f"{prefix}_text", f"{prefix}_example", EXAMPLES, default, "Sentence",
+    # The padded lecture sentence teaches the padding mask: offered where a typed <pad> is the token (Masks), not
+    # where it would be plain text.
+    examples = list(EXAMPLES) if PAD in specials else [e for e in EXAMPLES if "<pad>" not in e.lower()]
+    text = example_text(f"{prefix}_text", f"{prefix}_example", examples, default, "Sentence",
                         help="Any text; it is cut to the model's context length.", picker="Example from the lecture")
     bos = uses_bos(ckpt)
     enc = encode_text(ckpt, text, max_len=limit, bos=bos, specials=specials)
