@@ -77,12 +77,13 @@ def reopened(browser, url: str, ready: str, n_charts: int) -> dict:
 
 def test_five_quick_presses_on_a_slider_are_five_steps(page):
     """Before Streamlit's own binding the hand-written one took the browser's outdated URL for a pasted link: five
-    presses registered once (128 -> 136)."""
+    presses registered once (128 -> 136), or the link lagged the slider (checked: with keys held 100 ms, so that
+    presses arrive while reruns run, the previous code never wrote 168 into the link)."""
     open_page(page, "sinusoidal")
     slider = page.locator('[data-testid="stSlider"]').filter(has_text="number of positions").get_by_role("slider")
     slider.focus()
     for _ in range(5):
-        slider.press("ArrowRight")
+        slider.press("ArrowRight", delay=100)  # each key held 100 ms (input pacing, not a wait)
     expect(slider).to_have_value("168")
     wait_url(page, "sinusoidal_npos", "168")
     page.wait_for_function(f"""() => {{ const el = document.querySelectorAll('{CHARTS}')[0];
