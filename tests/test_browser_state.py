@@ -91,17 +91,22 @@ def test_five_quick_presses_on_a_slider_are_five_steps(page):
     assert slider_value(page, "number of positions") == "168"
 
 
+def empty_then_retype(page, label: str, empty_message: str, text: str, param: str) -> None:
+    """Empty the box (the page stops with `empty_message`), then type `text`: done once the link has it."""
+    box = page.locator(f'input[aria-label="{label}"]').first
+    box.fill("")
+    box.press("Enter")
+    page.get_by_text(empty_message).wait_for()
+    box.fill(text)
+    box.press("Enter")
+    wait_url(page, param, text)
+
+
 def test_an_emptied_and_retyped_sentence_keeps_layer_and_head(page):
     """Start: the page stops at an empty box; before, the selectors it did not draw were reset to 0 / 0 while the
     URL and chart title still said layer 1, head 2."""
     open_page(page, "?start_layer=1&start_head=2")
-    box = page.locator('input[aria-label="Type a sentence"]').first
-    box.fill("")
-    box.press("Enter")
-    page.get_by_text("Type at least one word").wait_for()
-    box.fill("I like cats")
-    box.press("Enter")
-    wait_url(page, "start_text", "I like cats")
+    empty_then_retype(page, "Type a sentence", "Type at least one word", "I like cats", "start_text")
     page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHARTS}');
         return el && el._fullData[0].z && el._fullData[0].z.length === 4; }}""")  # <bos> I like cats
     selects = page.locator('[data-testid="stMain"] [data-testid="stSelectbox"] input')
@@ -116,13 +121,7 @@ def test_generate_retyped_prompt_keeps_the_strategy_and_its_caption(page):
     and the caption under the chart names them (before: greedy, T = 1.00, boxes unticked, caption still T = 0.5)."""
     open_page(page, "generate?generate_kind=sampling&generate_temperature=0.5&generate_use_k=true&generate_k=5"
                     "&generate_use_p=true&generate_p=0.5&generate_mode=run")
-    box = page.locator('input[aria-label="Prompt"]').first
-    box.fill("")
-    box.press("Enter")
-    page.get_by_text("Type a prompt").wait_for()
-    box.fill("the cat sat on the")
-    box.press("Enter")
-    wait_url(page, "generate_text", "the cat sat on the")
+    empty_then_retype(page, "Prompt", "Type a prompt", "the cat sat on the", "generate_text")
     caption = page.get_by_text("after T=0.5, top-k=5, top-p=0.5", exact=False).first
     caption.wait_for()
     expect(page.get_by_role("radio", name="sampling")).to_be_checked()
