@@ -3,10 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from viz_model.figures.attention import attention_heatmap
-from viz_model.figures.common import head_name
-from viz_model.figures.explorer import entropy_bars
-from viz_model.ui import cache, chart, share, widgets
+from viz_model.ui import cache, share, widgets
 from viz_model.ui import explorer as ui
 from viz_model.ui.sidebar import current_model
 
@@ -57,47 +54,4 @@ if roles is not None and (table := ui.roles_table(ckpt, measured)) is not None:
         st.caption(ui.ROLE_LEGEND if measured is None else ui.MEASURED_LEGEND.format(
             n=8, bos=f": {widgets.start_token(ckpt)[1]}" if widgets.uses_bos(ckpt) else ""))
 
-c1, c2 = st.columns(2)
-layer = share.select(c1, "Layer", range(cfg.n_layers), "explorer_layer")
-head = share.select(c2, "Head", range(cfg.n_heads), "explorer_head")  # its role: in the line below (a label
-# with the role would be the URL's value, and change when the roles are measured)
-if roles and roles[layer][head]:
-    st.info(f"{head_name(layer, head).capitalize()}: measured role **{roles[layer][head]}**.")
-if (g := ui.kv_group(cfg)) > 1:
-    mates = [str(h) for h in range(head // g * g, head // g * g + g) if h != head]
-    st.caption(f"Head {head} reads K/V head {head // g}, shared with query head{'s' * (len(mates) > 1)} "
-               f"{', '.join(mates)}.")
-
-big = probs[layer].mean(0) if average else probs[layer, head]
-title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
-fig = cache.cached("head", (tkey, layer, head, average),
-                       lambda: attention_heatmap(big, tokens, allowed=data["allowed"], title=title))
-chart.show(fig, key="explorer_head_map", name=f"attention_L{layer}_H{'avg' if average else head}")
-err = float(np.abs(big.sum(-1) - 1).max())
-widgets.check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells are blocked by the mask "
-                          "(weight exactly 0), not learned zeros.")
-
-# Only the open tab runs: opening the page draws the grid, the head and one more chart.
-label, tab = share.tabs(["Pipeline", "Query focus", "How sharp is each row?"], key="explorer_tab")
-with tab:
-    if label == "Pipeline":
-        st.markdown(f"**Every step of {head_name(layer, head)}**, recomputed from the trace and checked.")
-        steps = ui.pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
-        chk = cache.cached_checks(model, mid, tuple(enc.ids), bits, scale_on, float(temperature), layer)
-        errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None, chk["attn_out"]]
-        st.dataframe(ui.pipeline_table(steps, errors), hide_index=True, width="stretch")
-        step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step", **share.URL,
-                                    format_func=lambda i: steps[i].title.split(". ")[1])
-        if step is not None:
-            st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")
-            ui.pipeline_step(step, data, chk, layer, head, tokens, "explorer", tkey)
-    elif label == "Query focus":
-        ui.query_focus(data, layer, head, tokens, "explorer", tkey)
-    else:
-        ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
-        uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
-        chart.show(cache.cached("entropy", (tkey, layer, head, average),
-                                    lambda: entropy_bars(ent, tokens, max_entropy=uniform)),
-                   key="explorer_entropy", name="row_entropy")
-        st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "
-                   "Turn off the 1/√d_k scaling or lower the temperature: rows saturate towards one key.")
+ui.head_view(ckpt, enc, data, tkey, (bits, scale_on, float(temperature)), average, roles)

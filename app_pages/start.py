@@ -2,12 +2,11 @@
 
 import pandas as pd
 import streamlit as st
-import torch
 
 from viz_model.data import TASK_LABELS
 from viz_model.device import describe
-from viz_model.figures.attention import attention_heatmap
-from viz_model.ui import chart, share
+from viz_model.ui import share
+from viz_model.ui import start as start_view
 from viz_model.ui.explorer import model_card
 from viz_model.ui.models import is_folder_model
 from viz_model.ui.sidebar import current_model
@@ -67,17 +66,4 @@ if enc.unknown and not folder:
 
 token_chips(enc)
 
-layer, head = share.layer_head("start", cfg.n_layers, cfg.n_heads)
-with torch.no_grad():
-    out = model(torch.tensor([enc.ids], device=model.device), trace=True)
-lt = out.trace.layers[layer]
-probs = lt.probs[0, head]
-allowed = torch.isfinite(lt.mask).expand(lt.probs.shape)[0, head]
-fig = attention_heatmap(probs, enc.tokens, allowed=allowed, title=f"Layer {layer} · head {head}: attention weights")
-chart.show(fig, key="start_heatmap", name=f"attention_L{layer}_H{head}")
-role = next((r for r in meta.get("head_roles") or [] if (r["layer"], r["head"]) == (layer, head)), None)
-if role:
-    st.caption(f"Measured role of this head on held-out text: **{role['role']}** (score {role['score']:.2f}).")
-err = (probs.sum(-1) - 1).abs().max().item()
-note = "grey cells (×) are blocked by the causal mask" if cfg.causal else "this model attends in both directions"
-st.success(f"✓ Every row sums to 1 (max error {err:.1e}); {note}.")
+start_view.attention_view(ckpt, enc)

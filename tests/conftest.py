@@ -158,9 +158,14 @@ def open_page(page, path: str = "", wait_chart: bool = True):
 
 
 def wait_idle(page, timeout: float = 60_000):
-    """Wait until Streamlit reports it is not running the script."""
+    """Wait until Streamlit reports it is not running the script: the app's script state (the frontend's own
+    data-test-script-state), no element left stale from the previous run, and no "Running" in the status widget."""
     page.wait_for_function(
-        """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
+        """() => { const app = document.querySelector('[data-testid="stApp"]');
+                   const state = app && app.getAttribute('data-test-script-state');
+                   if (state === 'running' || state === 'rerunRequested') return false;
+                   if (document.querySelector('[data-stale="true"]')) return false;
+                   const s = document.querySelector('[data-testid="stStatusWidget"]');
                    return !s || !s.innerText.match(/Running|Connecting/); }""", timeout=timeout)
     page.wait_for_timeout(300)
 

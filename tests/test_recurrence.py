@@ -119,6 +119,20 @@ def test_gradient_by_distance_is_the_norm_of_dloss_dembedding_at_each_position(k
         assert float(grad.norm()) == pytest.approx(float(norms[t]), rel=1e-4)
 
 
+@pytest.mark.parametrize("kind", ["rnn", "lstm", "transformer"])
+def test_gradient_norms_of_a_batch_equal_each_row_on_its_own(kind):
+    """One forward/backward for n inputs (the page's curves) gives each row's own gradient_by_distance."""
+    torch.manual_seed(1)
+    model = (TinyTransformer(ModelConfig.preset("tiny", vocab_size=30)) if kind == "transformer"
+             else RecurrentLM(kind, 30, 16, 1)).double()
+    ids = torch.randint(1, 30, (5, 9))
+    batch = gradients.gradient_norms(model, ids)  # (5, 9)
+    assert batch.shape == (5, 9)
+    for row, norms in zip(ids, batch):
+        torch.testing.assert_close(norms, gradients.gradient_by_distance(model, row), rtol=1e-10, atol=0)
+    assert len({round(float(r.sum()), 12) for r in batch}) == 5  # the rows really differ
+
+
 def test_gradient_by_distance_leaves_the_model_as_it_was():
     model = RecurrentLM("lstm", 20, 8, 1).train()
     model.requires_grad_(False)

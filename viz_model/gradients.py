@@ -40,11 +40,22 @@ def gradient_by_distance(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     model.tok_emb at position t (captured by a forward hook, so the model's code is untouched). Works for
     TinyTransformer and RecurrentLM; the model is run in eval mode and its weights need no gradient.
     """
-    ids = _one_sequence(ids).to(model.device)
+    return gradient_norms(model, _one_sequence(ids))[0]
+
+
+def gradient_norms(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """(B, T): gradient_by_distance of each row of ids (B, T), in one forward and backward pass.
+
+    The rows never interact (attention and recurrence run within a row, eval mode), so the gradient of the sum
+    of the B losses with respect to row b's embeddings is row b's own gradient."""
+    ids = torch.as_tensor(ids)
+    if ids.ndim != 2 or ids.shape[1] < 1:
+        raise ValueError(f"give token ids of shape (B, T) with T ≥ 1, got shape {tuple(ids.shape)}.")
+    ids = ids.to(model.device)
     captured: list[torch.Tensor] = []
 
     def capture(_module, _inputs, output):
-        x = output.detach().requires_grad_(True)  # (1, T, d_model): a leaf we can differentiate against
+        x = output.detach().requires_grad_(True)  # (B, T, d_model): a leaf we can differentiate against
         captured.append(x)
         return x
 
@@ -58,13 +69,13 @@ def _gradient_norms(model: nn.Module, ids: torch.Tensor, capture, captured: list
     model.eval()
     try:
         with torch.enable_grad():
-            logits = model(ids).logits[0, -1].float()  # (vocab,)
-            loss = F.cross_entropy(logits[None], logits.argmax().detach()[None])
-            (grad,) = torch.autograd.grad(loss, captured[0])  # (1, T, d_model)
+            logits = model(ids).logits[:, -1].float()  # (B, vocab)
+            loss = F.cross_entropy(logits, logits.argmax(-1).detach(), reduction="sum")
+            (grad,) = torch.autograd.grad(loss, captured[0])  # (B, T, d_model)
     finally:
         handle.remove()
         model.train(was_training)
-    return grad[0].norm(dim=-1).detach().cpu()  # (T,)
+    return grad.norm(dim=-1).detach().cpu()  # (B, T)
 
 
 def by_distance(per_position: torch.Tensor) -> torch.Tensor:
@@ -183,5 +194,5 @@ def rescale_recurrence(model: RecurrentLM, target_norm: float, layer: int = 0) -
     return clone
 
 
-__all__ = ["JacobianChain", "by_distance", "gradient_by_distance", "jacobian_chain", "log_slope",
+__all__ = ["JacobianChain", "by_distance", "gradient_by_distance", "gradient_norms", "jacobian_chain", "log_slope",
            "rescale_recurrence", "spectral_norm", "step_jacobians"]

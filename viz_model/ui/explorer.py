@@ -13,11 +13,12 @@ from viz_model import hf
 from viz_model.checkpoint import Checkpoint
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.common import head_name
-from viz_model.figures.explorer import additive_mask_heatmap, matrix_heatmap, query_bars, value_mix
+from viz_model.figures.explorer import additive_mask_heatmap, entropy_bars, matrix_heatmap, query_bars, value_mix
 from viz_model.figures.real_models import attention_grid_page
 from viz_model.lessons import real_models
 from viz_model.ui import chart, share, widgets
-from viz_model.ui.cache import cached, model_id
+from viz_model.ui.cache import cached, cached_checks, model_id
+from viz_model.ui.errors import section
 from viz_model.ui.models import is_folder_model
 from viz_model.ui.widgets import check_line
 
@@ -379,3 +380,59 @@ def query_focus(data: dict, layer: int, head: int, tokens: list[str], prefix: st
     chart.show(bars, key=f"{prefix}_bars", name=f"query_{qi}", container=c1)
     chart.show(cached("mix", key, lambda: value_mix(probs[qi], data["v"][layer, head], tokens, tokens[qi])),
                key=f"{prefix}_mix", name=f"value_mix_{qi}", container=c2)
+
+
+# -- the head view: a fragment ---------------------------------------------------------------------------
+@section("the head view")  # Layer, Head, the tab and the step rerun only this part: not the sidebar, the grid...
+def head_view(ckpt: Checkpoint, enc, data: dict, tkey: str, knobs: tuple, average: bool,
+              roles: list[list[str]] | None) -> None:
+    """The Layer/Head pickers, the chosen head large, and the open tab (Pipeline, Query focus, row sharpness).
+
+    data: cached_trace of enc.ids under knobs = (mask bits, scale on, temperature); tkey: its input_key."""
+    model, cfg, tokens, T = ckpt.model, ckpt.model.config, enc.tokens, len(enc.ids)
+    mid, probs = model_id(ckpt), data["probs"]  # (L, H, T, T)
+    c1, c2 = st.columns(2)
+    layer = share.select(c1, "Layer", range(cfg.n_layers), "explorer_layer")
+    head = share.select(c2, "Head", range(cfg.n_heads), "explorer_head")  # its role: in the line below (a label
+    # with the role would be the URL's value, and change when the roles are measured)
+    if roles and roles[layer][head]:
+        st.info(f"{head_name(layer, head).capitalize()}: measured role **{roles[layer][head]}**.")
+    if (g := kv_group(cfg)) > 1:
+        mates = [str(h) for h in range(head // g * g, head // g * g + g) if h != head]
+        st.caption(f"Head {head} reads K/V head {head // g}, shared with query head{'s' * (len(mates) > 1)} "
+                   f"{', '.join(mates)}.")
+
+    big = probs[layer].mean(0) if average else probs[layer, head]
+    title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
+    fig = cached("head", (tkey, layer, head, average),
+                 lambda: attention_heatmap(big, tokens, allowed=data["allowed"], title=title))
+    chart.show(fig, key="explorer_head_map", name=f"attention_L{layer}_H{'avg' if average else head}")
+    err = float(np.abs(big.sum(-1) - 1).max())
+    check_line(err < 1e-5, f"Rows sum to 1, max error {err:.0e}. Grey cells are blocked by the mask "
+               "(weight exactly 0), not learned zeros.")
+
+    # Only the open tab runs: opening the page draws the grid, the head and one more chart.
+    label, tab = share.tabs(["Pipeline", "Query focus", "How sharp is each row?"], key="explorer_tab")
+    with tab:
+        if label == "Pipeline":
+            st.markdown(f"**Every step of {head_name(layer, head)}**, recomputed from the trace and checked.")
+            steps = pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
+            chk = cached_checks(model, mid, tuple(enc.ids), *knobs, layer)
+            errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None,
+                      chk["attn_out"]]
+            st.dataframe(pipeline_table(steps, errors), hide_index=True, width="stretch")
+            step = st.segmented_control("Show step", range(len(steps)), default=1, key="explorer_step",
+                                        **share.URL, format_func=lambda i: steps[i].title.split(". ")[1])
+            if step is not None:
+                st.markdown(f"**{steps[step].title}** · `{steps[step].formula}` · shape {steps[step].shape}")
+                pipeline_step(step, data, chk, layer, head, tokens, "explorer", tkey)
+        elif label == "Query focus":
+            query_focus(data, layer, head, tokens, "explorer", tkey)
+        else:
+            ent = data["entropy"][layer].mean(0) if average else data["entropy"][layer, head]
+            uniform = np.log(np.maximum(data["allowed"].sum(-1), 1))
+            chart.show(cached("entropy", (tkey, layer, head, average),
+                              lambda: entropy_bars(ent, tokens, max_entropy=uniform)),
+                       key="explorer_entropy", name="row_entropy")
+            st.caption(f"Mean row entropy {ent.mean():.3f} nats (uniform rows would give {uniform.mean():.3f}). "
+                       "Turn off the 1/√d_k scaling or lower the temperature: rows saturate towards one key.")
