@@ -26,14 +26,13 @@ def fill_in() -> None:
     st.caption("The encoder reads `<bos>` + your words + `<eos>`, in one pass, in both directions.")
     words, pieces = ui.words_of(enc, ckpt)
     picked = ui.mask_picker(words, pieces)
-    top_k = st.slider("Fill-ins shown per mask (top k)", 1, 10, 5, key="encoder_topk", **share.URL)
     text, answers = ui.masked_text(words, pieces, picked)
     if not answers:
         st.info("Nothing is hidden yet: click one or more words above, or type `<mask>` in the sentence, to see "
                 "what the encoder would put there.")
         return
     st.code(text, language=None, wrap_lines=True)
-    run = ui.masked_run(ckpt, text, top_k)
+    run = ui.masked_run(ckpt, text)
     st.subheader("What the encoder would write in each blank")
     ui.fill_ins(ckpt, run, answers)
     st.subheader("Bidirectional attention")

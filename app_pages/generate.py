@@ -3,10 +3,8 @@
 import streamlit as st
 
 from viz_model import generate as G
-from viz_model.figures import generate as F
 from viz_model.ui import generate as ui
 from viz_model.ui import share
-from viz_model.ui.chart import show
 from viz_model.ui.sidebar import current_model
 
 st.title("Generate")
@@ -36,16 +34,7 @@ if not steps:
     st.stop()
 
 st.header("1 · The next-token distribution")
-pick = len(steps) - 1
-if len(steps) > 1:
-    share.valid(ui.VIEW_STEP, range(1, len(steps) + 1), len(steps))
-    pick = st.slider("Show step", 1, len(steps), len(steps), key=ui.VIEW_STEP, **share.URL) - 1
-v = steps[pick]
-st.markdown(f"Step {pick + 1}: the model's probabilities for position {v.position} (left), then after "
-            f"**{settings.strategy.describe()}** (right: removed tokens grey, the rest renormalised to sum to 1). "
-            f"The chosen token is orange: **{v.token}** with p = {v.p[v.chosen]:.3f}.")
-show(F.next_token_bars(v.labels, v.p, v.q, v.chosen, strategy=settings.strategy.describe()),
-     key="generate_bars", name=f"next_token_step{pick + 1}")
+ui.distribution(steps, settings)
 
 st.header("2 · Sequence probability = product of next-token probabilities")
 table = ui.running_table(ckpt, enc, steps)
@@ -60,18 +49,7 @@ st.markdown(f"p(w₁…w_L | c) = Π p(w_l | c, w<l) over **{len(table)}** facto
 st.header("3 · Where the new token looks")
 st.markdown("Each row is the attention of the position that predicts the next token, over everything before it. "
             "One row per step: the **causal triangle** builds up as the text grows.")
-c1, c2 = st.columns(2)
-share.valid("generate_layer", range(cfg.n_layers))
-share.valid("generate_head", range(cfg.n_heads))
-layer = c1.selectbox("Layer", range(cfg.n_layers), key="generate_layer", **share.URL)
-head = c2.selectbox("Head", range(cfg.n_heads), key="generate_head", **share.URL)
-labels = [*enc.tokens, *[s.token for s in steps]]
-fig = F.attention_rows([s.attention[layer, head] for s in steps], labels[:steps[-1].position],
-                       [s.position - 1 for s in steps], [s.token for s in steps], n_prompt=len(enc.ids),
-                       title=f"Layer {layer} · head {head}: attention of each step")
-show(fig, key="generate_attention", name=f"generation_attention_L{layer}_H{head}")
-err = max(abs(float(s.attention[layer, head].sum()) - 1) for s in steps)
-st.success(f"✓ Every row sums to 1 over the prefix (max error {err:.1e}); grey cells did not exist yet.")
+ui.attention_of_steps(cfg, enc.tokens, len(enc.ids), steps)
 
 label, tab = share.tabs(list(ui.TABS), key="generate_tab")  # only the open tab computes
 with tab:

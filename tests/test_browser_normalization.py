@@ -3,6 +3,7 @@ LayerNorm figure with new data, the residual run fills its charts from the butto
 
 import pytest
 from conftest import open_page, plot_data, screenshot, wait_idle
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -12,7 +13,7 @@ Z = "() => JSON.stringify(document.querySelector('[data-testid=\"stPlotlyChart\"
 
 def test_a_new_seed_redraws_the_norm_figures_without_console_errors(page):
     open_page(page, "normalization")
-    assert page.locator(CHART).count() == 3  # one figure per norm
+    expect(page.locator(CHART)).to_have_count(3)  # one figure per norm (they arrive one after another)
     first = plot_data(page, 0)[0]
     assert first["name"] == "LayerNorm" and len(first["z"]) == 3 * 4 and len(first["z"][0]) == 8  # (N·T, d)
     before = page.evaluate(Z)

@@ -295,3 +295,25 @@ def test_gradient_by_distance_is_right_when_sessions_share_the_model():
         for _ in range(5):
             together = list(pool.map(lambda x: gradients.gradient_by_distance(model, x), inputs))
             assert all(torch.allclose(a, b) for a, b in zip(together, serial))
+
+
+def test_gradient_by_distance_ignores_another_sessions_forward_on_the_shared_model():
+    """Another view of the same shared model (the Jacobian chain, a plain forward) runs tok_emb without the lock. A
+    forward from another thread, made while this thread's hook is registered and before its own forward, must not
+    be taken for this thread's input (before: 'the differentiated Tensor ... not used in the graph', 1 error in the
+    saturation run of bench/classroom_load.py)."""
+    import threading
+
+    class Interleaved(RecurrentLM):
+        def forward(self, ids, *args, **kwargs):
+            other = threading.Thread(target=lambda: self.tok_emb(ids))  # another session, inside the window
+            other.start()
+            other.join()
+            return super().forward(ids, *args, **kwargs)
+
+    torch.manual_seed(0)
+    plain = RecurrentLM("rnn", 30, 16, 1)
+    model = Interleaved("rnn", 30, 16, 1)
+    model.load_state_dict(plain.state_dict())
+    ids = torch.randint(1, 30, (3, 10))
+    torch.testing.assert_close(gradients.gradient_norms(model, ids), gradients.gradient_norms(plain, ids))

@@ -19,6 +19,8 @@ from viz_model.rnn import RecurrentLM
 
 # A forward hook and eval() act on the module itself, which the app's sessions share: a second thread's hook would
 # replace this thread's captured leaf (measured: "the differentiated Tensor ... not used in the graph" under load).
+# The lock keeps two gradient runs apart; the hook also ignores forwards from other threads (any other view of the
+# same model, e.g. the Jacobian chain, runs tok_emb without taking the lock).
 _SHARED_MODULE = threading.Lock()
 
 
@@ -53,8 +55,11 @@ def gradient_norms(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"give token ids of shape (B, T) with T ≥ 1, got shape {tuple(ids.shape)}.")
     ids = ids.to(model.device)
     captured: list[torch.Tensor] = []
+    me = threading.get_ident()
 
     def capture(_module, _inputs, output):
+        if threading.get_ident() != me:  # another session's forward on the shared model, while the hook is on
+            return None                  # (None keeps its output as it is)
         x = output.detach().requires_grad_(True)  # (B, T, d_model): a leaf we can differentiate against
         captured.append(x)
         return x

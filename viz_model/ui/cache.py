@@ -88,7 +88,9 @@ def input_key(*parts) -> str:
     return hashlib.blake2b(repr(parts).encode(), digest_size=16).hexdigest()
 
 
-@st.cache_resource(max_entries=128, show_spinner=False)
+# A class's figures and small results: 60 students on a dozen pages outgrow 128 entries, and an evicted figure is
+# rebuilt on the next rerun.
+@st.cache_resource(max_entries=1024, show_spinner=False)
 def _built(name: str, key: tuple, _build: Callable[[], T]) -> T:
     return _build()
 

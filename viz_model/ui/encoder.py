@@ -30,6 +30,7 @@ SHIPPED = "encoder-mlm"   # the shipped masked-LM encoder
 DECODER = "classroom"     # the shipped causal decoder it is compared with
 BANK = next(s for s in LECTURE_SENTENCES if "bank" in s.lower())  # "The bank by the river"
 QUERY, KEY = "bank", "river"
+MAX_TOP_K = 10             # fill-ins computed per mask; the slider shows the first k
 KEPT_MASKS = "encoder_kept_masks"  # {sentence digest: hidden word indices}, so coming back keeps them
 MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:")
 # (metadata key, what it measures, the issue's quality bar)
@@ -149,9 +150,10 @@ def _set_text(text: str) -> None:
 
 
 # -- fill-ins -----------------------------------------------------------------------------------------
-def masked_run(ckpt: Checkpoint, text: str, top_k: int) -> dict:
-    """One traced encoder pass per exact (model, text, k), shared by every user."""
-    return cached("encoder_run", (input_key(model_id(ckpt), text, top_k),), lambda: _run(ckpt, text, top_k))
+def masked_run(ckpt: Checkpoint, text: str) -> dict:
+    """One traced encoder pass per exact (model, text), shared by every user: the top MAX_TOP_K fill-ins of each
+    mask (the top-k slider then only cuts the list, without a pass)."""
+    return cached("encoder_run", (input_key(model_id(ckpt), text, MAX_TOP_K),), lambda: _run(ckpt, text, MAX_TOP_K))
 
 
 def _run(ckpt: Checkpoint, text: str, top_k: int) -> dict:
@@ -163,10 +165,14 @@ def _run(ckpt: Checkpoint, text: str, top_k: int) -> dict:
                 attention=attention, text=text)
 
 
+@section("the fill-ins")  # the top-k slider reruns only this part of the page
 def fill_ins(ckpt: Checkpoint, run: dict, answers: list[str | None]) -> None:
-    fig = cached("encoder_fills", (input_key(model_id(ckpt), run["text"], len(run["fills"][0]), answers),),
-                 lambda: fill_in_bars(run["fills"], run["positions"], answers,
-                                      title=f"Top {len(run['fills'][0])} fill-ins of each {escape(MASK)}"))
+    """The top-k slider, each mask's top k fill-ins as bars, and the table of where the hidden words rank."""
+    top_k = st.slider("Fill-ins shown per mask (top k)", 1, MAX_TOP_K, 5, key="encoder_topk", **share.URL)
+    fills = [f[:top_k] for f in run["fills"]]
+    fig = cached("encoder_fills", (input_key(model_id(ckpt), run["text"], top_k, answers),),
+                 lambda: fill_in_bars(fills, run["positions"], answers,
+                                      title=f"Top {top_k} fill-ins of each {escape(MASK)}"))
     chart.show(fig, key="encoder_fills", name="encoder_fill_ins")
     st.dataframe(fill_table(ckpt, run, answers), hide_index=True, width="stretch")
 
@@ -185,14 +191,21 @@ def fill_table(ckpt: Checkpoint, run: dict, answers: list[str | None]) -> pd.Dat
 
 
 # -- attention ----------------------------------------------------------------------------------------
-@section("the attention heatmaps")  # picking a layer or head reruns only this part
 def attention(ckpt: Checkpoint, run: dict) -> None:
+    """Every head as a grid, then one head large (a fragment: the grid is not redrawn for another head)."""
+    a, tokens, positions = run["attention"], run["tokens"], run["positions"]
+    L, H, _, _ = a.shape
+    chart.show(cached("encoder_grid", (input_key(model_id(ckpt), run["text"]),), lambda: masked_attention_grid(
+        a, tokens, positions, title=f"{L} layers × {H} heads, no mask: every cell can be read")),
+        key="encoder_grid", name="encoder_attention_grid")
+    head_view(ckpt, run)
+
+
+@section("the attention heatmaps")  # picking a layer or head reruns only this part
+def head_view(ckpt: Checkpoint, run: dict) -> None:
     a, tokens, positions = run["attention"], run["tokens"], run["positions"]
     L, H, T, _ = a.shape
     key = input_key(model_id(ckpt), run["text"])
-    chart.show(cached("encoder_grid", (key,), lambda: masked_attention_grid(
-        a, tokens, positions, title=f"{L} layers × {H} heads, no mask: every cell can be read")),
-        key="encoder_grid", name="encoder_attention_grid")
     c1, c2, _ = st.columns([1, 1, 2])
     layer = share.select(c1, "Layer", range(L), "encoder_layer")
     head = share.select(c2, "Head", range(H), "encoder_head")

@@ -19,6 +19,7 @@ from viz_model.tokenizer import BOS, EOS, PAD, display_token, encode
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
+from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY
 from viz_model.ui.widgets import check_line, example_text, reveal_steps, specials_notice, verdict
@@ -213,6 +214,7 @@ def _head_picker(cfg, prefix: str, default: tuple[int, int] = (0, 0)) -> tuple[i
     return layer, head
 
 
+@section("the three attention kinds")  # its layer/head (or step) pickers rerun only this part of the page
 def three_attentions(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
     """Encoder self (padding only), decoder self (causal), cross (padding only) for one layer and head."""
     cfg = ckpt.model.config
@@ -280,6 +282,7 @@ def _best_head(ckpt, acc: np.ndarray) -> tuple[int, int]:
     return divmod(int(acc.argmax()), acc.shape[1])
 
 
+@section("the alignment view")  # its layer/head (or step) pickers rerun only this part of the page
 def alignment(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
     """One head's cross-attention with the known alignment on top, and the alignment accuracy of every head."""
     if src.reference is None:
@@ -368,6 +371,7 @@ def reuse(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
                "`bench/bench_seq2seq.py` measures 16 and 64 target tokens.")
 
 
+@section("the next-word view")  # its layer/head (or step) pickers rerun only this part of the page
 def next_token(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
     """The decoder's distribution at one step, before and after the sampling filters (the Generate page's bars)."""
     if not steps:

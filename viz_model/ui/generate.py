@@ -17,6 +17,7 @@ from viz_model.tokenizer import Encoded
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
+from viz_model.ui.errors import section
 from viz_model.ui.models import is_folder_model
 from viz_model.ui.widgets import (
     FOLDER_VIEW_TOKENS,
@@ -193,6 +194,38 @@ def running_table(ckpt, enc: Encoded, views: list[StepView]) -> pd.DataFrame:
             tokens, lps, positions, notes = ([*tokens, end_name(ckpt)], [*lps, end], [*positions, len(seq)],
                                              [*notes, "end token: p that the text ends here"])
     return F.sequence_table(tokens, lps, positions, notes)
+
+
+@section("the next-token distribution")  # the step slider reruns only this part of the page
+def distribution(steps: list[StepView], settings: Settings) -> None:
+    """One step's next-token probabilities before and after the strategy (a slider picks the step)."""
+    pick = len(steps) - 1
+    if len(steps) > 1:
+        share.valid(VIEW_STEP, range(1, len(steps) + 1), len(steps))
+        pick = st.slider("Show step", 1, len(steps), len(steps), key=VIEW_STEP, **share.URL) - 1
+    v = steps[pick]
+    st.markdown(f"Step {pick + 1}: the model's probabilities for position {v.position} (left), then after "
+                f"**{settings.strategy.describe()}** (right: removed tokens grey, the rest renormalised to sum to "
+                f"1). The chosen token is orange: **{v.token}** with p = {v.p[v.chosen]:.3f}.")
+    show(F.next_token_bars(v.labels, v.p, v.q, v.chosen, strategy=settings.strategy.describe()),
+         key="generate_bars", name=f"next_token_step{pick + 1}")
+
+
+@section("the attention of each step")  # the Layer and Head pickers rerun only this part of the page
+def attention_of_steps(cfg, prompt_tokens: list[str], n_prompt: int, steps: list[StepView]) -> None:
+    """One head's attention row of every step, the causal triangle growing, with the row-sum check."""
+    c1, c2 = st.columns(2)
+    share.valid("generate_layer", range(cfg.n_layers))
+    share.valid("generate_head", range(cfg.n_heads))
+    layer = c1.selectbox("Layer", range(cfg.n_layers), key="generate_layer", **share.URL)
+    head = c2.selectbox("Head", range(cfg.n_heads), key="generate_head", **share.URL)
+    labels = [*prompt_tokens, *[s.token for s in steps]]
+    fig = F.attention_rows([s.attention[layer, head] for s in steps], labels[:steps[-1].position],
+                           [s.position - 1 for s in steps], [s.token for s in steps], n_prompt=n_prompt,
+                           title=f"Layer {layer} · head {head}: attention of each step")
+    show(fig, key="generate_attention", name=f"generation_attention_L{layer}_H{head}")
+    err = max(abs(float(s.attention[layer, head].sum()) - 1) for s in steps)
+    st.success(f"✓ Every row sums to 1 over the prefix (max error {err:.1e}); grey cells did not exist yet.")
 
 
 def _steps(ckpt, ids, s: Settings, **kw) -> list[G.GenStep]:

@@ -92,19 +92,24 @@ def stats_table(stats: dict[str, lesson.NormStats]) -> pd.DataFrame:
 @section("the axes view")
 def axes_view() -> None:
     x = random_batch()
-    stats = {k: lesson.normalize(x, k) for k in NORMS}
-    key = input_key(x.numpy().tobytes())
+    # One batch for a whole class (the same seed and shape): its norms and figures are computed once per server.
+    stats, figures = cached("norm_axes", (input_key(x.numpy().tobytes()),), lambda: _axes(x))
     for col, (kind, s) in zip(st.columns(3), stats.items()):
         col.markdown(f"**{KIND_NAMES[kind]}**: {s.axes}")
-        fig = cached("norm_groups", (key, kind), lambda s=s: norm_groups(
-            s.output, s.kind, _group_stats(s), title=f"{KIND_NAMES[s.kind]} output"))
-        chart.show(fig, key=f"norm_groups_{kind}", name=f"norm_groups_{kind}", container=col)
+        chart.show(figures[kind], key=f"norm_groups_{kind}", name=f"norm_groups_{kind}", container=col)
     st.caption("Rows are tokens (s2·t1 = sample 2, position 1), columns are features; colour is the normalised value "
                "(red positive, blue negative; hover for numbers). Each outlined box is one group of cells that share a "
                "mean and a variance, the first one in orange: LayerNorm and RMSNorm a row, BatchNorm a whole column "
                "across every sample (dotted lines separate the samples).")
     st.table(stats_table(stats))
     claims(stats, x)
+
+
+def _axes(x: torch.Tensor) -> tuple[dict[str, lesson.NormStats], dict]:
+    """Each norm of the batch x (N, T, d) and its figure (read-only, shared)."""
+    stats = {k: lesson.normalize(x, k) for k in NORMS}
+    return stats, {k: norm_groups(s.output, s.kind, _group_stats(s), title=f"{KIND_NAMES[s.kind]} output")
+                   for k, s in stats.items()}
 
 
 def claims(stats: dict[str, lesson.NormStats], x: torch.Tensor) -> None:

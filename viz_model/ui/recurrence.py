@@ -3,13 +3,16 @@ the W_hh slider and the linear-regime RNN, and recall accuracy by distance. The 
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
 import time
 
 import pandas as pd
 import streamlit as st
 import torch
 from streamlit.errors import StreamlitAPIException
+from streamlit.runtime.scriptrunner import add_script_run_ctx
 
 from viz_model import gradients
 from viz_model.data import RECALL_KEYS, TASK_LABELS
@@ -25,6 +28,7 @@ from viz_model.ui.errors import guard, section
 from viz_model.ui.sidebar import DEVICE_KEY
 from viz_model.ui.widgets import check_line
 
+log = logging.getLogger("attention_lab")
 COST_PAGE, TRAIN_PAGE = "app_pages/cost.py", "app_pages/train.py"
 D_MODEL, TRANSFORMER_LAYERS, RNN_LAYERS = 64, 2, 1    # the timed models (lesson.comparable_models)
 VOCAB, BATCH, REPEATS = 256, 8, 3
@@ -257,9 +261,38 @@ def _chain_chart(chain: gradients.JacobianChain, title: str):
                           [float(v) for v in to_numpy(chain.bound)], title=title)
 
 
+DISTANCES = range(4, 61)  # the distance slider's values
+
+
+def warm_distances() -> threading.Thread:
+    """Once per server process: a background thread computes the gradient curves and the as-trained W_hh view of
+    every distance, into the same caches the page reads. A class moving the slider then reads them instead of
+    running three models' backward passes per new distance (~60 ms each on a busy 2-core server; about 7 s of
+    CPU once). A streamlit cache needs a script context, so the thread gets this run's (add_script_run_ctx)."""
+    return cached("recurrence_warm", (N_INPUTS,), _start_warming)
+
+
+def _start_warming() -> threading.Thread:
+    def warm() -> None:
+        for d in DISTANCES:
+            try:
+                curves(d)
+                view(None, d)
+            except Exception:  # noqa: BLE001 - a failed warm-up only means the page computes on demand
+                log.exception("warming the recurrence distances")
+                return
+    thread = threading.Thread(target=warm, name="recurrence-warm", daemon=True)
+    add_script_run_ctx(thread)
+    thread.start()
+    return thread
+
+
 def distance_slider() -> int:
-    """The recall inputs' distance, shared by the curves and the W_hh slider (a change reruns both)."""
-    return st.slider("Distance of the key in the recall inputs", 4, 60, 40, key="recurrence_distance", **share.URL,
+    """The recall inputs' distance, shared by the curves and the W_hh slider (a change reruns both). The first
+    time it is drawn on a server, every distance's curves are computed in the background (warm_distances)."""
+    warm_distances()
+    return st.slider("Distance of the key in the recall inputs", DISTANCES.start, DISTANCES.stop - 1, 40,
+                     key="recurrence_distance", **share.URL,
                      help="Each input is '<bos> key, filler letters, :' and the last position must name the key; "
                           f"{N_INPUTS} inputs, their gradients averaged (geometric mean).")
 

@@ -11,6 +11,7 @@ from viz_model.figures.common import ordinal
 from viz_model.lessons import sinusoidal as lesson
 from viz_model.positional import shift_matrix
 from viz_model.ui import share
+from viz_model.ui.cache import cached
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.sidebar import model_with
@@ -129,19 +130,29 @@ def table_and_bits(d: int, n_pos: int, base: float) -> None:
 def shift(d: int, n_pos: int, base: float) -> None:
     k = st.slider("shift k", 1, 64, 3, key="sinusoidal_k", **share.URL)
     n_show = min(d, 8)
-    M = shift_matrix(d, k, base).numpy()
-    title = f"M_{k}: one 2×2 rotation per (sin, cos) pair" + (
-        "" if n_show == d else f" (first {n_show} of {d} dimensions)")
-    show(figs.matrix_heatmap(M[:n_show, :n_show], title), key="sinusoidal_mk", name=f"shift_matrix_M{k}")
     ts = sorted({t for t in (0, 1, 2, 7, 50, 300, n_pos - 1 - k) if 0 <= t < n_pos - k} or {0})
-    check = lesson.shift_check(d, k, ts, base)
+    # The same (d, k, base, t) for a whole class: the check and both figures are computed once per server.
+    check, matrix_fig, err_fig = cached("sinusoidal_shift", (d, k, base, tuple(ts)), lambda: _shift_parts(
+        d, k, base, ts, n_show))
+    show(matrix_fig, key="sinusoidal_mk", name=f"shift_matrix_M{k}")
     left, right = st.columns(2)
-    left.dataframe(check.style.format({check.columns[-1]: "{:.1e}"}), hide_index=True, key="sinusoidal_shift_table")
+    error = check.columns[-1]
+    left.dataframe(check, hide_index=True, key="sinusoidal_shift_table",
+                   column_config={error: st.column_config.NumberColumn(error, format="%.1e")})
     with right:
-        show(figs.shift_errors(check, "Same M_k, every t"), key="sinusoidal_shift_err")
+        show(err_fig, key="sinusoidal_shift_err")
     verdict(float(check.iloc[:, -1].max()), 1e-9, f"M_{k}·P_t = P_(t+{k}) for t ∈ {ts} with one matrix")
     st.caption("M_k is built from k and ω only — no t appears in it — so a shift by k is one linear map, the "
                "same at every position, which attention can learn.")
+
+
+def _shift_parts(d: int, k: int, base: float, ts: list[int], n_show: int):
+    """(check table, M_k heatmap, error chart) of one shift k: read-only, shared."""
+    M = shift_matrix(d, k, base).numpy()
+    title = f"M_{k}: one 2×2 rotation per (sin, cos) pair" + (
+        "" if n_show == d else f" (first {n_show} of {d} dimensions)")
+    check = lesson.shift_check(d, k, ts, base)
+    return check, figs.matrix_heatmap(M[:n_show, :n_show], title), figs.shift_errors(check, "Same M_k, every t")
 
 
 @section("the similarity view")
