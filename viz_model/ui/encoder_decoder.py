@@ -233,8 +233,11 @@ def three_attentions(ckpt, src: Source, steps: list[StepView], s: Settings) -> N
               (f"decoder self: {Tt} × {Tt}, causal", dp[layer, head], da, tgt_labels, fed),
               (f"cross: {Tt} × {Ts}, queries from the decoder, keys/values from the encoder", cp[layer, head], ca,
                tgt_labels, src_labels)]
-    show(F.three_attentions(panels, title=f"Encoder layer {enc_layer}, decoder layer {layer}, head {head}"),
-         key="ed_three_chart", name=f"three_attentions_L{layer}_H{head}")
+    fig = cached("ed_three", (input_key(model_id(ckpt), src.ids, tuple(tgt_ids), tuple(src.labels), tuple(fed),
+                                        tuple(tgt_labels)), pad, layer, head),
+                 lambda: F.three_attentions(panels, title=f"Encoder layer {enc_layer}, decoder layer {layer}, head "
+                                                          f"{head}"))
+    show(fig, key="ed_three_chart", name=f"three_attentions_L{layer}_H{head}")
     st.caption("Grey × = masked (−∞ before the softmax, weight exactly 0). The encoder reads the whole source both "
                "ways; the decoder reads only the words it has written; cross-attention lets every target position "
                "read every real source word. Row labels: the decoder's input → the word that row chose (? = next).")

@@ -207,8 +207,10 @@ def distribution(steps: list[StepView], settings: Settings) -> None:
     st.markdown(f"Step {pick + 1}: the model's probabilities for position {v.position} (left), then after "
                 f"**{settings.strategy.describe()}** (right: removed tokens grey, the rest renormalised to sum to "
                 f"1). The chosen token is orange: **{v.token}** with p = {v.p[v.chosen]:.3f}.")
-    show(F.next_token_bars(v.labels, v.p, v.q, v.chosen, strategy=settings.strategy.describe()),
-         key="generate_bars", name=f"next_token_step{pick + 1}")
+    key = input_key(tuple(v.labels), np.asarray(v.p).tobytes(), np.asarray(v.q).tobytes(), v.chosen)
+    fig = cached("generate_bars", (key, settings.strategy), lambda: F.next_token_bars(
+        v.labels, v.p, v.q, v.chosen, strategy=settings.strategy.describe()))
+    show(fig, key="generate_bars", name=f"next_token_step{pick + 1}")
 
 
 @section("the attention of each step")  # the Layer and Head pickers rerun only this part of the page
@@ -220,9 +222,11 @@ def attention_of_steps(cfg, prompt_tokens: list[str], n_prompt: int, steps: list
     layer = c1.selectbox("Layer", range(cfg.n_layers), key="generate_layer", **share.URL)
     head = c2.selectbox("Head", range(cfg.n_heads), key="generate_head", **share.URL)
     labels = [*prompt_tokens, *[s.token for s in steps]]
-    fig = F.attention_rows([s.attention[layer, head] for s in steps], labels[:steps[-1].position],
-                           [s.position - 1 for s in steps], [s.token for s in steps], n_prompt=n_prompt,
-                           title=f"Layer {layer} · head {head}: attention of each step")
+    rows = [np.asarray(s.attention[layer, head]) for s in steps]  # (position,) each: the figure's exact input
+    key = (input_key(tuple(r.tobytes() for r in rows), tuple(labels), n_prompt), layer, head)
+    fig = cached("generate_attention", key, lambda: F.attention_rows(
+        rows, labels[:steps[-1].position], [s.position - 1 for s in steps],
+        [s.token for s in steps], n_prompt=n_prompt, title=f"Layer {layer} · head {head}: attention of each step"))
     show(fig, key="generate_attention", name=f"generation_attention_L{layer}_H{head}")
     err = max(abs(float(s.attention[layer, head].sum()) - 1) for s in steps)
     st.success(f"✓ Every row sums to 1 over the prefix (max error {err:.1e}); grey cells did not exist yet.")
