@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -89,6 +90,40 @@ def test_protocol_client_reruns_finish_and_widget_changes_reach_the_chart(server
     # A thread of its own: Playwright's sync API (browser tests in the same session) keeps a loop on this one.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         runs = pool.submit(lambda: asyncio.run(asyncio.wait_for(lesson(), 120))).result()
-    assert [r.status for r in runs] == ["FINISHED_SUCCESSFULLY"] * len(runs)
+    full, part = "FINISHED_SUCCESSFULLY", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"
+    assert [r.status for r in runs] == [full, part, full, full, full]  # the layer picker reruns its fragment
     assert all(not r.exceptions for r in runs), [r.exceptions for r in runs]
     assert all(r.seconds > 0 and r.n_msgs > 0 for r in runs)
+
+
+# Pickers that change one view of a page rerun only that view (an st.fragment): the bench's saturation and class
+# numbers rest on it (bench/classroom_load.py). (page, widget key[, value]) on each page's first view.
+FRAGMENT_PICKERS = [("start", "start_layer"), ("start", "start_head"), ("explorer", "explorer_layer"),
+                    ("explorer", "explorer_head"), ("explorer", "explorer_tab", "Query focus"), ("masks", "masks_kind"),
+                    ("qkv", "qkv_query"), ("encoder", "encoder_topk"), ("encoder", "encoder_layer"),
+                    ("generate", "generate_layer"), ("encoder-decoder", "ed_three_layer"),
+                    ("normalization", "norm_seed"), ("cost", "cost_kv_layers")]
+
+
+def test_view_pickers_rerun_only_their_fragment_and_send_less_than_the_page(server):
+    async def each() -> list[tuple]:
+        rows, rng = [], random.Random(0)
+        s = ProtocolSession(server, timeout=90, cache=False)
+        try:
+            await s.connect("start")
+            for page, key, *value in FRAGMENT_PICKERS:
+                opened = await s.open("" if page == "start" else page)
+                assert key in s.widgets, (page, sorted(s.widgets))
+                res = await s.set(key, value[0] if value else "random", rng)
+                rows.append((page, key, s.widgets[key].fragment_id, res.status, res.n_bytes, opened.n_bytes,
+                             res.exceptions + res.errors))
+        finally:
+            await s.close()
+        return rows
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        rows = pool.submit(lambda: asyncio.run(asyncio.wait_for(each(), 300))).result()
+    for page, key, fragment, status, n_part, n_page, problems in rows:
+        assert fragment and status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY", (page, key, status)
+        assert not problems, (page, key, problems)
+        assert n_part < n_page, (page, key, n_part, n_page)  # the rest of the page was not sent again
