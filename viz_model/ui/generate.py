@@ -179,7 +179,8 @@ def end_logprob(ckpt, seq: list[int]) -> float | None:
     model without an end token)."""
     if len(seq) > ckpt.model.config.max_len or end_token(ckpt) is None:
         return None
-    return float(G.score(ckpt.model, seq, [eos_id(ckpt)])[0])
+    return cached("generate_end", (input_key(model_id(ckpt), tuple(seq)),),  # one forward per exact sequence
+                  lambda: float(G.score(ckpt.model, seq, [eos_id(ckpt)])[0]))
 
 
 def running_table(ckpt, enc: Encoded, views: list[StepView]) -> pd.DataFrame:
@@ -264,8 +265,9 @@ def kv_cache(ckpt, ids: list[int], s: Settings) -> None:
         f"{'✓' if ok else '✗'} The same {len(ms_on)} tokens with and without the cache; largest logit difference "
         f"{diff:.1e} on logits up to {scale:.1f} in size (relative {diff / scale:.1e}: float32 rounding, ≤ 1e-5).")
     lengths = list(range(len(ids), len(ids) + len(ms_on)))
-    show(F.latency_chart(lengths, ms_on, lengths, ms_off, title="Time per new token as the sequence grows"),
-         key="generate_latency", name="kv_cache_latency")
+    fig = cached("generate_latency", key, lambda: F.latency_chart(lengths, ms_on, lengths, ms_off,
+                                                                  title="Time per new token as the sequence grows"))
+    show(fig, key="generate_latency", name="kv_cache_latency")
     ratio = ms_off.sum() / max(ms_on.sum(), 1e-9)
     note = (" At this short context the saving is within the timing noise of a shared server; it grows with the "
             "length of the text." if ratio < 1.5 else "")
