@@ -93,7 +93,7 @@ def stats_table(stats: dict[str, lesson.NormStats]) -> pd.DataFrame:
 def axes_view() -> None:
     x = random_batch()
     # One batch for a whole class (the same seed and shape): its norms and figures are computed once per server.
-    stats, figures = cached("norm_axes", (input_key(x.numpy().tobytes()),), lambda: _axes(x))
+    stats, figures, table, tight = cached("norm_axes", (input_key(x.numpy().tobytes()),), lambda: _axes(x))
     for col, (kind, s) in zip(st.columns(3), stats.items()):
         col.markdown(f"**{KIND_NAMES[kind]}**: {s.axes}")
         chart.show(figures[kind], key=f"norm_groups_{kind}", name=f"norm_groups_{kind}", container=col)
@@ -101,23 +101,25 @@ def axes_view() -> None:
                "(red positive, blue negative; hover for numbers). Each outlined box is one group of cells that share a "
                "mean and a variance, the first one in orange: LayerNorm and RMSNorm a row, BatchNorm a whole column "
                "across every sample (dotted lines separate the samples).")
-    st.table(stats_table(stats))
-    claims(stats, x)
+    st.table(table)
+    claims(stats, tight)
 
 
-def _axes(x: torch.Tensor) -> tuple[dict[str, lesson.NormStats], dict]:
-    """Each norm of the batch x (N, T, d) and its figure (read-only, shared)."""
+def _axes(x: torch.Tensor) -> tuple[dict[str, lesson.NormStats], dict, pd.DataFrame, lesson.NormStats]:
+    """Each norm of the batch x (N, T, d), its figure, the statistics table, and LayerNorm with ε = 1e-12 (read-only,
+    shared)."""
     stats = {k: lesson.normalize(x, k) for k in NORMS}
-    return stats, {k: norm_groups(s.output, s.kind, _group_stats(s), title=f"{KIND_NAMES[s.kind]} output")
-                   for k, s in stats.items()}
+    figures = {k: norm_groups(s.output, s.kind, _group_stats(s), title=f"{KIND_NAMES[s.kind]} output")
+               for k, s in stats.items()}
+    return stats, figures, stats_table(stats), lesson.normalize(x, "layernorm", eps=1e-12)
 
 
-def claims(stats: dict[str, lesson.NormStats], x: torch.Tensor) -> None:
+def claims(stats: dict[str, lesson.NormStats], tight: lesson.NormStats) -> None:
+    """The measured claims of the axes view; tight: LayerNorm of the same batch with ε = 1e-12."""
     ln, bn, rms = stats["layernorm"], stats["batchnorm"], stats["rmsnorm"]
     verdict(float(ln.token_mean.abs().max()), MEAN_TOL, "LayerNorm: every token's mean over its features is 0")
     verdict(float((ln.token_var - ln.expected_var).abs().max()), VAR_TOL,
             "LayerNorm: every token's variance is σ²/(σ² + ε), σ² its variance before the norm")
-    tight = lesson.normalize(x, "layernorm", eps=1e-12)
     st.caption(f"So the variance is not exactly 1: with torch's default ε = 1e-5 it is as low as "
                f"1 − {1 - float(ln.token_var.min()):.1e} here; with ε = 1e-12 it is 1 to within "
                f"{float((tight.token_var - 1).abs().max()):.1e}. ε only keeps the division safe for a constant token.")
