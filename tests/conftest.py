@@ -157,6 +157,12 @@ def open_page(page, path: str = "", wait_chart: bool = True):
     return page
 
 
+def location(page) -> str:
+    """The page's address as the browser has it now (Playwright's `page.url` follows the page's history updates
+    through events, and can trail a history.replaceState that Streamlit's URL binding has just made)."""
+    return page.evaluate("location.href")
+
+
 def wait_idle(page, timeout: float = 60_000):
     """Wait until Streamlit reports it is not running the script: the app's script state (the frontend's own
     data-test-script-state), no element left stale from the previous run, and no "Running" in the status widget."""

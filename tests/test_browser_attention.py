@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from conftest import open_page, plot_data, screenshot, wait_idle
+from conftest import location, open_page, plot_data, screenshot, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -55,7 +55,7 @@ def test_explorer_renders_and_hover_names_query_and_key(page):
     page.get_by_role("tab", name="Query focus").click()  # only the open tab runs: the bars arrive with the click
     page.locator(CHART).filter(has=page.locator("text=looks")).first.wait_for()
     wait_idle(page)
-    assert "explorer_tab=Query" in page.url
+    assert "explorer_tab=Query" in location(page)
     screenshot(page, "explorer_query_focus")
     assert page.console.errors() == []
 

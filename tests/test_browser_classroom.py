@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from conftest import open_page, plot_data, screenshot, wait_idle
+from conftest import location, open_page, plot_data, screenshot, wait_idle
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -21,7 +21,7 @@ def test_a_shared_link_opens_exactly_that_view_and_the_url_follows_widgets(page)
     page.get_by_label("Type a sentence").press("Enter")
     wait_idle(page)
     page.wait_for_function("() => location.search.includes('bank')")
-    assert "start_layer=1" in page.url and "start_head=1" in page.url
+    assert "start_layer=1" in location(page) and "start_head=1" in location(page)
     assert page.console.errors() == []
 
 

@@ -2,7 +2,7 @@
 LayerNorm figure with new data, the residual run fills its charts from the button, and every tab draws."""
 
 import pytest
-from conftest import open_page, plot_data, screenshot, wait_idle
+from conftest import location, open_page, plot_data, screenshot, wait_idle
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -22,7 +22,7 @@ def test_a_new_seed_redraws_the_norm_figures_without_console_errors(page):
     seed.press("Enter")
     page.wait_for_function(f"(b) => ({Z})() !== b", arg=before)
     wait_idle(page)
-    assert "norm_seed=5" in page.url  # the batch is part of a shared link
+    assert "norm_seed=5" in location(page)  # the batch is part of a shared link
     text = page.locator('[data-testid="stMain"]').inner_text()
     assert "✓ LayerNorm: every token's mean over its features is 0" in text
     screenshot(page, "normalization_axes")

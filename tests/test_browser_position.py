@@ -1,7 +1,7 @@
 """Real headless Chromium: both Position pages render without console errors; the RoPE score survives a shift."""
 
 import pytest
-from conftest import open_page, plot_data, screenshot, wait_idle
+from conftest import location, open_page, plot_data, screenshot, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -22,7 +22,7 @@ def test_sinusoidal_page_renders_curves_and_checks_without_console_errors(page):
     page.get_by_text("M_3·P_t = P_(t+3)").first.wait_for()
     wait_idle(page)
     assert "✓ M_3·P_t = P_(t+3)" in page.locator('[data-testid="stAlert"]').first.inner_text()
-    assert "sinusoidal_tab=Shift" in page.url  # the open tab is part of a shared link
+    assert "sinusoidal_tab=Shift" in location(page)  # the open tab is part of a shared link
     assert page.locator(CHART).filter(has=page.locator("text=dim 0 (sin")).count() == 0  # curves not drawn
     assert n_curves >= 1
     screenshot(page, "sinusoidal_shift")

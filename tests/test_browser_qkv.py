@@ -2,7 +2,7 @@
 the lookup, and the variants and claims tabs render."""
 
 import pytest
-from conftest import open_page, plot_data, screenshot, wait_idle
+from conftest import location, open_page, plot_data, screenshot, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +30,7 @@ def test_qkv_page_lookup_follows_the_query_and_tabs_render(page):
     assert max(abs(a - b) for a, b in zip(after, before)) > 1e-3
     weights = plot_data(page, 0, "softmax weight")["y"]
     assert sum(weights[3:]) == 0 and abs(sum(weights) - 1) < 1e-5  # query 2 reads keys 0..2 only
-    assert "qkv_query=2" in page.url  # the picked query is part of a shared link
+    assert "qkv_query=2" in location(page)  # the picked query is part of a shared link
     for tab, marker, name in (("Four variants", "text=Score matrix S", "qkv_variants"),
                               ("Minimal pairs", "text=final hidden state", "qkv_pairs"),
                               ("Held-out loss", "text=Recomputed here, the held-out losses match", "qkv_loss"),

@@ -13,6 +13,7 @@ from conftest import (
     _folder_weights,
     _write_folder,
     browser_page,
+    location,
     plot_data,
     screenshot,
     streamlit_server,
@@ -82,7 +83,7 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page, model_para
     assert _names(grid) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(4)]
     notes = page.locator(CHART).first.evaluate("el => el._fullLayout.annotations.map(a => a.text)")
     assert notes[2] == "L0·H2<br><sub>K/V 1</sub>"
-    assert "model_key=tiny-llama" in unquote_plus(page.url)
+    assert "model_key=tiny-llama" in unquote_plus(location(page))
     screenshot(page, "real_models_explorer_llama")
     before = grid[1]["z"]
     page.get_by_text("layers 4–5", exact=True).click()
@@ -91,7 +92,7 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page, model_para
     wait_idle(page)
     after = plot_data(page, 0)
     assert _names(after) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)] and after[1]["z"] != before
-    assert "explorer_grid_layers=layers 4–5" in unquote_plus(page.url)
+    assert "explorer_grid_layers=layers 4–5" in unquote_plus(location(page))
     screenshot(page, "real_models_explorer_llama_layers_4_5")
     assert page.console.errors() == []
 

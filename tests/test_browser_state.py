@@ -11,7 +11,7 @@ import json
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import browser_page, open_page, screenshot, wait_idle
+from conftest import browser_page, location, open_page, screenshot, wait_idle
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -20,7 +20,7 @@ CHARTS = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 
 
 def params(page) -> dict[str, list[str]]:
-    return parse_qs(urlparse(page.url).query)
+    return parse_qs(urlparse(location(page)).query)
 
 
 def wait_url(page, name: str, value: str) -> None:
@@ -37,7 +37,8 @@ def chart_titles(page) -> list[str]:
 
 
 def view(page) -> dict:
-    """What the page shows: every widget's value and every chart's data (a digest of the traces)."""
+    """What the page shows: every widget's value and every chart's data (a digest of the traces), and its address,
+    all read in one go (the address read apart could belong to another rerun than the charts)."""
     wait_idle(page)
     return page.evaluate(r"""() => {
         const vals = [...document.querySelectorAll('[data-testid="stMain"] input, [data-testid="stMain"] textarea')]
@@ -50,12 +51,13 @@ def view(page) -> dict:
             .map(el => JSON.stringify(el._fullData.map(t => [t.name, t.z && Array.from(t.z, r => Array.from(r)),
                                                               t.y && Array.from(t.y)])).length + ':' +
                        ((el.layout.title || {}).text || '').replace(/<\/?b>/g, ''));  // the frontend re-bolds titles
-        return {vals, sliders, tabs, charts};
+        return {vals, sliders, tabs, charts, url: location.href};
     }""")
 
 
 def settled_view(page) -> dict:
-    """`view` once two readings in a row agree (a rerun the interaction started has finished drawing)."""
+    """`view` once two readings in a row agree, the address included (a rerun the interaction started has finished
+    drawing)."""
     last = view(page)
     for _ in range(30):
         now = view(page)
@@ -72,7 +74,7 @@ def reopened(browser, url: str, ready: str, n_charts: int) -> dict:
         fresh.goto(url)
         fresh.wait_for_selector(ready)
         fresh.wait_for_function(f"(n) => document.querySelectorAll('{CHARTS}').length >= n", arg=n_charts)
-        return settled_view(fresh)
+        return settled_view(fresh) | {"url": url}
 
 
 def test_five_quick_presses_on_a_slider_are_five_steps(page):
@@ -167,7 +169,7 @@ def test_after_an_interaction_the_link_reopens_the_same_view(page, browser, path
     page.wait_for_selector(ready)
     page.wait_for_selector(CHARTS)
     wait_idle(page)
-    before = page.url
+    before = location(page)
     kind, label = act[0], act[1]
     if kind == "select":
         box = page.locator(f'[data-testid="stMain"] input[aria-label="{label}"]').first
@@ -192,8 +194,8 @@ def test_after_an_interaction_the_link_reopens_the_same_view(page, browser, path
         page.get_by_role("tab", name=label).click()
     page.wait_for_function("(u) => location.href !== u", arg=before)
     shown = settled_view(page)
-    again = reopened(browser, page.url, ready, len(shown["charts"]))
-    assert again == shown, json.dumps({"url": page.url, "shown": shown, "reopened": again})[:3000]
+    again = reopened(browser, shown["url"], ready, len(shown["charts"]))
+    assert again == shown, json.dumps({"shown": shown, "reopened": again})[:3000]
 
 
 @pytest.mark.parametrize("path, label", [("", "Type a sentence"), ("explorer", "Sentence"), ("generate", "Prompt")])
