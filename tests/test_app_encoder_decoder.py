@@ -190,6 +190,32 @@ def test_the_held_out_tab_recomputes_the_metadata_scores_on_request(page, ckpt):
     assert now["Best head's alignment (now)"] == f"{meta['best_alignment_head']['accuracy']:.1%}"
 
 
+def test_the_guided_translator_says_which_head_was_taught_and_which_found_its_own_way():
+    """The second shipped translator: its guided head is labelled on the page and in the per-head chart, and the
+    best head that was not guided is named beside it, measured on the sentence shown."""
+    at = open_page(str(SHIPPED))
+    at.selectbox(key="ed_model").set_value("translate-guided").run()
+    at = open_tab(at, "Alignment")
+    source = "the old king thanked the children when they giggled"
+    at.text_input(key="ed_text").set_value(source).run()
+    assert_clean(at)
+    assert any("head L1·H0 was **guided**" in s for s in texts(at.info))
+    ckpt = checkpoint.load_checkpoint(ASSETS_DIR / "models" / "translate-guided.safetensors")
+    tf = lesson.teacher_forced(ckpt.model, ckpt.tokenizer, source)
+    acc = lesson.alignment_accuracy(tf.cross_attention, data.reference_translation(source)[1]).numpy()
+    heads = spec(at, "ed_head_accuracy")["data"][0]
+    np.testing.assert_allclose(arr(heads["z"]), acc, atol=1e-6)
+    assert heads["text"][1][0].endswith("<br>guided") and "guided" not in heads["text"][1][1]
+    layer, head = lesson.best_head(acc, exclude=(1, 0))
+    assert any(f"The best head that was not: L{layer}·H{head}, **{acc[layer, head]:.0%}**" in s
+               for s in texts(at.markdown))
+    at = open_tab(at, "Held-out scores")
+    shown = {m.label: m.value for m in at.metric}
+    meta = ckpt.metadata
+    assert shown["Best head not guided (metadata)"] == f"{meta['best_unguided_head']['accuracy']:.1%}"
+    assert shown["Best head's alignment (metadata)"] == f"{meta['guided_head']['accuracy']:.1%}"
+
+
 @pytest.mark.parametrize("text, message", [
     ("", "Type a sentence to translate"),
     ("   ", "Type a sentence to translate"),

@@ -217,3 +217,17 @@ def test_start_asks_before_it_discards_a_finished_unsaved_run(app_test, tmp_path
     assert at.session_state["train_job_id"] not in (first, second)
     at.button(key="train_stop").click().run()
     assert_clean(at)
+
+
+def test_a_translation_run_can_guide_one_head_and_the_evolution_says_which(app_test):
+    """Translation only: the guide toggle and its weight reach the run (its label and the evolution's caption)."""
+    at = app_test("app_pages/train.py")
+    assert not [t for t in at.toggle if t.key == "train_guide"]  # next-token tasks have no alignment to guide with
+    configure(at, steps=20, every=10, task="translate")
+    at.toggle(key="train_guide").set_value(True).run()
+    assert at.select_slider(key="train_guide_weight").value == 0.05
+    at.button(key="train_start").click().run()
+    poll(at, lambda step, status: status == "done")
+    open_tab(at, "train_tab", "Attention evolution")
+    assert_clean(at)
+    assert any("Head 0 of the last layer is guided toward the alignment (weight 0.05)" in c.value for c in at.caption)

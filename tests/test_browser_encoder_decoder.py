@@ -58,3 +58,23 @@ def test_the_alignment_tab_draws_the_known_alignment(page):
     assert "becomes two words" in page.locator('[data-testid="stMain"]').inner_text()
     screenshot(page, "encoder_decoder_alignment")
     assert page.console.errors() == []
+
+
+def test_picking_the_guided_translator_labels_its_taught_head(page):
+    open_page(page, "encoder-decoder?ed_text=the+old+king+thanked+the+children+when+they+giggled&ed_mode=run"
+                    "&ed_tab=Alignment")
+    settled(page)
+    box = page.locator('[data-testid="stMain"] input[aria-label="Encoder-decoder model"]').first
+    box.click()
+    page.get_by_role("option", name="Encoder-decoder, one head guided to align", exact=True).click()
+    page.wait_for_function("""() => [...document.querySelectorAll('.js-plotly-plot')].some(el => el._fullData &&
+                              el._fullData.some(t => t.type === 'heatmap' && t.text && t.text[1] &&
+                                                     String(t.text[1][0]).endsWith('guided')))""")
+    settled(page)
+    # a new model starts from its own best head (the guided one), not the head picked among the first model's
+    page.get_by_text("Cross-attention, layer 1, head 0").first.wait_for()
+    text = page.locator('[data-testid="stMain"]').inner_text()
+    assert "was guided toward the known alignment" in text and "The best head that was not" in text
+    assert "ed_model=Encoder-decoder%2C+one+head+guided" in page.evaluate("location.href")  # part of the link
+    screenshot(page, "encoder_decoder_guided")
+    assert page.console.errors() == []

@@ -11,8 +11,17 @@ from viz_model.config import ModelConfig
 from viz_model.generate import Sampling
 from viz_model.lessons import encoder_decoder
 from viz_model.model import TinyTransformer
-from viz_model.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, decode_steps, greedy_batch, translate
+from viz_model.seq2seq import (
+    Seq2SeqConfig,
+    Seq2SeqTransformer,
+    decode_steps,
+    greedy_batch,
+    guided_alignment_loss,
+    guided_head,
+    translate,
+)
 from viz_model.tokenizer import load_tokenizer
+from viz_model.train import TrainConfig, Trainer
 
 SHIPPED = ASSETS_DIR / "models" / "translate.safetensors"
 
@@ -33,6 +42,11 @@ def model(tok):
 @pytest.fixture(scope="module")
 def shipped():
     return checkpoint.load_checkpoint(SHIPPED)
+
+
+@pytest.fixture(scope="module")
+def guided():
+    return checkpoint.load_checkpoint(ASSETS_DIR / "models" / "translate-guided.safetensors")
 
 
 def batch():
@@ -190,8 +204,48 @@ def test_translate_task_batches_pair_sources_with_their_reference(tok):
         tgt_words = [tok.id_to_token(int(t)) for t in b.targets[i] if t not in (0, 3)]
         assert " ".join(tgt_words) == data.reference_translation(" ".join(src_words))[0]
     assert len(td.heldout_pairs) >= 150
-    train_sources = {tuple(s) for s, _ in td.train_pairs}
-    assert not any(tuple(s) in train_sources for s, _ in td.heldout_pairs)
+    train_sources = {tuple(s) for s, _, _ in td.train_pairs}
+    assert not any(tuple(s) in train_sources for s, _, _ in td.heldout_pairs)
+
+
+def test_translate_batches_carry_the_alignment_of_every_target_row(tok):
+    """Row j of the decoder predicts target word j: its alignment names the source word that word translates
+    (its Pig Latin form, or 'ka' after a plural noun); the row predicting <eos> and padding have none."""
+    b = data.TaskData("translate", tok, seed=0, batch_size=8).batch(3)
+    assert b.alignment.shape == b.ids.shape
+    for i in range(8):
+        n = int((b.targets[i] != 0).sum()) - 1  # target words, then <eos>
+        assert (b.alignment[i, n:] == -100).all() and (b.alignment[i, :n] >= 0).all()
+        for j in range(n):
+            source_word = tok.id_to_token(int(b.src[i, b.alignment[i, j]]))
+            assert tok.id_to_token(int(b.targets[i, j])) in data.target_words(source_word)
+
+
+def test_guided_alignment_loss_is_minus_log_attention_on_the_aligned_word():
+    probs = torch.tensor([[[0.5, 0.25, 0.25], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]]])  # (B=1, T_tgt=3, T_src=3)
+    alignment = torch.tensor([[0, 1, -100]])  # the third row translates nothing
+    loss = guided_alignment_loss(probs, alignment)
+    assert loss.item() == pytest.approx(-(torch.log(torch.tensor(0.5)) + torch.log(torch.tensor(0.8))).item() / 2)
+    assert guided_alignment_loss(torch.eye(3)[None], torch.tensor([[0, 1, 2]])).item() == pytest.approx(0, abs=1e-6)
+
+
+def test_a_guided_run_adds_the_guide_to_what_it_minimises_and_shows_the_translation_loss(tok):
+    torch.manual_seed(0)
+    cfg = Seq2SeqConfig(vocab_size=tok.get_vocab_size(), d_model=32, n_heads=4, n_layers=2, n_encoder_layers=1,
+                        d_ff=64, max_len=32)
+    trainer = Trainer(Seq2SeqTransformer(cfg), tok, TrainConfig(task="translate", batch_size=8, align_weight=0.5,
+                                                                eval_every=0, snapshot_every=0, sample_every=0))
+    batch = trainer.data.batch(0)
+    total, shown = trainer._loss(batch)
+    out = trainer.model(batch.src, batch.ids, targets=batch.targets, trace=True)
+    layer, head = guided_head(cfg)
+    guide = guided_alignment_loss(out.trace.cross[layer].probs[:, head], batch.alignment)
+    assert shown.item() == pytest.approx(out.loss.item(), rel=1e-5)
+    assert total.item() == pytest.approx(out.loss.item() + 0.5 * guide.item(), rel=1e-5) and guide.item() > 0.5
+    with pytest.raises(ValueError, match="known alignment"):
+        TrainConfig(task="lm", align_weight=0.1)
+    with pytest.raises(ValueError, match="0 or more"):
+        TrainConfig(task="translate", align_weight=-1)
 
 
 # -- checkpoints and the shipped model --------------------------------------------------------------------
@@ -216,9 +270,10 @@ def test_shipped_translator_meets_its_bars_on_heldout_sentences(shipped):
     assert fresh["exact_match"] == pytest.approx(meta["exact_match"], abs=1e-9)
     assert fresh["best_alignment_head"] == pytest.approx(meta["best_alignment_head"], abs=1e-4)
     assert fresh["exact_match"] >= 0.95
-    # The issue asks >= 0.80 over every target word; the shipped head measures 0.745 (reported, not met): it
-    # aligns every noun, adjective and pronoun, but a 'the' may land on another 'the' (the output is the same)
-    # and a verb is often read from the word after it, which the encoder has given the verb's identity.
+    # No head of this translator is told to align, and the best measures 0.745 of target words: it aligns every
+    # noun, adjective and pronoun, but a 'the' may land on another 'the' (the output is the same) and a verb is
+    # often read from the word after it, which the encoder has given the verb's identity. The >= 0.80 bar is the
+    # guided translator's (test_the_guided_translator_aligns_its_guided_head_and_translates_as_well).
     assert fresh["best_alignment_head"]["accuracy"] >= 0.70
     by_class = fresh["best_head_by_class"]
     assert all(by_class[c][0] >= 0.95 for c in ("NOUN", "ADJ", "PRON"))
@@ -226,6 +281,29 @@ def test_shipped_translator_meets_its_bars_on_heldout_sentences(shipped):
     assert meta["n_sentences"] == fresh["n_sentences"] >= 300
     train = {s for s in data.corpus_split().train}
     assert not set(data.heldout_sentences(400, seed=1, translatable=True)) & train  # never trained on
+
+
+def test_the_guided_translator_aligns_its_guided_head_and_translates_as_well(guided):
+    """The bar (best head >= 80 % of target words) is met by the head training guided toward the alignment; the
+    best head that found its own way is reported beside it. Recomputed here on 400 held-out sentences."""
+    fresh = encoder_decoder.heldout_metrics(guided.model, guided.tokenizer, guided=True)
+    meta = guided.metadata
+    assert meta["train_config"]["align_weight"] == 0.05
+    assert encoder_decoder.guided_of(meta, guided.model.config) == guided_head(guided.model.config) == (1, 0)
+    assert fresh["exact_match"] == meta["exact_match"] >= 0.95
+    assert fresh["guided_head"] == pytest.approx(meta["guided_head"], abs=1e-4)
+    assert fresh["guided_head"]["accuracy"] >= 0.80
+    assert fresh["best_alignment_head"] == pytest.approx(meta["best_alignment_head"], abs=1e-4)
+    assert fresh["best_unguided_head"] == pytest.approx(meta["best_unguided_head"], abs=1e-4)
+    assert (fresh["best_unguided_head"]["layer"], fresh["best_unguided_head"]["head"]) != (1, 0)
+
+
+def test_best_head_leaves_out_the_guided_one():
+    acc = torch.tensor([[0.2, 0.5], [0.9, 0.4]])
+    assert encoder_decoder.best_head(acc) == (1, 0)
+    assert encoder_decoder.best_head(acc, exclude=(1, 0)) == (0, 1)
+    assert encoder_decoder.guided_of({"train_config": {"align_weight": 0.0}}, None) is None
+    assert encoder_decoder.guided_of(None, None) is None
 
 
 def test_shipped_translator_translates_the_lecture_sentence(shipped):

@@ -89,3 +89,14 @@ def test_model_kind_comparison_trains_all_three_and_other_comparisons_need_a_tra
     assert [s.arch for s in specs] == ["transformer", "rnn", "lstm"]
     with pytest.raises(ValueError, match="varies a part of a transformer"):
         T.ablation_specs(T.TrainSpec(arch="lstm"), "Q, K and V")
+
+
+def test_only_a_translation_run_can_guide_a_head_and_its_label_says_so():
+    spec = T.TrainSpec(task="translate", steps=10, every=5, align_weight=0.05)
+    T.validate(spec, VOCAB)
+    assert "guided ×0.05" in spec.label() and "guided" not in T.TrainSpec(task="translate").label()
+    assert T.Run(spec).trainer.config.align_weight == 0.05
+    with pytest.raises(ValueError, match="known alignment"):
+        T.validate(T.TrainSpec(task="lm", align_weight=0.05), VOCAB)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        T.validate(T.TrainSpec(task="translate", align_weight=2.0), VOCAB)

@@ -485,6 +485,8 @@ class Batch:
     targets: torch.Tensor  # (B, T), pad_id where nothing is predicted
     key_padding_mask: torch.Tensor | None = None  # (B, T) True = real token; for an encoder (mlm)
     src: torch.Tensor | None = None               # (B, T_src) source ids of an encoder-decoder (translate)
+    alignment: torch.Tensor | None = None         # (B, T_tgt) translate: the source index decoder row j translates,
+                                                  # IGNORE_INDEX for the row predicting <eos> and for padding
 
 
 def pad_right(seqs: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
@@ -542,19 +544,22 @@ class TaskData:
             raise ValueError("this tokenizer has no words of the toy language; use the shipped word tokenizer.")
         self.train_pairs = self._pairs(t for t in split.train if is_translatable(t))
         self.heldout_pairs = self._pairs(t for t in split.heldout if is_translatable(t))
-        self.heldout_ids = [tgt for _, tgt in self.heldout_pairs]
+        self.heldout_ids = [tgt for _, tgt, _ in self.heldout_pairs]
 
-    def _pairs(self, texts) -> list[tuple[list[int], list[int]]]:
-        """(source ids + <eos>, <bos> + target ids + <eos>) for each source sentence."""
+    def _pairs(self, texts) -> list[tuple[list[int], list[int], list[int]]]:
+        """(source ids + <eos>, <bos> + target ids + <eos>, alignment) for each source sentence."""
         texts = list(texts)
-        targets = [reference_translation(t)[0] for t in texts]
+        refs = [reference_translation(t) for t in texts]
         src = [[*e.ids, self.eos_id] for e in self.tokenizer.encode_batch(texts)]
-        return list(zip(src, self._encode(targets)))
+        return list(zip(src, self._encode([t for t, _ in refs]), [a for _, a in refs]))
 
     def _sentence_batch(self, seqs: Sequence, generator: torch.Generator) -> Batch:
         if self.task == "translate":  # decoder input <bos> y1.., targets y1..<eos>; source padded on the right
-            ids, targets = pad_batch([tgt for _, tgt in seqs], self.pad_id)
-            return Batch(ids, targets, src=pad_right([src for src, _ in seqs], self.pad_id))
+            ids, targets = pad_batch([tgt for _, tgt, _ in seqs], self.pad_id)
+            alignment = torch.full(ids.shape, IGNORE_INDEX, dtype=torch.long)  # (B, T_tgt); row n predicts <eos>
+            for i, (_, _, a) in enumerate(seqs):
+                alignment[i, : len(a)] = torch.as_tensor(a, dtype=torch.long)
+            return Batch(ids, targets, src=pad_right([src for src, _, _ in seqs], self.pad_id), alignment=alignment)
         ids = pad_right(seqs, self.pad_id)  # (B, T)
         inputs, targets = mask_tokens(ids, mask_id=self.mask_id, vocab_size=self.vocab_size,
                                       p=self.mlm_probability, generator=generator)

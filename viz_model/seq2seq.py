@@ -275,6 +275,24 @@ class Seq2SeqTransformer(nn.Module):
         return self.decode(tgt, state, tgt_padding_mask=tgt_padding_mask, targets=targets, trace=trace)
 
 
+# -- guided alignment -------------------------------------------------------------------------------------
+def guided_head(config: Seq2SeqConfig) -> tuple[int, int]:
+    """(decoder layer, head) that guided-alignment training supervises: head 0 of the last decoder layer."""
+    return config.n_layers - 1, 0
+
+
+def guided_alignment_loss(cross_probs: torch.Tensor, alignment: torch.Tensor) -> torch.Tensor:
+    """Guided alignment (Garg et al. 2019, "Jointly Learning to Align and Translate"): the mean over target rows
+    of -log(attention on the source word that row translates). The model's own translation loss never asks a
+    head to attend to the aligned word; this extra term does, for one head.
+
+    cross_probs: (B, T_tgt, T_src) one head's cross-attention; alignment: (B, T_tgt) source indices,
+    IGNORE_INDEX on rows that translate no source word (the row predicting <eos>, padding)."""
+    valid = alignment != IGNORE_INDEX  # (B, T_tgt)
+    picked = cross_probs.float().gather(-1, alignment.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # (B, T_tgt)
+    return -(picked.clamp_min(1e-9).log() * valid).sum() / valid.sum().clamp_min(1)
+
+
 # -- decoding ---------------------------------------------------------------------------------------------
 @dataclass
 class DecodeStep:
@@ -422,4 +440,4 @@ def translate(model: Seq2SeqTransformer, tokenizer, text: str, max_new_tokens: i
 
 __all__ = ["CrossAttention", "DecodeStep", "DecoderBlock", "EncoderState", "Seq2SeqConfig", "Seq2SeqOutput",
            "Seq2SeqTrace", "Seq2SeqTransformer", "Translation", "decode_steps", "encode_source", "greedy_batch",
-           "translate"]
+           "guided_alignment_loss", "guided_head", "translate"]

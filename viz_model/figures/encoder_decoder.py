@@ -124,8 +124,10 @@ def alignment_map(cross, src_tokens: Sequence[str], tgt_tokens: Sequence[str], a
         yaxis=_ticks(ql, "target word (query, from the decoder)", autorange="reversed")))
 
 
-def head_accuracy(panels: Mapping[str, object], *, title: str | None = None) -> go.Figure:
-    """Alignment accuracy per head, one (L, H) heatmap per panel (e.g. this sentence, the held-out set); 0..1."""
+def head_accuracy(panels: Mapping[str, object], *, title: str | None = None,
+                  guided: tuple[int, int] | None = None) -> go.Figure:
+    """Alignment accuracy per head, one (L, H) heatmap per panel (e.g. this sentence, the held-out set); 0..1.
+    `guided`: the (layer, head) training pulled toward the alignment, labelled so in every panel."""
     mats = {name: to_numpy(a).astype(float) for name, a in panels.items()}
     if not mats or any(m.ndim != 2 for m in mats.values()):
         raise ValueError("each panel is an (layers, heads) matrix of accuracies.")
@@ -145,10 +147,14 @@ def head_accuracy(panels: Mapping[str, object], *, title: str | None = None) -> 
         notes.append(dict(text=escape(name), x=x0 + w / 2, y=1.0, xref="paper", yref="paper", xanchor="center",
                           yanchor="bottom", showarrow=False, font=dict(size=12)))
         data.append(dict(type="heatmap", z=a, x=list(range(H)), y=list(range(L)), zmin=0, zmax=1,
-                         colorscale=SEQUENTIAL, name=name, text=[[f"{v:.0%}" for v in row] for row in a],
+                         colorscale=SEQUENTIAL, name=name,
+                         text=[[f"{v:.0%}" + ("<br>guided" if (i, h) == guided else "") for h, v in enumerate(row)]
+                               for i, row in enumerate(a)],
                          texttemplate="%{text}", xgap=2, ygap=2, showscale=c == n,
                          hovertext=[[f"{escape(name)}: layer {i}, head {h}: {a[i, h]:.1%} of target words peak on "
-                                     "their aligned source word" for h in range(H)] for i in range(L)],
+                                     "their aligned source word" + (" (this head was guided toward the alignment "
+                                                                    "in training)" if (i, h) == guided else "")
+                                     for h in range(H)] for i in range(L)],
                          hoverinfo="text", colorbar=dict(title=dict(text="accuracy", side="right"), thickness=12)
                          if c == n else None, xaxis=f"x{s}", yaxis=f"y{s}"))
     L = max(m.shape[0] for m in mats.values())

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from viz_model import data
-from viz_model.seq2seq import Seq2SeqTrace, Seq2SeqTransformer, decode_steps, encode_source, greedy_batch
+from viz_model.seq2seq import Seq2SeqTrace, Seq2SeqTransformer, decode_steps, encode_source, greedy_batch, guided_head
 
 
 def alignment_accuracy(cross_attention: torch.Tensor, alignment: list[int]) -> torch.Tensor:
@@ -26,6 +26,20 @@ def alignment_accuracy(cross_attention: torch.Tensor, alignment: list[int]) -> t
     peaks = cross_attention[:, :, :n, :].argmax(-1)  # (L, H, n)
     target = torch.as_tensor(alignment, device=peaks.device)
     return (peaks == target).float().mean(-1)
+
+
+def guided_of(metadata: dict | None, config) -> tuple[int, int] | None:
+    """(layer, head) the model's training guided toward the alignment (TrainConfig.align_weight > 0), else None."""
+    weight = ((metadata or {}).get("train_config") or {}).get("align_weight") or 0
+    return guided_head(config) if weight > 0 else None
+
+
+def best_head(accuracy, exclude: tuple[int, int] | None = None) -> tuple[int, int]:
+    """(layer, head) of the highest (L, H) accuracy, leaving out `exclude` (the guided head) when given."""
+    acc = torch.as_tensor(accuracy, dtype=torch.float64).clone()
+    if exclude is not None and acc.numel() > 1:
+        acc[exclude] = -1.0
+    return divmod(int(acc.argmax()), acc.shape[1])
 
 
 @dataclass
@@ -105,17 +119,24 @@ def exact_match(model: Seq2SeqTransformer, tokenizer, sentences: list[str]) -> f
     return sum(" ".join(tokenizer.id_to_token(i) for i in out) == ref for out, ref in zip(outputs, refs)) / len(refs)
 
 
-def heldout_metrics(model: Seq2SeqTransformer, tokenizer, n: int = 400) -> dict:
-    """The shipped translator's metadata: exact match and per-head alignment on sentences never trained on."""
+def heldout_metrics(model: Seq2SeqTransformer, tokenizer, n: int = 400, guided: bool = False) -> dict:
+    """The shipped translator's metadata: exact match and per-head alignment on sentences never trained on;
+    `guided` (training pulled seq2seq.guided_head toward the alignment): also that head's score and the best
+    head that was not guided."""
     sentences = data.heldout_sentences(n, seed=1, translatable=True)
     scores = alignment_scores(model, tokenizer, sentences)  # (L, H)
-    best = int(scores.argmax())
-    layer, head = divmod(best, scores.shape[1])
+    layer, head = best_head(scores)
     by_class = alignment_by_class(model, tokenizer, sentences, layer, head)
-    return {"exact_match": exact_match(model, tokenizer, sentences), "n_sentences": len(sentences),
-            "alignment_accuracy": [[round(float(a), 4) for a in row] for row in scores],
-            "best_alignment_head": {"layer": layer, "head": head, "accuracy": float(scores[layer, head])},
-            "best_head_by_class": {c: [round(a, 4), n] for c, (a, n) in by_class.items()}}
+    out = {"exact_match": exact_match(model, tokenizer, sentences), "n_sentences": len(sentences),
+           "alignment_accuracy": [[round(float(a), 4) for a in row] for row in scores],
+           "best_alignment_head": {"layer": layer, "head": head, "accuracy": float(scores[layer, head])},
+           "best_head_by_class": {c: [round(a, 4), n] for c, (a, n) in by_class.items()}}
+    if guided:
+        g_layer, g_head = guided_head(model.config)
+        u_layer, u_head = best_head(scores, exclude=(g_layer, g_head))
+        out["guided_head"] = {"layer": g_layer, "head": g_head, "accuracy": float(scores[g_layer, g_head])}
+        out["best_unguided_head"] = {"layer": u_layer, "head": u_head, "accuracy": float(scores[u_layer, u_head])}
+    return out
 
 
 @dataclass
@@ -151,5 +172,5 @@ def decode_timing(model: Seq2SeqTransformer, tokenizer, text: str, max_new_token
     return DecodeTiming(len(runs[True]), runs[True, "s"], runs[False, "s"], runs[True] == runs[False], shape)
 
 
-__all__ = ["DecodeTiming", "TeacherForced", "alignment_accuracy", "alignment_by_class", "alignment_scores",
-           "decode_timing", "exact_match", "heldout_metrics", "teacher_forced", "word_class"]
+__all__ = ["DecodeTiming", "TeacherForced", "alignment_accuracy", "alignment_by_class", "alignment_scores", "best_head",
+           "decode_timing", "exact_match", "guided_of", "heldout_metrics", "teacher_forced", "word_class"]

@@ -57,6 +57,7 @@ class TrainSpec:
     seed: int = 0
     device: str = "auto"
     every: int = 20               # eval / snapshot / sample interval
+    align_weight: float = 0.0     # translate: guided alignment on one cross-attention head (TrainConfig.align_weight)
 
     @property
     def kind(self) -> str:
@@ -95,7 +96,7 @@ class TrainSpec:
         parts = [self.preset, self.task, self.pos_encoding, "causal" if self.causal else "no mask"]
         extras = {"qkv": self.qkv != "separate", "norm": self.norm != "layernorm",
                   f"{self.norm_position}-norm": self.norm_position != "pre", "no residual": not self.residual,
-                  "no warm-up": not self.warmup}
+                  "no warm-up": not self.warmup, f"guided ×{self.align_weight:g}": self.align_weight > 0}
         return " · ".join(parts + [(f"{k} {getattr(self, k)}" if k in ("qkv", "norm") else k)
                                    for k, on in extras.items() if on])
 
@@ -121,6 +122,10 @@ def validate(spec: TrainSpec, vocab_size: int) -> tuple[ModelConfig, int]:
             raise ValueError(f"{name.replace('_', ' ')} must be between {lo} and {hi}, got {v}.")
     if not (1e-5 <= spec.lr <= 0.1):
         raise ValueError(f"the learning rate must be between 0.00001 and 0.1, got {spec.lr}.")
+    if spec.align_weight and spec.task != "translate":
+        raise ValueError("only the translation task has a known alignment to guide a head with.")
+    if not 0 <= spec.align_weight <= 1:
+        raise ValueError(f"the alignment guide's weight must be between 0 and 1, got {spec.align_weight}.")
     resolve_device(spec.device)
     cfg = spec.model_config(vocab_size)
     n_params = sum(p.numel() for p in build_model(spec, cfg).parameters())
@@ -176,7 +181,7 @@ class Run:
                           warmup_steps=max(1, min(50, spec.steps // 10)) if spec.warmup else 0,
                           eval_every=spec.every,
                           snapshot_every=spec.every, sample_every=spec.every, good_every=min(10, spec.every),
-                          device=spec.device, sample_tokens=10)
+                          device=spec.device, sample_tokens=10, align_weight=spec.align_weight)
         self.trainer = Trainer(model, self.tok, cfg)
         self.model, self.data = self.trainer.model, self.trainer.data
 

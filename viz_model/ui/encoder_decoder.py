@@ -85,7 +85,15 @@ def translator():
                            format_func={e.key: e.title for e in entries}.get)
     else:
         key = keys[0]
-    return load_model(key, device())
+    ckpt = load_model(key, device())
+    guided = lesson.guided_of(ckpt.metadata, ckpt.model.config)
+    if guided is not None:
+        weight = ckpt.metadata["train_config"]["align_weight"]
+        st.info(f"In this model head L{guided[0]}·H{guided[1]} was **guided** toward the known alignment while it "
+                f"trained: an extra loss (weight {weight:g}) on -log(its attention on the aligned source word), as "
+                "Garg et al. (2019) do to read alignments off a translator. Its alignment is taught; every other "
+                "head found its own way. Nothing in the translation loss asks a head to align.")
+    return ckpt
 
 
 def source_input(ckpt) -> Source:
@@ -205,7 +213,14 @@ def traced(ckpt, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...], pad: int = 
     return cached("ed_trace", input_key(model_id(ckpt), src_ids, tgt_ids, pad), compute)
 
 
-def _head_picker(cfg, prefix: str, default: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+def _head_picker(cfg, prefix: str, default: tuple[int, int] = (0, 0), model: str | None = None) -> tuple[int, int]:
+    """Layer and head selectors; `model` (a path): when the translator changes, start again from its default
+    (e.g. its best or guided head), since the previous choice was made among another model's heads."""
+    if model is not None:
+        if st.session_state.get(f"{prefix}_model", model) != model:
+            for key in (f"{prefix}_layer", f"{prefix}_head"):
+                st.session_state.pop(key, None)
+        st.session_state[f"{prefix}_model"] = model
     for key, value in ((f"{prefix}_layer", default[0]), (f"{prefix}_head", default[1])):
         st.session_state.setdefault(key, value)  # the default (e.g. the best head) without a second default below
     c1, c2, _ = st.columns([1, 1, 3])
@@ -304,7 +319,7 @@ def alignment(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
         st.info(f"The reference cannot be fed to this model: {e}")
         return
     acc = lesson.alignment_accuracy(tf.cross_attention, list(src.alignment)).numpy()  # (L, H)
-    layer, head = _head_picker(ckpt.model.config, "ed_align", _best_head(ckpt, acc))
+    layer, head = _head_picker(ckpt.model.config, "ed_align", _best_head(ckpt, acc), str(ckpt.path))
     n = len(src.alignment)
     hits = int(round(acc[layer, head] * n))
     show(F.alignment_map(tf.cross_attention[layer, head].numpy(), src.labels, tf.target_tokens, src.alignment,
@@ -313,6 +328,15 @@ def alignment(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
     st.markdown(f"Rows are the reference words fed to the decoder (teacher forcing, as the held-out score is "
                 f"measured). Head L{layer}·H{head} peaks on the aligned source word for **{hits} of {n}** target "
                 f"words (**{acc[layer, head]:.0%}**).")
+    guided = lesson.guided_of(ckpt.metadata, ckpt.model.config)
+    if guided is not None:
+        u_layer, u_head = lesson.best_head(acc, exclude=guided)
+        st.markdown(f"Head L{guided[0]}·H{guided[1]} was guided toward this alignment in training. The best head "
+                    f"that was not: L{u_layer}·H{u_head}, **{acc[u_layer, u_head]:.0%}** on this sentence.")
+    else:
+        st.caption("No head of this translator was told to align: any alignment here, it found on its own while "
+                   "learning to translate. Where the decoder can tell the next word from what it has already "
+                   "written (the “ka” after a plural noun), no head needs to look at its source word.")
     moves = crossings(src, tf.target_tokens)
     if moves:
         st.markdown("Where the alignment leaves the diagonal:\n" + "\n".join(f"- {m}" for m in moves))
@@ -320,8 +344,8 @@ def alignment(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
     held = (ckpt.metadata or {}).get("alignment_accuracy")
     if held is not None and np.shape(held) == acc.shape:
         panels["held-out sentences (metadata)"] = np.asarray(held, dtype=float)
-    show(F.head_accuracy(panels, title="Alignment accuracy per head: argmax over the source = the aligned word"),
-         key="ed_head_accuracy", name="alignment_accuracy")
+    show(F.head_accuracy(panels, title="Alignment accuracy per head: argmax over the source = the aligned word",
+                         guided=guided), key="ed_head_accuracy", name="alignment_accuracy")
 
 
 def _shapes(ckpt, src: Source, steps: list[StepView]):
@@ -400,13 +424,19 @@ def heldout(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
     """The metadata's held-out scores, and the same measured again on this server on request."""
     meta = ckpt.metadata or {}
     n = int(meta.get("n_sentences", 400))
+    guided = lesson.guided_of(meta, ckpt.model.config)
     if "exact_match" in meta:
         best = meta.get("best_alignment_head", {})
-        c1, c2, c3 = st.columns(3)
+        c1, c2, c3, c4 = st.columns(4)
         c1.metric("Exact match (metadata)", f"{meta['exact_match']:.1%}", help="greedy translation = reference")
         c2.metric("Best head's alignment (metadata)", f"{best.get('accuracy', float('nan')):.1%}",
-                  help=f"layer {best.get('layer')}, head {best.get('head')}")
-        c3.metric("Held-out sentences", n)
+                  help=f"layer {best.get('layer')}, head {best.get('head')}"
+                       + (" (the guided head)" if guided == (best.get("layer"), best.get("head")) else ""))
+        unguided = meta.get("best_unguided_head")
+        if unguided:
+            c3.metric("Best head not guided (metadata)", f"{unguided['accuracy']:.1%}",
+                      help=f"layer {unguided['layer']}, head {unguided['head']}: it found its own way")
+        c4.metric("Held-out sentences", n)
     else:
         st.info("This model's metadata has no held-out scores (it was not built by the shipped recipe).")
     if st.button(f"Recompute on {n} held-out sentences", key="ed_heldout_go"):
@@ -420,10 +450,16 @@ def heldout(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
     c1.metric("Exact match (now)", f"{live['exact_match']:.1%}")
     c2.metric("Best head's alignment (now)", f"{best['accuracy']:.1%}", help=f"L{best['layer']} H{best['head']}")
     check_line(live["exact_match"] >= 0.95, f"Exact match {live['exact_match']:.1%} (the bar: at least 95 %)")
-    check_line(best["accuracy"] >= 0.80, f"Layer {best['layer']}, head {best['head']} aligns "
+    taught = " (guided in training)" if guided == (best["layer"], best["head"]) else ""
+    check_line(best["accuracy"] >= 0.80, f"Layer {best['layer']}, head {best['head']}{taught} aligns "
                f"{best['accuracy']:.1%} of target words (the bar: at least 80 %)")
-    show(F.head_accuracy({f"{n} held-out sentences, measured now": np.asarray(live["alignment_accuracy"])},
-                         title="Alignment accuracy per head"), key="ed_heldout_heads", name="heldout_alignment")
+    acc = np.asarray(live["alignment_accuracy"])
+    if guided is not None:
+        u_layer, u_head = lesson.best_head(acc, exclude=guided)
+        st.markdown(f"The best head that was not guided: layer {u_layer}, head {u_head}, "
+                    f"**{acc[u_layer, u_head]:.1%}**.")
+    show(F.head_accuracy({f"{n} held-out sentences, measured now": acc}, title="Alignment accuracy per head",
+                         guided=guided), key="ed_heldout_heads", name="heldout_alignment")
 
 
 TABS = {"Three attentions": three_attentions, "Alignment": alignment, "Encoder once, K/V reused": reuse,

@@ -43,6 +43,7 @@ PRESET_FORM = {"tiny": {"train_batch": 16, "train_seq": 32, "train_steps": 200},
                "custom": {"train_batch": 32, "train_seq": 64, "train_steps": 600}}
 
 ARCH_LABELS = {"transformer": "transformer", "rnn": "RNN (nn.RNN, tanh)", "lstm": "LSTM (nn.LSTM)"}
+GUIDE_WEIGHTS, GUIDE_WEIGHT = [0.01, 0.05, 0.2, 1.0], 0.05  # 0.05: the "translate-guided" recipe (and Garg et al.)
 QKV_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
               "none": "none (raw XXᵀ)"}
 
@@ -88,10 +89,18 @@ def config_form() -> TrainSpec:
     seed = h5.number_input("Seed", 0, 10_000, 0, key="train_seed")
     every = h6.number_input("Snapshot every", 5, 500, 20, 5, key="train_every",
                             help="Held-out loss, attention snapshot and a greedy sample every N steps.")
+    align = 0.0
+    if task == "translate":
+        g1, g2 = st.columns([2, 3])
+        if g1.toggle("Guide one head toward the alignment", False, key="train_guide",
+                     help="Guided alignment (Garg et al. 2019): an extra loss, -log(attention on the aligned source "
+                          "word), for head 0 of the last decoder layer. Off, every head finds its own way: none "
+                          "is told to align."):
+            align = float(g2.select_slider("Guide weight", GUIDE_WEIGHTS, GUIDE_WEIGHT, key="train_guide_weight"))
     return TrainSpec(preset=preset, task=task, arch=kind, pos_encoding=pos, rope_base=float(base), norm_position=norm,
                      causal=causal, tie_weights=tie, qkv=qkv, norm=norm_kind, residual=residual, warmup=warmup,
                      lr=float(lr), batch_size=int(batch), seq_len=int(seq),
-                     steps=int(steps), seed=int(seed), device=device, every=int(every), **arch)
+                     steps=int(steps), seed=int(seed), device=device, every=int(every), align_weight=align, **arch)
 
 
 def _apply_preset() -> None:
@@ -255,7 +264,9 @@ def _evolution(jobs: list) -> None:
                "play." + (" New snapshots join the player as the run takes them." if job.active else ""))
     if h.query_tokens:
         st.caption("A translation model: each frame is the probe's cross-attention, target words (rows) reading "
-                   "source words (columns). Watch it go from uniform to the word alignment.")
+                   "source words (columns). Watch it go from uniform to the word alignment."
+                   + (f" Head 0 of the last layer is guided toward the alignment (weight {run.spec.align_weight:g}): "
+                      "compare it with the heads that find their own way." if run.spec.align_weight else ""))
     chart.show(attention_player(h.snaps, h.snap_steps, h.tokens, q_tokens=h.query_tokens), key="train_player",
                name="train_attention_evolution", exports=not job.active)
 
