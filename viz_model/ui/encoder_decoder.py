@@ -22,7 +22,7 @@ from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY
-from viz_model.ui.widgets import check_line, example_text, reveal_steps, specials_notice, verdict
+from viz_model.ui.widgets import check_line, example_text, reveal_steps, row, specials_notice, verdict
 
 SHIPPED = "translate"
 # Sentences of the toy language (the lecture's first, two the model never trained on), then two lecture sentences
@@ -126,14 +126,14 @@ def source_input(ckpt) -> Source:
 
 
 def controls() -> Settings:
-    c1, c2, c3, c4 = st.columns([1.2, 1, 1.3, 0.8])
-    kind = c1.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="ed_kind", **share.URL,
-                    help="Greedy takes the most probable word; sampling draws one (as on the Generate page).")
-    temperature = c2.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="ed_temperature", **share.URL,
-                            disabled=kind == "greedy")
-    step_mode = c3.radio("Mode", ["step", "run"], horizontal=True, key="ed_mode", **share.URL,
-                         help="step: one word per click; run: the whole translation at once.") == "step"
-    seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key="ed_seed", **share.URL, disabled=kind == "greedy"))
+    line = row()
+    kind = line.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="ed_kind", **share.URL,
+                      help="Greedy takes the most probable word; sampling draws one (as on the Generate page).")
+    temperature = line.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="ed_temperature", **share.URL,
+                              disabled=kind == "greedy")
+    step_mode = line.radio("Mode", ["step", "run"], horizontal=True, key="ed_mode", **share.URL,
+                           help="step: one word per click; run: the whole translation at once.") == "step"
+    seed = int(line.number_input("Seed", 0, 2**31 - 1, 0, key="ed_seed", **share.URL, disabled=kind == "greedy"))
     return Settings(G.GREEDY if kind == "greedy" else G.Sampling(temperature), seed, step_mode)
 
 
@@ -223,9 +223,9 @@ def _head_picker(cfg, prefix: str, default: tuple[int, int] = (0, 0), model: str
         st.session_state[f"{prefix}_model"] = model
     for key, value in ((f"{prefix}_layer", default[0]), (f"{prefix}_head", default[1])):
         st.session_state.setdefault(key, value)  # the default (e.g. the best head) without a second default below
-    c1, c2, _ = st.columns([1, 1, 3])
-    layer = share.select(c1, "Decoder layer", range(cfg.n_layers), f"{prefix}_layer")
-    head = share.select(c2, "Head", range(cfg.n_heads), f"{prefix}_head")
+    line = row()
+    layer = share.select(line, "Decoder layer", range(cfg.n_layers), f"{prefix}_layer", width=200)
+    head = share.select(line, "Head", range(cfg.n_heads), f"{prefix}_head", width=200)
     return layer, head
 
 

@@ -25,6 +25,7 @@ from viz_model.ui.widgets import (
     end_token,
     example_text,
     reveal_steps,
+    row,
     token_texts,
     uses_bos,
 )
@@ -96,26 +97,27 @@ def prompt_input(ckpt) -> Encoded:
 
 
 def controls(cfg, vocab: int, end: str = "<eos>") -> Settings:
-    c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
-    kind = c1.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="generate_kind", **share.URL,
-                    help="Greedy always takes the most probable token; sampling draws from the distribution.")
+    line = row()
+    kind = line.radio("Strategy", ["greedy", "sampling"], horizontal=True, key="generate_kind", **share.URL,
+                      help="Greedy always takes the most probable token; sampling draws from the distribution.")
     off = kind == "greedy"
-    temperature = c2.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="generate_temperature", **share.URL, disabled=off,
-                            help="Divides the logits: < 1 sharpens the distribution, > 1 flattens it.")
+    temperature = line.slider("Temperature", 0.05, 3.0, 1.0, 0.05, key="generate_temperature", **share.URL,
+                              disabled=off, help="Divides the logits: < 1 sharpens the distribution, > 1 flattens it.")
+    c3, c4 = line.container(), line.container()  # each a box and its slider, one above the other
     use_k = c3.checkbox("top-k", key="generate_use_k", **share.URL, disabled=off)
     share.valid("generate_k", range(1, max(2, min(vocab, 100)) + 1), 5)  # the bounds follow the model
     share.valid("generate_max_new", range(1, min(MAX_NEW, cfg.max_len - 1) + 1), min(12, cfg.max_len - 1))
     k = c3.slider("k", 1, max(2, min(vocab, 100)), 5, key="generate_k", **share.URL, disabled=off or not use_k)
     use_p = c4.checkbox("top-p (nucleus)", key="generate_use_p", **share.URL, disabled=off)
     p = c4.slider("p", 0.05, 1.0, 0.9, 0.05, key="generate_p", **share.URL, disabled=off or not use_p)
-    c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
-    step_mode = c1.radio("Mode", ["step", "run"], horizontal=True, key="generate_mode", **share.URL,
-                         help="step: one token per click; run: the whole continuation at once.") == "step"
-    max_new = c2.slider("Max new tokens", 1, min(MAX_NEW, cfg.max_len - 1), min(12, cfg.max_len - 1),
-                        key="generate_max_new", **share.URL)
-    seed = int(c3.number_input("Seed", 0, 2**31 - 1, 0, key="generate_seed", **share.URL))
-    stop_at_eos = c4.checkbox(f"Stop at {end}", True, key="generate_stop_eos", **share.URL,
-                              help="Stop when the model writes its end token.")
+    line = row()
+    step_mode = line.radio("Mode", ["step", "run"], horizontal=True, key="generate_mode", **share.URL,
+                           help="step: one token per click; run: the whole continuation at once.") == "step"
+    max_new = line.slider("Max new tokens", 1, min(MAX_NEW, cfg.max_len - 1), min(12, cfg.max_len - 1),
+                          key="generate_max_new", **share.URL)
+    seed = int(line.number_input("Seed", 0, 2**31 - 1, 0, key="generate_seed", **share.URL))
+    stop_at_eos = line.checkbox(f"Stop at {end}", True, key="generate_stop_eos", **share.URL,
+                                help="Stop when the model writes its end token.")
     strategy = G.GREEDY if off else G.Sampling(temperature, k if use_k else None, p if use_p else None)
     return Settings(strategy, max_new, stop_at_eos, seed, step_mode)
 
@@ -217,11 +219,11 @@ def distribution(steps: list[StepView], settings: Settings) -> None:
 @section("the attention of each step")  # the Layer and Head pickers rerun only this part of the page
 def attention_of_steps(cfg, prompt_tokens: list[str], n_prompt: int, steps: list[StepView]) -> None:
     """One head's attention row of every step, the causal triangle growing, with the row-sum check."""
-    c1, c2 = st.columns(2)
+    line = row()
     share.valid("generate_layer", range(cfg.n_layers))
     share.valid("generate_head", range(cfg.n_heads))
-    layer = c1.selectbox("Layer", range(cfg.n_layers), key="generate_layer", **share.URL)
-    head = c2.selectbox("Head", range(cfg.n_heads), key="generate_head", **share.URL)
+    layer = line.selectbox("Layer", range(cfg.n_layers), key="generate_layer", **share.URL)
+    head = line.selectbox("Head", range(cfg.n_heads), key="generate_head", **share.URL)
     labels = [*prompt_tokens, *[s.token for s in steps]]
     rows = [np.asarray(s.attention[layer, head]) for s in steps]  # (position,) each: the figure's exact input
     key = (input_key(tuple(r.tobytes() for r in rows), tuple(labels), n_prompt), layer, head)

@@ -93,9 +93,9 @@ def select(where, label: str, options, key: str, default: Any = None, **kwargs) 
 
 def layer_head(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
     """The Layer and Head pickers side by side, keys `{prefix}_layer` and `{prefix}_head` (also the URL names)."""
-    c1, c2 = st.columns(2)
-    return (select(c1, "Layer", range(n_layers), f"{prefix}_layer"),
-            select(c2, "Head", range(n_heads), f"{prefix}_head"))
+    line = st.container(horizontal=True, gap="medium")  # one block, not three (see ui.widgets.row)
+    return (select(line, "Layer", range(n_layers), f"{prefix}_layer"),
+            select(line, "Head", range(n_heads), f"{prefix}_head"))
 
 
 def text(where, label: str, value: str, key: str, limit: int, **kwargs) -> str:

@@ -63,6 +63,16 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
     return enc
 
 
+def row():
+    """A line of controls side by side: one horizontal container, the controls sharing its width.
+
+    Not st.columns for a plain row of controls: Streamlit sends every block as a message of its own, and
+    st.columns([...]) is the row plus one block per column (a row of four controls: five messages, here one). Each
+    message hands the server's GIL from the script to the event loop; on the pages with most controls that
+    per-message work was most of what a rerun cost beyond its charts (bench/classroom_load.py saturation)."""
+    return st.container(horizontal=True, gap="medium", vertical_alignment="bottom")
+
+
 def example_text(text_key: str, example_key: str, examples: list[str], default: str, label: str, *, help: str,
                  picker: str, limit: int = MAX_CHARS) -> str:
     """A text box (in the link, kept per session) with an example picker on its left that follows it: picking an
@@ -237,14 +247,14 @@ def reveal_steps(prefix: str, sig, total: int, what: str = "token") -> int:
         st.session_state[key] = 1
     st.session_state[sig_key] = sig
     share.valid(key, range(1, total + 1), min(st.session_state.get(key, 1), total))
-    c1, c2, c3, c4 = st.columns([1, 1, 1, 3])
-    n = c4.number_input(f"{what.capitalize()}s shown", 1, total, 1, key=key, **share.URL,
-                        help=f"Step mode reveals one {what} per click; this is how many are shown.")
-    buttons = ((c1, "next", f"Next {what} ▶", n + 1, None), (c2, "all", "To the end", total, ":material/skip_next:"),
-               (c3, "reset", "Reset", 1, None))
-    for col, name, label, to, icon in buttons:
-        col.button(label, key=f"{prefix}_{name}", type="primary" if name == "next" else "secondary", icon=icon,
-                   disabled=name != "reset" and n >= total, on_click=_reveal, args=(prefix, min(to, total)))
+    line = row()  # the count first: its value decides which buttons are enabled
+    n = line.number_input(f"{what.capitalize()}s shown", 1, total, 1, key=key, **share.URL, width=180,
+                          help=f"Step mode reveals one {what} per click; this is how many are shown.")
+    buttons = (("next", f"Next {what} ▶", n + 1, None), ("all", "To the end", total, ":material/skip_next:"),
+               ("reset", "Reset", 1, None))
+    for name, label, to, icon in buttons:
+        line.button(label, key=f"{prefix}_{name}", type="primary" if name == "next" else "secondary", icon=icon,
+                    disabled=name != "reset" and n >= total, on_click=_reveal, args=(prefix, min(to, total)))
     return n
 
 
