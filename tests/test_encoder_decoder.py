@@ -304,6 +304,9 @@ def test_best_head_leaves_out_the_guided_one():
     assert encoder_decoder.best_head(acc, exclude=(1, 0)) == (0, 1)
     assert encoder_decoder.guided_of({"train_config": {"align_weight": 0.0}}, None) is None
     assert encoder_decoder.guided_of(None, None) is None
+    cfg = Seq2SeqConfig(vocab_size=20, d_model=16, n_heads=2, n_layers=3, max_len=8)
+    saved_run = {"train_spec": {"task": "translate", "align_weight": 0.2}}  # a Train page run (runtime.runs)
+    assert encoder_decoder.guided_of(saved_run, cfg) == (2, 0) and encoder_decoder.guide_weight(saved_run) == 0.2
 
 
 def test_shipped_translator_translates_the_lecture_sentence(shipped):

@@ -28,10 +28,16 @@ def alignment_accuracy(cross_attention: torch.Tensor, alignment: list[int]) -> t
     return (peaks == target).float().mean(-1)
 
 
+def guide_weight(metadata: dict | None) -> float:
+    """The weight of the alignment guide the model trained with: a recipe's train_config (shipped models) or the
+    Train page's train_spec (a student's saved run); 0 when no head was guided."""
+    meta = metadata or {}
+    return float(max((meta.get(k) or {}).get("align_weight") or 0 for k in ("train_config", "train_spec")))
+
+
 def guided_of(metadata: dict | None, config) -> tuple[int, int] | None:
-    """(layer, head) the model's training guided toward the alignment (TrainConfig.align_weight > 0), else None."""
-    weight = ((metadata or {}).get("train_config") or {}).get("align_weight") or 0
-    return guided_head(config) if weight > 0 else None
+    """(layer, head) the model's training guided toward the alignment (see guide_weight), else None."""
+    return guided_head(config) if guide_weight(metadata) > 0 else None
 
 
 def best_head(accuracy, exclude: tuple[int, int] | None = None) -> tuple[int, int]:
@@ -173,4 +179,5 @@ def decode_timing(model: Seq2SeqTransformer, tokenizer, text: str, max_new_token
 
 
 __all__ = ["DecodeTiming", "TeacherForced", "alignment_accuracy", "alignment_by_class", "alignment_scores", "best_head",
-           "decode_timing", "exact_match", "guided_of", "heldout_metrics", "teacher_forced", "word_class"]
+           "decode_timing", "exact_match", "guide_weight", "guided_of", "heldout_metrics", "teacher_forced",
+           "word_class"]

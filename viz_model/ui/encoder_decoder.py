@@ -88,7 +88,7 @@ def translator():
     ckpt = load_model(key, device())
     guided = lesson.guided_of(ckpt.metadata, ckpt.model.config)
     if guided is not None:
-        weight = ckpt.metadata["train_config"]["align_weight"]
+        weight = lesson.guide_weight(ckpt.metadata)
         st.info(f"In this model head L{guided[0]}·H{guided[1]} was **guided** toward the known alignment while it "
                 f"trained: an extra loss (weight {weight:g}) on -log(its attention on the aligned source word), as "
                 "Garg et al. (2019) do to read alignments off a translator. Its alignment is taught; every other "
