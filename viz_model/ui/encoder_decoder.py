@@ -297,7 +297,7 @@ def _best_head(ckpt, acc: np.ndarray) -> tuple[int, int]:
     best = (ckpt.metadata or {}).get("best_alignment_head")
     if best and best.get("layer", 99) < acc.shape[0] and best.get("head", 99) < acc.shape[1]:
         return int(best["layer"]), int(best["head"])
-    return divmod(int(acc.argmax()), acc.shape[1])
+    return lesson.best_head(acc)
 
 
 @section("the alignment view")  # its layer/head (or step) pickers rerun only this part of the page

@@ -24,6 +24,7 @@ from viz_model.ui.widgets import (
     encode_text,
     end_token,
     example_text,
+    layer_head,
     reveal_steps,
     row,
     token_texts,
@@ -219,11 +220,7 @@ def distribution(steps: list[StepView], settings: Settings) -> None:
 @section("the attention of each step")  # the Layer and Head pickers rerun only this part of the page
 def attention_of_steps(cfg, prompt_tokens: list[str], n_prompt: int, steps: list[StepView]) -> None:
     """One head's attention row of every step, the causal triangle growing, with the row-sum check."""
-    line = row()
-    share.valid("generate_layer", range(cfg.n_layers))
-    share.valid("generate_head", range(cfg.n_heads))
-    layer = line.selectbox("Layer", range(cfg.n_layers), key="generate_layer", **share.URL)
-    head = line.selectbox("Head", range(cfg.n_heads), key="generate_head", **share.URL)
+    layer, head = layer_head("generate", cfg.n_layers, cfg.n_heads)
     labels = [*prompt_tokens, *[s.token for s in steps]]
     rows = [np.asarray(s.attention[layer, head]) for s in steps]  # (position,) each: the figure's exact input
     key = (input_key(tuple(r.tobytes() for r in rows), tuple(labels), n_prompt), layer, head)

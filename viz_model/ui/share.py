@@ -91,13 +91,6 @@ def select(where, label: str, options, key: str, default: Any = None, **kwargs) 
     return where.selectbox(label, options, index=index, key=key, **URL, **kwargs)
 
 
-def layer_head(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
-    """The Layer and Head pickers side by side, keys `{prefix}_layer` and `{prefix}_head` (also the URL names)."""
-    line = st.container(horizontal=True, gap="medium")  # one block, not three (see ui.widgets.row)
-    return (select(line, "Layer", range(n_layers), f"{prefix}_layer"),
-            select(line, "Head", range(n_heads), f"{prefix}_head"))
-
-
 def text(where, label: str, value: str, key: str, limit: int, **kwargs) -> str:
     """`where.text_input` in the link and kept per session; a paste over `limit` characters is cut, with a notice
     (`cut_long`)."""

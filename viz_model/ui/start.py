@@ -8,9 +8,10 @@ import torch
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.figures.attention import attention_heatmap
-from viz_model.ui import chart, share
+from viz_model.ui import chart
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.errors import section
+from viz_model.ui.widgets import layer_head
 
 
 def attention_of(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -30,7 +31,7 @@ def attention_of(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[np.ndarray, np
 def attention_view(ckpt: Checkpoint, enc) -> None:
     """Layer and Head pickers, the head's attention weights, its measured role and the row-sum check."""
     cfg, meta = ckpt.model.config, ckpt.metadata
-    layer, head = share.layer_head("start", cfg.n_layers, cfg.n_heads)
+    layer, head = layer_head("start", cfg.n_layers, cfg.n_heads)
     probs, allowed = attention_of(ckpt, tuple(enc.ids))
     key = (input_key(model_id(ckpt), tuple(enc.ids), tuple(enc.tokens)), layer, head)
     fig = cached("start_heatmap", key, lambda: attention_heatmap(

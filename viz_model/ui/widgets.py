@@ -73,6 +73,14 @@ def row():
     return st.container(horizontal=True, gap="medium", vertical_alignment="bottom")
 
 
+def layer_head(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
+    """The Layer and Head pickers side by side in one row, keys `{prefix}_layer` and `{prefix}_head` (also the URL
+    names)."""
+    line = row()
+    return (share.select(line, "Layer", range(n_layers), f"{prefix}_layer"),
+            share.select(line, "Head", range(n_heads), f"{prefix}_head"))
+
+
 def example_text(text_key: str, example_key: str, examples: list[str], default: str, label: str, *, help: str,
                  picker: str, limit: int = MAX_CHARS) -> str:
     """A text box (in the link, kept per session) with an example picker on its left that follows it: picking an
