@@ -37,3 +37,20 @@ def test_awkward_input_never_raises(app_test):
     assert "Type at least one word" in at.warning[0].value
     at.text_input(key="start_text").set_value("word " * 1000).run()
     assert any("only the first" in i.value for i in at.info)
+
+
+def test_row_sum_check_is_computed_not_printed(app_test, monkeypatch):
+    """#27: the ✓ is a verdict on the measured error; rows that do not sum to 1 get ✗ (old code printed ✓ always)."""
+    import viz_model.ui.start as start
+
+    real = start.attention_of
+
+    def off_by_a_percent(ckpt, ids):
+        probs, allowed = real(ckpt, ids)
+        return probs * 1.01, allowed
+
+    monkeypatch.setattr(start, "attention_of", off_by_a_percent)
+    at = app_test()
+    assert not at.exception
+    assert not any("row sums to 1" in s.value for s in at.success)
+    assert any("✗ Every row sums to 1" in e.value and "tolerance 1e-05" in e.value for e in at.error)

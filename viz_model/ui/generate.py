@@ -21,6 +21,7 @@ from viz_model.ui.errors import section
 from viz_model.ui.models import is_folder_model
 from viz_model.ui.widgets import (
     FOLDER_VIEW_TOKENS,
+    ROW_SUM_TOL,
     encode_text,
     end_token,
     example_text,
@@ -29,6 +30,7 @@ from viz_model.ui.widgets import (
     row,
     token_texts,
     uses_bos,
+    verdict,
 )
 
 MAX_NEW = 128          # new tokens per run, whatever the context (bounds the work of one click)
@@ -229,7 +231,7 @@ def attention_of_steps(cfg, prompt_tokens: list[str], n_prompt: int, steps: list
         [s.token for s in steps], n_prompt=n_prompt, title=f"Layer {layer} · head {head}: attention of each step"))
     show(fig, key="generate_attention", name=f"generation_attention_L{layer}_H{head}")
     err = max(abs(float(s.attention[layer, head].sum()) - 1) for s in steps)
-    st.success(f"✓ Every row sums to 1 over the prefix (max error {err:.1e}); grey cells did not exist yet.")
+    verdict(err, ROW_SUM_TOL, "Every row sums to 1 over the prefix; grey cells did not exist yet")
 
 
 def _steps(ckpt, ids, s: Settings, **kw) -> list[G.GenStep]:

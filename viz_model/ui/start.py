@@ -11,7 +11,7 @@ from viz_model.figures.attention import attention_heatmap
 from viz_model.ui import chart
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.errors import section
-from viz_model.ui.widgets import layer_head
+from viz_model.ui.widgets import ROW_SUM_TOL, layer_head, verdict
 
 
 def attention_of(ckpt: Checkpoint, ids: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -42,4 +42,4 @@ def attention_view(ckpt: Checkpoint, enc) -> None:
         st.caption(f"Measured role of this head on held-out text: **{role['role']}** (score {role['score']:.2f}).")
     err = float(np.abs(probs[layer, head].sum(-1) - 1).max())
     note = "grey cells (×) are blocked by the causal mask" if cfg.causal else "this model attends in both directions"
-    st.success(f"✓ Every row sums to 1 (max error {err:.1e}); {note}.")
+    verdict(err, ROW_SUM_TOL, f"Every row sums to 1; {note}")

@@ -228,6 +228,9 @@ def tokenizer_comparison(text: str, model_tok) -> pd.DataFrame | None:
                          "bpe piece": pad(b.pieces), "bpe id": pad([str(i) for i in b.ids])})
 
 
+ROW_SUM_TOL = 1e-5  # float32 softmax rows: |sum - 1| is about 1e-7; a ✓ beyond this tolerance would be false
+
+
 def check_line(ok: bool, text: str) -> None:
     (st.success if ok else st.error)(("✓ " if ok else "✗ ") + text)
 
@@ -235,7 +238,7 @@ def check_line(ok: bool, text: str) -> None:
 def verdict(error: float, tol: float, claim: str) -> None:
     """✓ with the measured error when the claim holds, ✗ otherwise."""
     ok = error <= tol
-    check_line(ok, f"{claim} (max error {error:.1e})" if ok else
+    check_line(ok, f"{claim} (max error {error:.1e}, tolerance {tol:.0e})" if ok else
                f"{claim} — failed here: max error {error:.1e} (tolerance {tol:.0e})")
 
 
