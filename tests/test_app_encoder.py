@@ -111,11 +111,17 @@ def test_the_causal_decoder_gives_river_exactly_zero_weight(page, tiny_encoder):
     assert blocked["x"] == [3, 4, 5]  # "by the river" come after "bank" (<bos> is 0)
 
 
-def test_why_mlm_links_to_the_train_pages_ablation(page):
+def test_why_mlm_opens_the_train_pages_causal_mask_comparison(page):
+    """#26 finding 9: the link opened Train on its first tab; the button opens Compare setups → causal mask."""
     at = open_tab(page, "Why masked LM?")
     assert_clean(at)
-    link = at.get("page_link")[0].proto
-    assert "Compare setups → causal mask" in link.label and link.page.endswith("train")
+    button = at.button(key="encoder_to_train")
+    assert "Compare setups → causal mask" in button.label
+    at = button.click().run()
+    assert_clean(at)
+    assert at.session_state["train_tab"] == "Compare setups"
+    vary = next(r for r in at.radio if r.label == "Vary")  # drawn only inside the Compare setups tab
+    assert vary.value == "causal mask"
 
 
 def test_held_out_metrics_recorded_and_recomputed_live_agree(page, tiny_encoder):

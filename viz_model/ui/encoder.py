@@ -24,7 +24,7 @@ from viz_model.ui.cache import cached, cached_trace, input_key, model_id
 from viz_model.ui.errors import section
 from viz_model.ui.models import ModelEntry, available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY
-from viz_model.ui.widgets import CUSTOM, check_line, uses_bos
+from viz_model.ui.widgets import CUSTOM, check_line, train_ablation_button, uses_bos
 
 SHIPPED = "encoder-mlm"   # the shipped masked-LM encoder
 DECODER = "classroom"     # the shipped causal decoder it is compared with
@@ -313,8 +313,7 @@ def why_mlm() -> None:
         "chosen; of those, 80 % become `<mask>`, 10 % a random word and 10 % stay as they were, and the loss counts "
         "only the chosen positions. The word to predict is not in the input, so the model has to infer it from "
         "**both** sides.")
-    st.page_link("app_pages/train.py", label="See it on the Train page: Compare setups → causal mask",
-                 icon=":material/model_training:")
+    train_ablation_button("causal mask", "See it on the Train page: Compare setups → causal mask", "encoder_to_train")
     st.caption("That ablation trains the same model twice, with and without the causal mask, on next-token "
                "prediction: the no-mask loss falls far below the causal one by reading the future, and its greedy "
                "text falls apart once the future is not there to read.")

@@ -18,14 +18,13 @@ from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, MODEL_KEY
-from viz_model.ui.widgets import check_line, specials_notice, verdict
+from viz_model.ui.widgets import check_line, specials_notice, train_ablation_button, verdict
 
 MAX_T = 16            # the four score panels stay readable up to here
 LOOKUP_TOL = 1e-5     # float32 rounding of a sum of T products
 METADATA_TOL = 1e-4   # the recomputed held-out loss against the checkpoint's own number
 TOP_N = 5
 CUSTOM_PAIR = "(type your own pair)"
-TRAIN_PAGE = "app_pages/train.py"
 HOW = {"separate": "q, k and v come from three separate projections W_Q, W_K, W_V.",
        "shared_qk": "q and k come from one projection (W_Q = W_K): q·k is the same both ways, only RoPE's rotation "
                     "differs between positions.",
@@ -260,20 +259,10 @@ def loss_view() -> None:
                "noise is not measured, so a gap this small says little.")
 
 
-def open_ablation() -> None:
-    """on_click of the Train button: the Train page opens on its Q, K and V ablation."""
-    st.session_state["train_ablation_kind"] = "Q, K and V"
-    st.session_state["train_tab"] = "Compare setups"
-
-
 def train_link() -> None:
     st.markdown("Train them yourself: the Train page's **Compare setups** tab retrains the four variants live, side "
                 "by side, and overlays their loss curves (pick **Q, K and V** under **Vary** there).")
-    if st.button("Open the Q, K and V ablation on the Train page", key="qkv_to_train", on_click=open_ablation,
-                 icon=":material/model_training:"):
-        # query_params={}: a plain switch_page clears the URL, which Streamlit 1.67 refuses while widgets are bound
-        # to it; the bound parameters of this page leave the URL with the page anyway.
-        st.switch_page(TRAIN_PAGE, query_params={})
+    train_ablation_button("Q, K and V", "Open the Q, K and V ablation on the Train page", "qkv_to_train")
 
 
 @section("the claims")

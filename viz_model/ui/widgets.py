@@ -271,3 +271,20 @@ def reveal_steps(prefix: str, sig, total: int, what: str = "token") -> int:
 
 def _reveal(prefix: str, n: int) -> None:
     st.session_state[f"{prefix}_step_n"] = st.session_state[f"{prefix}_view_step"] = n
+
+
+TRAIN_PAGE = "app_pages/train.py"
+
+
+def train_ablation_button(kind: str, label: str, key: str) -> None:
+    """A button that opens the Train page on its Compare setups tab with `kind` chosen under Vary.
+
+    A button, not st.page_link: a link cannot set the Train page's tab and Vary picker, so it opened on the
+    first tab (#26). query_params={}: a plain switch_page clears the URL, which Streamlit 1.67 refuses while
+    widgets are bound to it; the bound parameters of this page leave the URL with the page anyway."""
+    def choose() -> None:
+        st.session_state["train_ablation_kind"] = kind
+        st.session_state["train_tab"] = "Compare setups"
+
+    if st.button(label, key=key, on_click=choose, icon=":material/model_training:"):
+        st.switch_page(TRAIN_PAGE, query_params={})
