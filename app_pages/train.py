@@ -48,6 +48,7 @@ if b[4].button("Reset", key="train_reset", icon=":material/restart_alt:", disabl
     reg.remove(job.id)
     st.session_state.pop(JOB_KEY, None)
     st.rerun()
+T.steps_notice()  # a Steps count over the limit: what Start will train instead
 T.confirm_discard(reg, owner, spec, vocab, job)
 
 

@@ -231,3 +231,36 @@ def test_a_translation_run_can_guide_one_head_and_the_evolution_says_which(app_t
     open_tab(at, "train_tab", "Attention evolution")
     assert_clean(at)
     assert any("Head 0 of the last layer is guided toward the alignment (weight 0.05)" in c.value for c in at.caption)
+
+
+def test_a_steps_count_over_the_limit_is_clamped_and_said_not_replaced_by_the_old_value(app_test):
+    """#26: 20000 in the Steps box used to be refused by the widget, and Start trained the previous 200."""
+    from viz_model.lessons.train import LIMITS
+    from viz_model.ui.jobs import registry
+
+    hi = LIMITS["steps"][1]
+    at = app_test("app_pages/train.py")
+    assert form(at)[2] == 200
+    at.number_input(key="train_steps").set_value(20000).run()
+    assert not at.exception
+    note = f"20,000 steps is more than the {hi:,} this page allows on a shared server; training {hi:,}."
+    assert any(note in w.value for w in at.warning)
+    assert any(f"{hi * 16:,} sequences seen" in c.value for c in at.caption)  # the form's summary: the clamped count
+    at.button(key="train_start").click().run()
+    assert not at.exception
+    job = registry().get(at.session_state["train_job_id"])
+    assert job.meta["spec"].steps == hi and job.total == hi  # the run trains the clamped count, not 200
+    assert re.search(rf"step [\d,]+/{hi:,} ", at.get("progress")[0].proto.text)
+    at.button(key="train_stop").click().run()
+    at.number_input(key="train_steps").set_value(300).run()  # back within the limit: no note
+    assert not any("this page allows" in w.value for w in at.warning)
+
+
+def test_clamp_steps_keeps_counts_within_the_limits_and_says_what_it_changed():
+    from viz_model.lessons.train import LIMITS, clamp_steps
+
+    lo, hi = LIMITS["steps"]
+    assert clamp_steps(200) == (200, None) and clamp_steps(hi) == (hi, None) and clamp_steps(lo) == (lo, None)
+    assert clamp_steps(20000) == (hi, f"20,000 steps is more than the {hi:,} this page allows on a shared server; "
+                                      f"training {hi:,}.")
+    assert clamp_steps(0) == (lo, f"0 steps is fewer than the {lo} a run needs; training {lo}.")

@@ -105,6 +105,18 @@ LIMITS = dict(n_layers=(1, 6), n_heads=(1, 8), d_model=(16, 256), batch_size=(1,
               steps=(10, 5000), every=(5, 500))
 
 
+def clamp_steps(steps: int) -> tuple[int, str | None]:
+    """The Steps box takes any count; a run trains within LIMITS' bounds. Returns (steps, what changed or None).
+    A widget maximum would refuse the typed number and keep the old one without a word (#26)."""
+    lo, hi = LIMITS["steps"]
+    n = min(max(int(steps), lo), hi)
+    if n == steps:
+        return n, None
+    why = f"more than the {hi:,} this page allows on a shared server" if steps > hi else \
+        f"fewer than the {lo} a run needs"
+    return n, f"{int(steps):,} steps is {why}; training {n:,}."
+
+
 def build_model(spec: TrainSpec, config: ModelConfig | RecurrentConfig) -> torch.nn.Module:
     """A fresh model of the spec's kind from its config (random weights from torch's current seed)."""
     return MODEL_KINDS[spec.kind][1](config)

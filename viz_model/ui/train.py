@@ -42,6 +42,8 @@ PRESET_FORM = {"tiny": {"train_batch": 16, "train_seq": 32, "train_steps": 200},
                "classroom": {"train_batch": 32, "train_seq": 64, "train_steps": 600},
                "custom": {"train_batch": 32, "train_seq": 64, "train_steps": 600}}
 
+STEPS_HELP = (f"{lesson.LIMITS['steps'][0]} to {lesson.LIMITS['steps'][1]:,} on this shared server; a count "
+              "outside that trains the nearest allowed one, and the page says so beside Start.")
 ARCH_LABELS = {"transformer": "transformer", "rnn": "RNN (nn.RNN, tanh)", "lstm": "LSTM (nn.LSTM)"}
 GUIDE_WEIGHTS, GUIDE_WEIGHT = [0.01, 0.05, 0.2, 1.0], 0.05  # 0.05: the "translate-guided" recipe (and Garg et al.)
 QKV_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
@@ -85,7 +87,8 @@ def config_form() -> TrainSpec:
     lr = h1.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1], 3e-3, key="train_lr")
     batch = h2.select_slider("Batch", [1, 4, 8, 16, 32, 64], key="train_batch")
     seq = h3.select_slider("Context length", [32, 48, 64, 96, 128], key="train_seq")
-    steps = h4.number_input("Steps", 10, 5000, step=10, key="train_steps")
+    # no min or max: the widget would refuse a typed count and keep the old one; clamp_steps says what runs
+    steps, _ = lesson.clamp_steps(h4.number_input("Steps", step=10, key="train_steps", help=STEPS_HELP))
     seed = h5.number_input("Seed", 0, 10_000, 0, key="train_seed")
     every = h6.number_input("Snapshot every", 5, 500, 20, 5, key="train_every",
                             help="Held-out loss, attention snapshot and a greedy sample every N steps.")
@@ -101,6 +104,13 @@ def config_form() -> TrainSpec:
                      causal=causal, tie_weights=tie, qkv=qkv, norm=norm_kind, residual=residual, warmup=warmup,
                      lr=float(lr), batch_size=int(batch), seq_len=int(seq),
                      steps=int(steps), seed=int(seed), device=device, every=int(every), align_weight=align, **arch)
+
+
+def steps_notice() -> None:
+    """Beside Start: a Steps count outside the limits trains the nearest allowed count, and says so."""
+    _, note = lesson.clamp_steps(st.session_state["train_steps"])  # the raw count config_form clamped
+    if note:
+        st.warning(note, icon=":material/warning:")
 
 
 def _apply_preset() -> None:
