@@ -149,3 +149,30 @@ def test_a_link_with_bad_values_falls_back_to_the_defaults():
 
 def open_tab(at, label: str):
     return conftest.open_tab(at, "recurrence_tab", label)
+
+
+@pytest.mark.parametrize("distance", [4, 40])
+def test_gradient_words_agree_with_the_table_beside_them(opened, distance):
+    """#26: at distance 4 the words said 'shrinks by ×1.17 per step' while the RNN's gradient grew; at 40 they
+    gave the transformer 0.3 across the span while the table showed 16.9 at the key."""
+    import re
+
+    at = open_tab(opened, TABS[1])
+    at.slider(key="recurrence_distance").set_value(distance).run()
+    assert not at.exception, texts(at.exception)
+    table = next(t.value for t in at.table if "key ÷ d=1" in t.value.columns)
+    words = next(s for s in texts(at.markdown) if s.startswith("Fitted over distances"))
+    for model, owner in (("RNN", "the RNN's gradient"), ("LSTM", "the LSTM's"), ("transformer", "the transformer's")):
+        factor, ratio = float(table.loc[model, "factor per step"]), float(table.loc[model, "key ÷ d=1"])
+        part = words.split(owner, 1)[1]
+        m = re.search(r"\*\*(grows|shrinks|stays level) ×([\d.]+) per step\*\*", part)
+        assert m, (model, words)
+        assert m.group(2) == table.loc[model, "factor per step"]  # the same digits as the table
+        assert m.group(1) == ("grows" if factor > 1.005 else "shrinks" if factor < 0.995 else "stays level"), model
+        span = re.search(r"×([\de.+-]+) from d=1 to the key, (\d+) steps", part)
+        assert span and float(span.group(1)) == pytest.approx(ratio, rel=1e-3) and int(span.group(2)) == distance - 1
+        overall = "grows" if ratio > 1.005 else "shrinks" if ratio < 0.995 else "stays level"
+        if overall != m.group(1):  # a fitted trend the key contradicts is named, not hidden
+            assert part.split(span.group(0))[0].rstrip(" (").endswith(f"yet **{overall}** overall"), (model, words)
+    if distance == 4:
+        assert "the RNN's gradient **grows" in words and "still decays" not in words

@@ -317,3 +317,25 @@ def test_gradient_by_distance_ignores_another_sessions_forward_on_the_shared_mod
     model.load_state_dict(plain.state_dict())
     ids = torch.randint(1, 30, (3, 10))
     torch.testing.assert_close(gradients.gradient_norms(model, ids), gradients.gradient_norms(plain, ids))
+
+
+def test_gradient_words_say_grows_or_shrinks_from_the_numbers_given():
+    assert recurrence.trend(1.17) == "grows" and recurrence.trend(0.70) == "shrinks"
+    assert recurrence.trend(1.001) == "stays level"
+    grows = recurrence.gradient_words(1.175, 1.61, 4)  # the shipped RNN at distance 4
+    assert grows.startswith("**grows ×1.175 per step**") and "×1.61 from d=1 to the key, 3 steps" in grows
+    assert "shrink" not in grows
+    shrinks = recurrence.gradient_words(0.700, 4.01e-6, 40)
+    assert shrinks.startswith("**shrinks ×0.700 per step**") and "×4.01e-06 from d=1 to the key, 39 steps" in shrinks
+    assert "grow" not in shrinks
+    # a falling fitted line with a peak at the key (the transformer at 40): each word from its own number
+    mixed = recurrence.gradient_words(0.970, 16.9, 40)
+    assert mixed.startswith("**shrinks ×0.970 per step** on the fitted line, yet **grows** overall")
+    assert "×16.9 from d=1 to the key" in mixed
+    with pytest.raises(ValueError):
+        recurrence.trend(0.0)
+
+
+def test_key_ratio_is_the_norm_at_the_key_over_the_norm_at_distance_1():
+    curve = recurrence.GradientCurve("rnn", torch.tensor([5.0, 2.0, 1.0, 0.5, 0.25]), math.log(0.5), 0.5)
+    assert recurrence.key_ratio(curve, 3) == pytest.approx(0.25)

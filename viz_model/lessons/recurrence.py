@@ -153,6 +153,29 @@ def gradient_curve(model: nn.Module, ids: torch.Tensor, kind: str = "") -> Gradi
     return GradientCurve(kind or getattr(model, "kind", "transformer"), norms, slope, float(torch.tensor(slope).exp()))
 
 
+def key_ratio(curve: GradientCurve, distance: int) -> float:
+    """‖∂ℓ/∂x‖ at the key (distance `distance`) ÷ at distance 1: how much the gradient changed over that span."""
+    return float(curve.norms[distance] / curve.norms[1])
+
+
+def trend(factor: float, tol: float = 0.005) -> str:
+    """What multiplying by `factor` does to the gradient: 'grows', 'shrinks', or 'stays level' within ±tol of 1."""
+    if not (math.isfinite(factor) and factor > 0):
+        raise ValueError(f"a gradient factor must be a positive number, got {factor!r}.")
+    return "grows" if factor > 1 + tol else "shrinks" if factor < 1 - tol else "stays level"
+
+
+def gradient_words(factor_per_step: float, key_ratio: float, distance: int) -> str:
+    """One model's gradient by distance in words, from the two numbers the page's table shows: the fitted factor
+    per step and ‖∂ℓ/∂x‖ at the key ÷ at distance 1 (distance − 1 steps apart). Each direction word comes from its
+    own number, and a fitted trend the key contradicts says so (attention can peak at the key on a falling line)."""
+    per_step, overall = trend(factor_per_step), trend(key_ratio)
+    span = f"×{key_ratio:.3g} from d=1 to the key, {distance - 1} steps"
+    if overall == per_step:
+        return f"**{per_step} ×{factor_per_step:.3f} per step** ({span})"
+    return f"**{per_step} ×{factor_per_step:.3f} per step** on the fitted line, yet **{overall}** overall ({span})"
+
+
 def linear_regime_rnn(gain: float, d_model: int = 16, vocab_size: int = 32, seed: int = 0) -> RecurrentLM:
     """An RNN where ‖W_hh‖₂ alone sets the rate: W_hh = gain x an orthogonal matrix, W_ih orthogonal, no biases,
     inputs of size 1e-6 so that tanh stays in its linear range (tanh' = 1). Then ∂h_T/∂h_t = (gain Q)^(T−t) and

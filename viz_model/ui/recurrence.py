@@ -238,7 +238,7 @@ def gradient_table(cs: dict[str, lesson.GradientCurve], distance: int) -> pd.Dat
         n = to_numpy(c.norms)
         rows.append({"model": name(k), "slope ln/step": f"{c.slope:.3f}", "factor per step": f"{c.factor_per_step:.3f}",
                      "‖∂ℓ/∂x‖ at d=1": f"{n[1]:.2e}", f"at the key (d={distance})": f"{n[distance]:.2e}",
-                     "key ÷ d=1": f"{n[distance] / n[1]:.2e}"})
+                     "key ÷ d=1": f"{lesson.key_ratio(c, distance):.3g}"})
     return pd.DataFrame(rows).set_index("model")
 
 
@@ -308,15 +308,16 @@ def gradient_by_distance(distance: int) -> None:
         lines, marker_distance=distance, marker_text="the key ", title="How far back the gradient reaches"))
     chart.show(fig, key="recurrence_gradient_chart", name="gradient_by_distance")
     st.table(gradient_table(cs, distance))
-    rnn, lstm, tr = cs["rnn"], cs["lstm"], cs["transformer"]
+    # the words come from the table's own numbers: its factor per step and its key ÷ d=1
+    words = {k: lesson.gradient_words(c.factor_per_step, lesson.key_ratio(c, distance), distance)
+             for k, c in cs.items()}
     st.markdown(f"Fitted over distances 1 … {distance} (0 is the ':' itself, {distance + 1} the `<bos>`): the RNN's "
-                f"gradient shrinks by **×{rnn.factor_per_step:.2f} per step** ({rnn.factor_per_step ** distance:.1e} "
-                f"across {distance} steps), the LSTM's by **×{lstm.factor_per_step:.2f}** (its additive cell path: "
-                f"slower, but it still decays), the transformer's by **×{tr.factor_per_step:.2f}** "
-                f"({tr.factor_per_step ** distance:.2g} across {distance}): every position is at most "
-                f"{TRANSFORMER_LAYERS} layers from the output, and attention reads the key directly.")
-    check_line(rnn.factor_per_step < lstm.factor_per_step, f"the RNN's gradient decays faster than the LSTM's "
-               f"({rnn.factor_per_step:.3f} vs {lstm.factor_per_step:.3f} per step)")
+                f"gradient {words['rnn']}; the LSTM's (its additive cell path) {words['lstm']}; the transformer's "
+                f"{words['transformer']}: every position is at most {TRANSFORMER_LAYERS} layers from the output, "
+                "and attention reads the key directly.")
+    rnn, lstm = cs["rnn"], cs["lstm"]
+    check_line(rnn.factor_per_step < lstm.factor_per_step, f"the RNN's gradient keeps less per step than the LSTM's "
+               f"(×{rnn.factor_per_step:.3f} vs ×{lstm.factor_per_step:.3f})")
 
 
 def _whh_note(v: lesson.RecurrenceView, tanh: float) -> str:
