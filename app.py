@@ -39,9 +39,15 @@ st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 sections: dict[str, list] = {}
 for section, file, title, icon, url in PAGES:
     if (ROOT / file).exists():
+        # The default page is served at "/" only, so Streamlit answered "/start" with "Page not found" (#26). It
+        # keeps a reserved name ("home") and a hidden page at "start" runs the same file: old /start links open it.
         sections.setdefault(section, []).append(
-            st.Page(str(ROOT / file), title=title, icon=icon, url_path=url, default=(url == "start"))
+            st.Page(str(ROOT / file), title=title, icon=icon, url_path="home" if url == "start" else url,
+                    default=(url == "start"))
         )
+        if url == "start":
+            sections[section].append(st.Page(str(ROOT / file), title=title, icon=icon, url_path=url,
+                                              visibility="hidden"))
 page = st.navigation(sections, expanded=True)  # every lesson visible: no "View more" on a projector
 
 link = share.opened_link()  # before any widget takes its value from it

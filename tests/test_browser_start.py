@@ -36,3 +36,15 @@ def test_typing_a_sentence_changes_the_heatmap(page):
         page.locator('[data-testid="stAlert"]').all_inner_texts())
     screenshot(page, "start_pad")
     assert page.console.errors() == []
+
+
+@pytest.mark.parametrize("path", ["start", "start?start_text=the+dog+ran"])
+def test_old_start_links_open_the_start_page(page, path):
+    """#26 finding 1: /start answered "Page not found" over the page; it must open Start, with the link's text."""
+    open_page(page, path)
+    assert page.get_by_text("Page not found").count() == 0
+    assert page.locator("h1").first.inner_text() == "Attention Lab"
+    if "start_text" in path:
+        assert page.get_by_label("Type a sentence").input_value() == "the dog ran"
+        assert len(plot_data(page, 0, "attention")["z"]) == 4  # <bos> the dog ran
+    assert page.console.errors() == []
