@@ -115,3 +115,31 @@ def test_generate_does_not_continue_past_a_typed_eos(app_test):
     at.text_input(key="generate_text").set_value("please send <eos> the").run()
     assert not at.exception and LITERAL_NOTICE in _notices(at)[0]
     assert texts(at.code)[0].startswith("<bos> please send <unk> <unk> <unk> the")  # the text goes on after it
+
+
+# -- a 5,000-character word: named short in the <unk> notice (#26 finding 8) ---------------------------------------
+LONG_WORD = "q" * 4000  # with the sentence around it, under the boxes' 5,000-character limit
+UNK_PAGES = {"app_pages/qkv.py": "qkv_text", "app_pages/encoder.py": "encoder_text",
+             "app_pages/normalization.py": "norm_text"}
+
+
+@pytest.mark.parametrize("page_file", sorted(UNK_PAGES))
+def test_a_huge_unknown_word_is_named_short(app_test, page_file):
+    at = app_test(page_file)
+    if page_file in IN_TABS and IN_TABS[page_file][2] is None:  # a box drawn in a tab: open it
+        at.session_state[IN_TABS[page_file][0]] = IN_TABS[page_file][1]
+        at.run()
+    at.text_input(key=UNK_PAGES[page_file]).set_value(f"the zebra {LONG_WORD} sat").run()
+    assert not at.exception, page_file
+    notice = next(c.value for c in at.caption if "never seen" in c.value)
+    assert "`zebra`" in notice and "(4,000 characters)" in notice, notice[:200]
+    assert len(notice) < 200, len(notice)  # it was 4,000+ characters: the word printed whole
+
+
+def test_unknown_words_text_names_each_once_and_counts_the_rest():
+    from viz_model.ui.widgets import NOTICE_WORDS, unknown_words_text
+
+    words = [f"w{i}" for i in range(NOTICE_WORDS + 3)]
+    text = unknown_words_text(["w0", *words])
+    assert text.count("`w0`") == 1 and text.endswith(" and 3 more")
+    assert unknown_words_text(["a`b"]) == "`aˋb`"  # a backtick cannot end the code span early

@@ -58,9 +58,29 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
         st.caption("Tokens from the model's own tokenizer (␣ marks a space that belongs to the token); its tokenizer "
                    "puts no start token in front.")
     if enc.unknown and not is_folder_model(ckpt):
-        st.caption("Words this model has never seen become `<unk>`: "
-                   + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
+        unknown_notice(enc.unknown)
     return enc
+
+
+NOTICE_WORDS, NOTICE_WORD_CHARS = 12, 24  # a notice names at most 12 words, each cut to 24 characters
+
+
+def short_word(word: str, limit: int = NOTICE_WORD_CHARS) -> str:
+    """A word as a notice names it: a 5,000-character 'word' filled the screen (#26), so a long one is cut to
+    `limit` characters and says how long it was."""
+    return word if len(word) <= limit else f"{word[:limit - 1]}… ({len(word):,} characters)"
+
+
+def unknown_words_text(words: list[str]) -> str:
+    """The words a word-level model read as <unk>: each once, in order, at most NOTICE_WORDS, each shortened."""
+    distinct = list(dict.fromkeys(words))
+    named = ", ".join(f"`{short_word(w).replace('`', 'ˋ')}`" for w in distinct[:NOTICE_WORDS])
+    more = len(distinct) - NOTICE_WORDS
+    return named + (f" and {more:,} more" if more > 0 else "")
+
+
+def unknown_notice(words: list[str], verb: str = "become") -> None:
+    st.caption(f"Words this model has never seen {verb} `<unk>`: {unknown_words_text(words)}")
 
 
 def row():
