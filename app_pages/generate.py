@@ -37,14 +37,10 @@ st.header("1 · The next-token distribution")
 ui.distribution(steps, settings)
 
 st.header("2 · Sequence probability = product of next-token probabilities")
-table = ui.running_table(ckpt, enc, steps)
+table = ui.running_table(steps)  # Π p so far is text written from Σ log p: a float product underflows to 0
 st.dataframe(table, hide_index=True, key="generate_table", column_config={
-    c: st.column_config.NumberColumn(format="%.3e" if c.startswith("Π") else "%.4f")
-    for c in table.columns if "p" in c and c != "position"})
-total = G.sequence_logprob(table["log p"])
-st.markdown(f"p(w₁…w_L | c) = Π p(w_l | c, w<l) over **{len(table)}** factors, including the end token "
-            f"`{end}` = **{G.sequence_prob(table['log p']):.3e}**, and Σ log p = **{total:.3f}**. Long texts have "
-            "tiny probabilities, so models add log-probabilities instead of multiplying.")
+    c: st.column_config.NumberColumn(format="%.4f") for c in ("p(token | prefix)", "log p", "Σ log p so far")})
+st.markdown(ui.sequence_sentence(ckpt, enc, steps))
 
 st.header("3 · Where the new token looks")
 st.markdown("Each row is the attention of the position that predicts the next token, over everything before it. "

@@ -11,8 +11,11 @@ PAGE = "app_pages/generate.py"
 
 
 def generated_rows(at):
-    table = at.dataframe[0].value
-    return table[~table["note"].str.startswith("end token:")]
+    return at.dataframe[0].value  # one row per generated token: the end token only where the model wrote it
+
+
+def sentence(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("p(w₁…w_L | c)"))
 
 
 def chart(at, key):
@@ -37,7 +40,7 @@ def stepped():
     at.run()
     at.switch_page(PAGE).run()
     assert not at.exception and at.number_input(key="generate_step_n").value == 1  # the first token at once
-    assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 2  # its row and the end token's
+    assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 1  # its row (no end token not yet written)
     for _ in range(2):
         at.button(key="generate_next").click().run()
     return at
@@ -56,12 +59,40 @@ def test_three_clicks_give_three_rows_and_a_three_row_attention_map(stepped):
     assert not at.error
 
 
-def test_sequence_probability_is_the_product_of_the_table_including_the_end_token(stepped):
+def test_sequence_probability_is_the_product_of_the_table_without_an_unwritten_end_token(stepped):
+    from viz_model.generate import sci_from_log
+
     table = stepped.dataframe[0].value
-    assert table["note"].iloc[-1].startswith("end token")
-    product = table["p(token | prefix)"].prod()
-    assert abs(table["Π p so far"].iloc[-1] - product) < 1e-9 * max(product, 1e-300) + 1e-300
-    assert f"{product:.3e}" in "".join(m.value for m in stepped.markdown)
+    assert (table["note"] == "").all()  # three tokens in, the text has not ended: no end-token factor
+    product, total = table["p(token | prefix)"].prod(), table["log p"].sum()
+    assert table["Π p so far"].iloc[-1] == sci_from_log(total) == f"{product:.2e}"
+    said = sentence(stepped)
+    assert "over **3** factors" in said and "No end token" in said and "not finished" in said
+    assert f"Σ log p = **{total:.3f}**" in said and f"and p = **{sci_from_log(total)}**" in said
+
+
+def test_a_long_hot_run_cut_at_the_length_limit_writes_p_from_the_log_and_claims_no_end_token(app_test):
+    """#26: 128 tokens at temperature 3 said 'over 129 factors, including the end token = 0.000e+00': the end
+    token was counted though the run stopped at the length limit, and the float product had underflowed."""
+    from viz_model.generate import sci_from_log
+
+    at = app_test(PAGE)
+    at.radio(key="generate_mode").set_value("run").run()
+    at.radio(key="generate_kind").set_value("sampling").run()
+    at.slider(key="generate_temperature").set_value(3.0).run()
+    at.checkbox(key="generate_stop_eos").set_value(False).run()
+    at.slider(key="generate_max_new").set_value(20).run()
+    assert not at.exception and not at.error
+    assert "Stopped: the requested number of new tokens was reached." in [c.value for c in at.caption]
+    table = generated_rows(at)
+    n, total = len(table), table["log p"].sum()
+    assert n == 20  # every new token is a row, and only those: no end-token row
+    said = sentence(at)
+    assert "over **20** factors, one per generated token. No end token: the run stopped at the length limit" in said
+    assert "the last one the end token" not in said and "including the end token" not in said
+    assert f"Σ log p = **{total:.3f}**" in said and f"and p = **{sci_from_log(total)}**" in said
+    assert table["Π p so far"].iloc[-1] == sci_from_log(total) != "0"
+    assert (table["note"] == "").all()
 
 
 @pytest.mark.parametrize("tab, claim", [("KV cache", "with and without the cache; largest"),

@@ -12,10 +12,12 @@ from viz_model.generate import (
     distinct_n,
     filter_distribution,
     generate,
+    sci_from_log,
     score,
     score_stepwise,
     sequence_logprob,
     sequence_prob,
+    sequence_sentence,
     strategy_scores,
     top_p_mask,
 )
@@ -140,6 +142,43 @@ def test_sequence_probability_is_the_product_of_conditionals(model):
     product = math.prod(s.probs[s.token_id].item() for s in steps)
     assert abs(sequence_prob([s.logprob for s in steps]) - product) < 1e-12
     assert sequence_logprob([s.logprob for s in steps]) < 0
+
+
+def printed_p(sentence: str) -> str:
+    return sentence.split(" and p = **")[1].split("**")[0]
+
+
+def test_sequence_probability_is_written_from_the_log_sum_when_the_product_underflows():
+    """128 tokens sampled at temperature 3 said p = 0.000e+00: the float product of 129 factors underflows.
+    129 factors of 1e-5 are 1e-645; the sentence writes that from Σ log p, with Σ log p itself."""
+    lps = [math.log(1e-5)] * 129
+    assert math.prod(math.exp(lp) for lp in lps) == 0.0 and sequence_prob(lps) == 0.0  # float64 gives up
+    sentence = sequence_sentence(lps, "length", "</s>")
+    total = sum(lps)
+    assert printed_p(sentence) == "1.00e-645"
+    mantissa, exponent = printed_p(sentence).split("e")
+    assert abs(math.log10(float(mantissa)) + int(exponent) - total / math.log(10)) < 0.005  # the printed value is Σ
+    assert f"Σ log p = **{total:.3f}**" in sentence and "log₁₀ p = -645.000" in sentence
+    assert sci_from_log(math.log(1.2e-300) - 100 * math.log(10)) == "1.20e-400"
+    assert sci_from_log(-math.inf) == "0" and sci_from_log(0.0) == "1.00e+00"
+    for p in (0.5, 0.099996, 3.14159e-7, 1e-300, 9.9996e-12):  # where floats suffice: Python's own .2e
+        assert sci_from_log(math.log(p)) == f"{p:.2e}", p
+
+
+def test_the_end_token_is_a_factor_only_when_the_model_wrote_it():
+    """A run that stopped on its end token counts it (the last log p); one cut off at the length limit or the context
+    has no end factor, and says so, whatever p(end | text) would be."""
+    lps = [-1.0, -2.0, -3.0]
+    ended = sequence_sentence(lps, "eos", "</s>")
+    assert "over **3** factors, the last one the end token `</s>` that the model wrote" in ended
+    assert "No end token" not in ended
+    for reason, why in [("length", "length limit"), ("context", "model's context"), (None, "not finished")]:
+        cut = sequence_sentence(lps, reason, "</s>", end_logprob=math.log(0.25))
+        assert "over **3** factors, one per generated token. No end token" in cut, reason
+        assert why in cut and "the last one the end token" not in cut, reason
+        assert "would add p(`</s>` | text) = 2.50e-01" in cut  # said, not counted:
+        assert "Σ log p = **-6.000**" in cut and printed_p(cut) == sci_from_log(-6.0) == printed_p(ended)
+    assert "over **1** factor," in sequence_sentence([-1.0], "length", "</s>")
 
 
 def test_distinct_n_counts_repeated_ngrams():

@@ -252,8 +252,54 @@ def sequence_logprob(logprobs: Sequence[float]) -> float:
 
 
 def sequence_prob(logprobs: Sequence[float]) -> float:
-    """p(w1..wL | c) = prod_l p(w_l | c, w_<l), computed as exp of the log-sum (no underflow on the way)."""
+    """p(w1..wL | c) = prod_l p(w_l | c, w_<l) as a float: exp of the log-sum, so 0.0 below ~1e-308 (to print it,
+    sci_from_log(sequence_logprob(...)))."""
     return math.exp(sequence_logprob(logprobs))
+
+
+def sci_from_log(logp: float, digits: int = 3) -> str:
+    """exp(logp) in scientific notation, written from log10 p = logp / ln 10 (mantissa 10**frac, exponent floor), never
+    from the float itself: a product of 129 probabilities can be 1e-645, below the smallest float64 (~1e-308)."""
+    if logp == -math.inf:
+        return "0"
+    if not math.isfinite(logp):
+        raise ValueError(f"a log-probability must be finite or -inf, got {logp}.")
+    x = logp / math.log(10)  # log10 p
+    exponent = math.floor(x)
+    mantissa = round(10 ** (x - exponent), digits - 1)  # in [1, 10]
+    if mantissa >= 10:  # 9.9996 rounds up to 10.00: carry into the exponent
+        mantissa, exponent = mantissa / 10, exponent + 1
+    return f"{mantissa:.{digits - 1}f}e{exponent:+03d}"  # the same form as Python's f"{p:.2e}": 1.23e-05
+
+
+STOP_PHRASES = {  # why a generation ended without its end token, for the sequence-probability sentence
+    "length": "the run stopped at the length limit (Max new tokens)",
+    "context": "the run stopped when the text filled the model's context",
+    None: "the text is not finished yet",
+}
+
+
+def sequence_sentence(logprobs: Sequence[float], stop_reason: str | None, end: str = "<eos>",
+                      end_logprob: float | None = None) -> str:
+    """The page's sentence on p(w1..wL | c): the factor count, Σ log p and p written from it (sci_from_log).
+
+    The end token is one of the factors only when the model wrote it (stop_reason "eos": it is the last of
+    `logprobs`); a run cut off by its length or the context has no end factor. `end_logprob`, for such a run, is
+    log p(end | the text): said as the factor ending the text would add, not counted."""
+    n, total = len(logprobs), sequence_logprob(logprobs)
+    head = f"p(w₁…w_L | c) = Π p(w_l | c, w<l) over **{n}** factor{'s' if n != 1 else ''}"
+    if stop_reason == "eos":
+        head += f", the last one the end token `{end}` that the model wrote"
+    else:
+        why = STOP_PHRASES.get(stop_reason, STOP_PHRASES[None])
+        head += f", one per generated token. No end token: {why} before the model wrote `{end}`, so it is not a factor"
+        if end_logprob is not None:
+            head += f" (ending the text here would add p(`{end}` | text) = {sci_from_log(end_logprob)})"
+    log10 = total / math.log(10) if math.isfinite(total) else -math.inf
+    return (f"{head}. Σ log p = **{total:.3f}** (natural log), so log₁₀ p = {log10:.3f} and "
+            f"p = **{sci_from_log(total)}**. Long texts have tiny probabilities, often below the smallest float (about "
+            "1e-308, where a product of floats reads 0), so models add log-probabilities: p is written here from "
+            "Σ log p.")
 
 
 def average_logprob(logprobs: Sequence[float]) -> float:
@@ -313,6 +359,6 @@ def strategy_scores(samples: Sequence[Sequence[int]], logprobs: Sequence[Sequenc
 
 __all__ = [
     "EOS_ID", "GREEDY", "GenStep", "STOP_MESSAGES", "Sampling", "as_sampling", "average_logprob", "distinct_n",
-    "filter_distribution", "generate", "score", "score_stepwise", "sequence_logprob", "sequence_prob",
-    "stop_message", "strategy_scores", "top_k_mask", "top_p_mask",
+    "filter_distribution", "generate", "sci_from_log", "score", "score_stepwise", "sequence_logprob", "sequence_prob",
+    "sequence_sentence", "stop_message", "strategy_scores", "top_k_mask", "top_p_mask",
 ]

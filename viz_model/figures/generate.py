@@ -4,7 +4,7 @@ cache latency, and the strategy comparison. Pure functions: arrays in, go.Figure
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -72,8 +72,11 @@ def next_token_bars(
 
 
 def sequence_table(tokens: Sequence[str], logprobs: Sequence[float], positions: Sequence[int],
-                   notes: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per generated token: p, log p and the running product / sum (the lecture's chain rule)."""
+                   notes: Sequence[str] | None = None, *, product_text: Callable[[float], str] | None = None
+                   ) -> pd.DataFrame:
+    """One row per generated token: p, log p and the running product / sum (the lecture's chain rule).
+    product_text(running log-sum) writes the running product as text (generate.sci_from_log): as a float it reads
+    0 once it falls below 1e-308."""
     lp = np.asarray(logprobs, float)
     cum = np.cumsum(lp)
     return pd.DataFrame({
@@ -81,7 +84,7 @@ def sequence_table(tokens: Sequence[str], logprobs: Sequence[float], positions: 
         "token": [visible(t) for t in tokens],
         "p(token | prefix)": np.exp(lp),
         "log p": lp,
-        "Π p so far": np.exp(cum),
+        "Π p so far": [product_text(float(c)) for c in cum] if product_text else np.exp(cum),
         "Σ log p so far": cum,
         "note": list(notes) if notes is not None else [""] * len(lp),
     })

@@ -188,18 +188,22 @@ def end_logprob(ckpt, seq: list[int]) -> float | None:
                   lambda: float(G.score(ckpt.model, seq, [eos_id(ckpt)])[0]))
 
 
-def running_table(ckpt, enc: Encoded, views: list[StepView]) -> pd.DataFrame:
-    tokens, lps = [v.token for v in views], [v.logprob for v in views]
-    positions, notes = [v.position for v in views], ["" for _ in views]
+def running_table(views: list[StepView]) -> pd.DataFrame:
+    """One row per generated token: the factors of p(w1..wL | c). The end token is a row only where the model
+    wrote it (the run stopped on it), never for a run cut off at its length or the context."""
+    notes = ["" for _ in views]
     if views and views[-1].stop_reason == "eos":
         notes[-1] = "end token (generated)"
-    else:
-        seq = enc.ids + [v.token_id for v in views]
-        end = end_logprob(ckpt, seq)
-        if end is not None:
-            tokens, lps, positions, notes = ([*tokens, end_name(ckpt)], [*lps, end], [*positions, len(seq)],
-                                             [*notes, "end token: p that the text ends here"])
-    return F.sequence_table(tokens, lps, positions, notes)
+    return F.sequence_table([v.token for v in views], [v.logprob for v in views], [v.position for v in views], notes,
+                            product_text=G.sci_from_log)
+
+
+def sequence_sentence(ckpt, enc: Encoded, views: list[StepView]) -> str:
+    """G.sequence_sentence for these steps; a text cut off before its end token also says p(end | text), not
+    counted as a factor."""
+    reason = views[-1].stop_reason if views else None
+    end = None if reason == "eos" else end_logprob(ckpt, enc.ids + [v.token_id for v in views])
+    return G.sequence_sentence([v.logprob for v in views], reason, end_name(ckpt), end)
 
 
 @section("the next-token distribution")  # the step slider reruns only this part of the page
