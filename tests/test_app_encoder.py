@@ -108,7 +108,51 @@ def test_the_causal_decoder_gives_river_exactly_zero_weight(page, tiny_encoder):
     assert [m.value for m in at.metric][1] == "0 (exactly)"
     bars = json.loads(at.get_by_key("encoder_bank_decoder").proto.spec)
     blocked = next(t for t in bars["data"] if t["name"] == "blocked")
-    assert blocked["x"] == [3, 4, 5]  # "by the river" come after "bank" (<bos> is 0)
+    assert blocked["x"] == [3, 4, 5, 6]  # "by the river <eos>" come after "bank" (<bos> is 0)
+
+
+def link_session(tiny_encoder, query: dict[str, str]):
+    """A fresh session opened by a link (its query parameters), with the tiny encoder among this user's models."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["user_models"] = {"tiny-encoder": str(tiny_encoder.path)}
+    at.query_params.update(query)
+    return at.switch_page(PAGE).run()
+
+
+def test_the_mean_of_the_heads_is_in_the_link_and_a_link_opens_on_it(page, tiny_encoder):
+    """#26 finding 2: 'mean of the heads' was not kept by a link: reopened, the bank tab showed the best head."""
+    at = open_tab(page, "The bank by the river")
+    at = at.selectbox(key="encoder_bank_head").select("mean").run()
+    assert_clean(at)
+    assert at.query_params.get("encoder_bank_head") == "mean of the heads", dict(at.query_params)
+    chosen = (json.loads(at.get_by_key("encoder_bank_encoder").proto.spec)["data"], [m.value for m in at.metric])
+    link = dict(at.query_params)
+    again = link_session(tiny_encoder, link)
+    assert_clean(again)
+    assert again.selectbox(key="encoder_bank_head").value == "mean"
+    assert again.query_params.get("encoder_bank_head") == "mean of the heads"  # the reopened link stays the same
+    assert (json.loads(again.get_by_key("encoder_bank_encoder").proto.spec)["data"],
+            [m.value for m in again.metric]) == chosen
+    assert "mean of the heads" in again.metric[0].label
+    best = link_session(tiny_encoder, {"encoder_tab": "The bank by the river", "encoder_bank_head": "0"})
+    assert best.selectbox(key="encoder_bank_head").value == 0  # a linked head wins over the best-head default
+
+
+def test_the_bank_tab_reads_the_sentence_as_the_fill_in_tab_does(page, tiny_encoder):
+    """#26 finding 10: the bank tab ran <bos> ... river without the <eos> the page says the encoder reads."""
+    fill = page.get_by_key("encoder_grid")
+    fill_tokens = json.loads(fill.proto.spec)["data"][0]["x"]
+    assert fill_tokens[0] == "0 &lt;bos&gt;" and fill_tokens[-1].endswith("&lt;eos&gt;")
+    at = open_tab(page, "The bank by the river")
+    for tag in ("encoder", "decoder"):
+        bars = json.loads(at.get_by_key(f"encoder_bank_{tag}").proto.spec)
+        ticks = bars["layout"]["xaxis"]["ticktext"]
+        assert ticks[0].endswith("&lt;bos&gt;") and ticks[-1].endswith("&lt;eos&gt;"), ticks
+    look = lesson.attention_weight(tiny_encoder.model, tiny_encoder.tokenizer, "The bank by the river", "bank",
+                                   "river")
+    assert look.tokens == ["<bos>", "the", "bank", "by", "the", "river", "<eos>"]
 
 
 def test_why_mlm_opens_the_train_pages_causal_mask_comparison(page):

@@ -1,9 +1,10 @@
 """Real headless Chromium: the Encoder page renders without console errors; hiding one more word gives the
-fill-in chart a second panel; 'bank' gets exactly 0 on 'river' in the causal decoder."""
+fill-in chart a second panel; 'bank' gets exactly 0 on 'river' in the causal decoder; the bank tab's head, 'mean of
+the heads' too, is in the link."""
 
 import pytest
 import torch
-from conftest import open_page, plot_data, screenshot, wait_idle
+from conftest import browser_page, location, open_page, plot_data, screenshot, wait_idle
 
 from viz_model import ASSETS_DIR, checkpoint
 from viz_model.tokenizer import load_tokenizer
@@ -66,6 +67,40 @@ def test_hiding_a_second_word_adds_its_fill_ins_and_bank_cannot_see_river_in_the
     wait_idle(page)
     page.locator(CHART).nth(1).wait_for()
     decoder = plot_data(page, 1)
-    assert next(t for t in decoder if t["name"] == "blocked")["x"] == [3, 4, 5]
+    assert next(t for t in decoder if t["name"] == "blocked")["x"] == [3, 4, 5, 6]  # by the river <eos>
     screenshot(page, "encoder_bank_river")
+    assert page.console.errors() == []
+
+
+def bank_view(page) -> tuple[str, str, list]:
+    """The bank tab's head picker as shown, the encoder chart's title and its bars."""
+    head = page.locator('[data-testid="stSelectbox"]').filter(has_text="Head").locator("input").input_value()
+    title = page.locator(CHART).first.evaluate("el => el.layout.title.text")
+    return head, title, plot_data(page, 0, "attention")["y"]
+
+
+@pytest.mark.skipif(not SHIPPED.exists(), reason="a fresh session opened by the link has only the shipped models")
+def test_the_mean_of_the_heads_goes_in_the_link_and_the_link_opens_on_it(page, browser):
+    """#26 finding 2: chosen, 'mean of the heads' was not written to the link; reopened, the link showed head 2."""
+    open_page(page, "encoder")
+    page.get_by_role("tab", name="The bank by the river").click()
+    page.get_by_text("Causal decoder: “bank” puts exactly 0").wait_for()
+    wait_idle(page)
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Head").click()
+    page.get_by_role("option", name="mean of the heads", exact=True).click()
+    page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
+        return el && el.layout && el.layout.title.text.includes('mean of the heads'); }}""")
+    wait_idle(page)
+    chosen = bank_view(page)
+    assert chosen[0] == "mean of the heads"
+    link = location(page)
+    assert "encoder_bank_head=mean" in link, link
+    with browser_page(browser, page.base_url) as fresh:  # a new session, opened by the link
+        fresh.goto(link)
+        fresh.get_by_text("Causal decoder: “bank” puts exactly 0").wait_for()
+        wait_idle(fresh)
+        fresh.locator(CHART).first.wait_for()
+        assert bank_view(fresh) == chosen
+        assert "encoder_bank_head=mean" in location(fresh)
+        assert fresh.console.errors() == []
     assert page.console.errors() == []

@@ -64,6 +64,12 @@ def pronoun_items(n: int = 200) -> list[MaskedWord]:
     return [MaskedWord(ex.words, ex.pronoun_index) for ex in data.pronoun_examples(n, split="heldout")]
 
 
+def sentence_ids(tokenizer, words: list[str]) -> list[int]:
+    """<bos> words <eos>, as the encoder reads a sentence (a word it does not know is <unk>)."""
+    bos, eos, unk = (tokenizer.token_to_id(t) for t in ("<bos>", "<eos>", "<unk>"))
+    return [bos, *(_id(tokenizer, w, unk) for w in words), eos]
+
+
 def _id(tokenizer, word: str, unk: int) -> int:
     i = tokenizer.token_to_id(word)
     return unk if i is None else i
@@ -137,22 +143,22 @@ class LookAhead:
 
 @torch.no_grad()
 def attention_weight(model: TinyTransformer, tokenizer, text: str, query: str, key: str) -> LookAhead:
-    """The attention weight from word `query` to word `key` (first occurrences) in every layer and head.
+    """The attention weight from word `query` to word `key` (first occurrences) in every layer and head, on
+    <bos> words <eos> as the encoder reads a sentence everywhere else (`masked_probs`, the Fill-in tab).
 
     A causal decoder gives exactly 0 when `key` comes after `query`; an encoder need not."""
     words = data.source_words(text)
     if query not in words or key not in words:
         raise ValueError(f"the sentence must contain both '{query}' and '{key}'.")
-    unk = tokenizer.token_to_id("<unk>")
-    ids = [tokenizer.token_to_id("<bos>"), *(_id(tokenizer, w, unk) for w in words)]
+    ids = sentence_ids(tokenizer, words)
     was_training = model.training
     model.eval()
     trace = model(torch.tensor([ids], device=model.device), trace=True).trace
     model.train(was_training)
     q, k = words.index(query) + 1, words.index(key) + 1  # +1 for <bos>
     weight = torch.stack([lt.probs[0, :, q, k] for lt in trace.layers]).float().cpu()  # (L, H)
-    return LookAhead(["<bos>", *words], q, k, weight)
+    return LookAhead(["<bos>", *words, "<eos>"], q, k, weight)
 
 
 __all__ = ["AgreementResult", "LookAhead", "MaskedWord", "agreement_accuracy", "agreement_items", "attention_weight",
-           "heldout_metrics", "masked_probs", "pronoun_items", "random_mask_accuracy", "top1_accuracy"]
+           "heldout_metrics", "masked_probs", "pronoun_items", "random_mask_accuracy", "sentence_ids", "top1_accuracy"]

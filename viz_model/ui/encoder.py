@@ -18,7 +18,7 @@ from viz_model.figures.encoder import fill_in_bars, look_ahead_bars, masked_atte
 from viz_model.lecture import LECTURE_SENTENCES
 from viz_model.lessons import encoder as lesson
 from viz_model.mlm import mask_words, run_masked
-from viz_model.tokenizer import BOS, MASK, UNK, Encoded
+from viz_model.tokenizer import BOS, EOS, MASK, UNK, Encoded
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, cached_trace, input_key, model_id
 from viz_model.ui.errors import section
@@ -223,14 +223,12 @@ def head_view(ckpt: Checkpoint, run: dict) -> None:
 
 # -- the bank by the river ----------------------------------------------------------------------------
 def bank_ids(ckpt: Checkpoint, text: str) -> tuple[list[int], list[str], list[str]]:
-    """<bos> + the sentence's word ids in this checkpoint's own tokenizer (as lesson.attention_weight reads it),
-    the labels, and the words it does not know."""
-    tok = ckpt.tokenizer
+    """<bos> + the sentence's word ids + <eos> in this checkpoint's own tokenizer (as the Fill-in tab and
+    lesson.attention_weight read it), the labels, and the words it does not know."""
     words = data.source_words(text)
-    ids = [tok.token_to_id(w) for w in words]
-    unknown = [w for w, i in zip(words, ids) if i is None]
-    ids = [tok.token_to_id(BOS), *(tok.token_to_id(UNK) if i is None else i for i in ids)]
-    return ids, [BOS, *(UNK if w in unknown else w for w in words)], unknown
+    unknown = [w for w in words if ckpt.tokenizer.token_to_id(w) is None]
+    return (lesson.sentence_ids(ckpt.tokenizer, words), [BOS, *(UNK if w in unknown else w for w in words), EOS],
+            unknown)
 
 
 def _look(ckpt: Checkpoint, text: str) -> lesson.LookAhead:
@@ -249,11 +247,11 @@ def look_ahead(enc: Checkpoint, dec: Checkpoint, text: str = BANK) -> None:
     H = min(ck.model.config.n_heads for ck in sides.values())
     looks = {name: _look(ck, text) for name, ck in sides.items()}
     best = np.unravel_index(int(looks[next(iter(sides))].weight[:L, :H].argmax()), (L, H))
-    st.session_state.setdefault("encoder_bank_layer", int(best[0]))  # open on the encoder's head that reads
-    st.session_state.setdefault("encoder_bank_head", int(best[1]))   # "river" most; any other is one click away
+    # Open on the encoder's head that reads "river" most, as the pickers' default (not a session_state value set
+    # before them): then every other choice, "mean of the heads" too, is written to the link and a link wins.
     c1, c2, _ = st.columns([1, 1, 2])
-    layer = share.select(c1, "Layer", range(L), "encoder_bank_layer")
-    head = share.select(c2, "Head", ["mean", *range(H)], "encoder_bank_head",
+    layer = share.select(c1, "Layer", range(L), "encoder_bank_layer", default=int(best[0]))
+    head = share.select(c2, "Head", ["mean", *range(H)], "encoder_bank_head", default=int(best[1]),
                         format_func=lambda h: "mean of the heads" if h == "mean" else str(h))
     st.caption("Opened on the encoder head that puts the most weight on “river”; the checks below cover every head.")
     rows = {name: _row(ck, runs[name][0], looks[name].query_index, layer, head) for name, ck in sides.items()}
