@@ -155,11 +155,106 @@ def test_claims_tab_shows_measured_rows(at):
     crosses = [w.value for w in at.warning if w.value.startswith("✗")]
     held, total = map(int, re.search(r"\*\*(\d+) of (\d+)\*\* claims hold",
                                      " ".join(m.value for m in at.markdown)).groups())
-    assert held == len(ticks) and total == len(ticks) + len(crosses) == 8
+    assert held == len(ticks) and total == len(ticks) + len(crosses) == 9
     measured = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("**Measured:**")]  # unescaped
     assert len(measured) == total and "largest ‖S − Sᵀ‖/‖S‖" in measured[0]
     asym = float(re.search(r"sentence: ([0-9.e+-]+)", measured[0]).group(1))
     assert asym <= lesson.SYMMETRY_TOL
+
+
+def walk(node):
+    """Every element of the page in the order it is drawn."""
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from walk(child)
+
+
+def claim_boxes(at) -> list[dict]:
+    """Each claim's box: its mark (✓/✗), sentence, measurement (unescaped) and tolerance."""
+    boxes = []
+    for el in walk(at.main):
+        value = str(getattr(el, "value", ""))
+        if el.type in ("success", "warning") and value[:2] in ("✓ ", "✗ "):
+            boxes.append({"mark": value[0], "claim": value[2:], "measured": "", "tol": ""})
+        elif boxes and el.type == "markdown" and value.startswith("**Measured:**"):
+            boxes[-1]["measured"] = value.replace("\\", "")
+        elif boxes and el.type == "caption" and value.startswith("Holds when:"):
+            boxes[-1]["tol"] = value
+    return boxes
+
+
+def num(pattern: str, text: str) -> float:
+    return float(re.search(pattern, text).group(1))
+
+
+def _losses(m: str) -> dict[str, float]:
+    return {v: num(re.escape(lesson.VARIANT_LABELS[v]) + r" ([0-9.]+)", m) for v in lesson.SHIPPED}
+
+
+# Each claim's verdict recomputed from the numbers its own box prints (the sentence's first words name it).
+VERDICTS = {
+    "Raw-embedding attention": lambda m: num(r"sentence: ([0-9.e+-]+)", m) <= lesson.SYMMETRY_TOL,
+    "One matrix for Q and K": lambda m: num(r"sentence: ([0-9.e+-]+)", m) <= lesson.SYMMETRY_TOL,
+    "Separate W_Q and W_K break": lambda m: num(r"of separate: ([0-9.]+)", m) >= lesson.ASYMMETRY_MIN,
+    "With Q = K a token's best match": lambda m: (
+        num(r"shared Q = K ([0-9.]+)", m) - num(r"separate ([0-9.]+)", m) >= lesson.SELF_MARGIN - 1e-3
+        and num(r"row max in (\d+)%", m) / 100 > lesson.MOST_ROWS),
+    "K reused as V blurs": lambda m: num(r"K = V ([0-9.]+)", m) - num(r"separate ([0-9.]+)", m)
+    > lesson.COSINE_MARGIN,
+    "With K = V, 'the cat sat'": lambda m: num(r"K = V ([0-9.]+)", m) >= lesson.NEARLY_SAME,
+    "Separate Q, K and V are worth": lambda m: min(_losses(m).items(), key=lambda kv: kv[1])[0] == "separate",
+    "Reformer": lambda m: num(r"separate: ([+-][0-9.]+)", m) <= lesson.LOSS_TOL,
+    "Without projections": lambda m: max(_losses(m).items(), key=lambda kv: kv[1])[0] == "none",
+}
+
+
+def test_each_claims_mark_agrees_with_its_own_numbers(at):
+    """A ✓ means the sentence beside it is true of the numbers printed under it, with its tolerance stated: no ✓
+    for 'lowest held-out loss' when shared Q = K is lower, none for 'nearly the same' at cosine 0.50."""
+    open_tab(at, "Claims")
+    clean(at)
+    boxes = claim_boxes(at)
+    assert len(boxes) == 9
+    for box in boxes:
+        (check,) = [f for start, f in VERDICTS.items() if box["claim"].startswith(start)]
+        assert box["tol"], box["claim"]  # every verdict says when it holds
+        assert (box["mark"] == "✓") == check(box["measured"]), (box["claim"], box["measured"])
+    loss = next(b for b in boxes if b["claim"].startswith("Separate Q, K and V are worth"))
+    if loss["mark"] == "✗":  # the shipped models: shared Q = K is lower, and the page says by how little
+        notes = " ".join(i.value for i in at.info)
+        assert "run-to-run noise" in notes
+    same = next(b for b in boxes if b["claim"].startswith("With K = V, 'the cat sat'"))
+    assert f"≥ {lesson.NEARLY_SAME:g}" in same["tol"]
+    held = int(re.search(r"\*\*(\d+) of", " ".join(m.value for m in at.markdown)).group(1))
+    assert held == sum(b["mark"] == "✓" for b in boxes)
+
+
+def test_variant_note_names_the_models_as_the_picker_shows_them(at):
+    from viz_model.ui.models import available_models
+
+    at.session_state["model_key"] = "classroom"
+    open_tab(at, "Database lookup")
+    clean(at)
+    titles = {e.key: e.title for e in available_models()}
+    (note,) = [c.value for c in at.caption if "in the sidebar" in c.value]
+    for variant, key in lesson.SHIPPED.items():
+        if variant != "separate":
+            assert titles[key] in note.replace("\\", "") and f"`{key}`" not in note
+
+
+def test_panel_titles_and_caption_round_the_asymmetry_alike(at):
+    from viz_model.ui.qkv import asym_text
+
+    open_tab(at, "Four variants")
+    clean(at)
+    panels = [p for p in chart(at, "qkv_panels_chart")["data"] if p["type"] == "heatmap"]
+    shown = {p["name"].split(" · ")[0]: p["name"].split("asym ")[1] for p in panels}
+    caption = next(c.value for c in at.caption if c.value.startswith("With separate W_Q and W_K"))
+    for name in (lesson.VARIANT_LABELS["separate"], lesson.VARIANT_LABELS["shared_kv"]):
+        value = num(re.escape(name) + r" ([0-9.]+)", caption)
+        assert shown[name] == asym_text(value) == f"{value:.2f}"  # "1.03" in both, never "1" beside "1.03"
+    table = at.dataframe[0].value
+    assert list(table["‖S − Sᵀ‖ / ‖S‖"]) == [shown[v] for v in table["variant"]]
 
 
 def test_heldout_tab_matches_metadata_and_opens_the_train_ablation(at):

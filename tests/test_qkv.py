@@ -4,6 +4,7 @@ model's own head output, the cosine, the claims' verdicts, and the shipped varia
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pytest
 import torch
 
@@ -177,3 +178,91 @@ def test_shipped_shared_qk_and_raw_x_are_symmetric(shipped):
     rows = {r.variant: r for r in qkv.variant_scores(models, tok, TEXT, layer=0, head=0)}
     assert rows["shared_qk"].asymmetry <= 1e-6 and rows["none"].asymmetry <= 1e-6
     assert rows["separate"].asymmetry > qkv.ASYMMETRY_MIN
+
+
+# -- the claims' checks, on hand-made numbers (the shipped models' own, and their opposites) ---------------------
+SHIPPED_LOSSES = {"separate": 1.1724, "shared_qk": 1.1686, "shared_kv": 1.1779, "none": 1.1719}
+
+
+def summary(variant: str, **numbers) -> qkv.VariantSummary:
+    base = dict(asymmetry_max=0.0, asymmetry_mean=0.0, self_share=0.2, diag_max_rate=0.2, chance_share=0.24,
+                pair_cos_attn=0.4, pair_cos_hidden=0.6, heldout_loss=1.0, pair_cos_each=(0.4, 0.4))
+    return qkv.VariantSummary(variant, **{**base, **numbers})
+
+
+def test_lowest_loss_claim_is_false_when_another_variant_is_lower_even_within_noise():
+    lowest = qkv.loss_claims(SHIPPED_LOSSES)[0]
+    assert not lowest.holds and lowest.value == pytest.approx(1.1724 - 1.1686)
+    assert "shared Q = K is lower, by 0.0038 nats" in lowest.note and "run-to-run noise" in lowest.note
+    assert lowest.tolerance == "separate has the lowest loss of the four"
+    won = qkv.loss_claims({**SHIPPED_LOSSES, "separate": 1.16})[0]
+    assert won.holds and won.note == "" and won.value == 0
+
+
+def test_reformer_and_raw_x_loss_claims_read_their_own_numbers():
+    _, reformer, raw = qkv.loss_claims(SHIPPED_LOSSES)
+    assert reformer.holds and reformer.value == pytest.approx(-0.0038)  # shared Q = K is not worse
+    assert not raw.holds and "run-to-run noise" in raw.note  # raw X is not the highest: shared K = V is
+    assert "1.1779" in raw.measurement and "raw X − separate: -0.0005" in raw.measurement
+    worse = qkv.loss_claims({**SHIPPED_LOSSES, "shared_qk": 1.2, "none": 1.3})
+    assert not worse[1].holds and worse[2].holds and worse[2].note == ""
+
+
+def test_nearly_the_same_output_needs_a_cosine_of_at_least_nearly_same():
+    sep = summary("separate", pair_cos_attn=0.404, pair_cos_each=(0.3, 0.5))
+    blurrier, same = qkv.pair_claims(summary("shared_kv", pair_cos_attn=0.502, pair_cos_each=(0.4, 0.6)), sep)
+    assert blurrier.holds and blurrier.value == pytest.approx(0.098)  # more alike than separate...
+    assert not same.holds and same.value == pytest.approx(0.502)      # ...but far from 'nearly the same'
+    assert "far from 'nearly the same'" in same.note and f"≥ {qkv.NEARLY_SAME:g}" in same.tolerance
+    blurrier, same = qkv.pair_claims(summary("shared_kv", pair_cos_attn=0.95, pair_cos_each=(0.95, 0.95)), sep)
+    assert blurrier.holds and same.holds and same.note == ""
+    blurrier, _ = qkv.pair_claims(summary("shared_kv", pair_cos_attn=0.41), sep)
+    assert not blurrier.holds and "does not make the two outputs more alike" in blurrier.note
+
+
+def test_self_claim_needs_more_self_weight_and_the_diagonal_in_most_rows():
+    sep, none = summary("separate", self_share=0.153), summary("none", self_share=0.725)
+    assert qkv.self_claim(summary("shared_qk", self_share=0.444, diag_max_rate=0.55), none, sep).holds
+    few = qkv.self_claim(summary("shared_qk", self_share=0.444, diag_max_rate=0.45), none, sep)
+    assert not few.holds and "only 45% of rows" in few.note
+    flat = qkv.self_claim(summary("shared_qk", self_share=0.17, diag_max_rate=0.9), none, sep)
+    assert not flat.holds and "off the diagonal" in flat.note
+
+
+def test_claims_leave_out_the_loss_rows_when_a_loss_was_not_measured():
+    sums = [summary(m, heldout_loss=None) for m in QKV_MODES]
+    assert len(qkv.claims(sums)) == 6 and len(qkv.claims([replace(s, heldout_loss=1.0) for s in sums])) == 9
+
+
+# -- the score panels read on a projector ---------------------------------------------------------------------
+def _luminance(rgb: str) -> float:
+    channels = [int(float(x)) / 255 for x in rgb[rgb.index("(") + 1:-1].split(",")]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_score_panel_numbers_are_12px_dark_on_cells_light_enough_to_read():
+    """The cell numbers were 9 px light grey on RdBu_r's dark ends: now 12 px, one dark colour, on a scale whose
+    darkest cell keeps 4.5:1 contrast (WCAG AA), and printed only where 12 px type fits (masks.shows_text)."""
+    from plotly.colors import hex_to_rgb, sample_colorscale
+
+    from viz_model.figures.masks import shows_text
+    from viz_model.figures.qkv import score_panels
+
+    rng = np.random.default_rng(0)
+    for T in (4, 5, 7, 12):
+        mats = [rng.normal(size=(T, T)), np.eye(T) * 3]
+        fig = score_panels(mats, ["separate · asym 1.03", "shared Q = K · asym 0.00"], [f"t{i}" for i in range(T)])
+        heat = [t for t in fig.data if t.type == "heatmap"]
+        chars = max(len(f"{x:.1f}") for m in mats for x in m.flat)
+        for h, m in zip(heat, mats):
+            assert h.textfont.size >= 12
+            assert (h.text is not None) == shows_text(T, chars)
+            if h.text is not None:
+                assert h.text[0][0] == f"{m[0, 0]:.1f}"
+            text_l = _luminance("rgb({}, {}, {})".format(*hex_to_rgb(h.textfont.color)))
+            cells = sample_colorscale([list(s) for s in h.colorscale], list(np.linspace(0, 1, 101)))
+            worst = min((_luminance(c) + 0.05) / (text_l + 0.05) for c in cells)
+            assert worst >= 4.5, worst
+            assert f"{m[1, 0]:.3f}" in h.hovertext[1][0]  # hidden or not, the hover keeps every number
+    assert shows_text(4, 4) and not shows_text(7, 4)  # the short sentences print numbers, 7 tokens hover only

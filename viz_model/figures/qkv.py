@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 
 from viz_model.figures.common import (
     DIVERGING,
@@ -18,9 +19,16 @@ from viz_model.figures.common import (
     token_labels,
     visible,
 )
+from viz_model.figures.masks import shows_text
 
 POSITIVE, NEGATIVE, WEIGHT = "#c0392b", "#2f6db5", "#3b6fb6"   # the ends of RdBu_r, and the app's bar blue
 SERIES = ("#1F77B4", "#FF7F0E", "#2CA02C", "#9467BD", "#8C564B")
+CELL_TEXT_PX = 12           # the smallest cell number that reads on a projector (masks.shows_text measures its room)
+CELL_TEXT_COLOR = "#111111"  # one dark colour for every cell number: the scale below keeps each cell light enough
+# RdBu_r from its 20 % to its 80 % point, still diverging and centred at 0: the darkest cell keeps 5:1 contrast
+# (WCAG asks 4.5:1) with CELL_TEXT_COLOR, where the full scale's dark ends made 12 px numbers unreadable.
+LIGHT_DIVERGING = [[float(t), c] for t, c in zip(np.linspace(0, 1, 13),
+                                                  sample_colorscale(DIVERGING, list(np.linspace(0.2, 0.8, 13))))]
 
 
 def _title(title: str | None) -> str | None:
@@ -71,24 +79,27 @@ def lookup_bars(scores, probs, allowed, tokens: Sequence[str], query: int, *, ti
 def score_panels(matrices: Sequence, titles: Sequence[str], tokens: Sequence[str], *,
                  title: str | None = None) -> go.Figure:
     """Several (T, T) score matrices side by side (rows = query, columns = key), each on its own diverging scale
-    centred at 0 (their sizes differ by variant), the value printed in each cell for short sentences."""
+    centred at 0 (their sizes differ by variant), the value printed in each cell (12 px, dark on a light scale) where
+    it fits, always in the hover."""
     mats = [to_numpy(m).astype(float) for m in matrices]
     T = len(tokens)
     if not mats or any(m.shape != (T, T) for m in mats) or len(titles) != len(mats):
         raise ValueError(f"give one title per matrix, every matrix {T} × {T} like the tokens.")
     labels = token_labels(tokens)
     idx = list(range(T))
-    show = T <= 10
+    texts = [np.char.mod("%.1f", m) for m in mats]
+    show = shows_text(T, max(len(x) for t in texts for x in t.flat))  # numbers only where 12 px type fits a cell
     domains, notes = panel_row([escape(t) for t in titles], 0.03, font_size=12)
     data, axes = [], {}
-    for c, (m, name) in enumerate(zip(mats, titles), start=1):
+    for c, (m, name, text) in enumerate(zip(mats, titles, texts), start=1):
         n = "" if c == 1 else c
         bound = float(np.abs(m).max()) or 1.0
         hover = [[f"{escape(name)}<br>query {labels[i]} · key {labels[j]}: {m[i, j]:.3f}" for j in idx] for i in idx]
-        data.append(dict(type="heatmap", z=m.astype(np.float32), x=idx, y=idx, colorscale=DIVERGING, zmin=-bound,
-                         zmax=bound, zmid=0, showscale=False, name=escape(name), hovertext=hover, hoverinfo="text",
-                         text=np.char.mod("%.1f", m) if show else None, texttemplate="%{text}" if show else None,
-                         textfont=dict(size=9), xgap=1, ygap=1, xaxis=f"x{n}", yaxis=f"y{n}"))
+        data.append(dict(type="heatmap", z=m.astype(np.float32), x=idx, y=idx, colorscale=LIGHT_DIVERGING,
+                         zmin=-bound, zmax=bound, zmid=0, showscale=False, name=escape(name), hovertext=hover,
+                         hoverinfo="text", text=text if show else None, texttemplate="%{text}" if show else None,
+                         textfont=dict(size=CELL_TEXT_PX, color=CELL_TEXT_COLOR), xgap=1, ygap=1, xaxis=f"x{n}",
+                         yaxis=f"y{n}"))
         axes[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=domains[c - 1], tickmode="array", tickvals=idx,
                                  ticktext=labels, tickangle=-60, tickfont=dict(size=10), title=dict(text="key"))
         axes[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=[0.0, 1.0], autorange="reversed", tickmode="array",

@@ -75,9 +75,29 @@ def variant_note(ckpt: Checkpoint) -> None:
     where = f"the shipped `{key}`, " if key in shipped else ""
     text = f"The sidebar model ({where}**{label(variant)}**): {HOW.get(variant, '')}"
     if variant == "separate":
-        st.caption(text + " Pick `qkv-shared_qk`, `qkv-shared_kv` or `qkv-none` in the sidebar to see the others.")
+        others = picker_names([k for v, k in lesson.SHIPPED.items() if v != "separate"])
+        if others:
+            st.caption(text + f" Pick {_or(others)} in the sidebar's Model picker to see the others.")
+        else:
+            st.caption(text)
     else:
         st.info(text + " It is not the usual separate-projection model.", icon=":material/info:")
+
+
+def picker_names(keys: list[str]) -> list[str]:
+    """The installed models among `keys`, each named as the sidebar's Model picker shows it (its title)."""
+    titles = {e.key: e.title for e in available_models()}
+    return [titles[k] for k in keys if k in titles]
+
+
+def _or(names: list[str]) -> str:
+    quoted = [f"“{md(n)}”" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def asym_text(value: float) -> str:
+    """‖S − Sᵀ‖/‖S‖ as every panel title, table cell and caption on the page writes it (one rounding)."""
+    return f"{value:.2f}"
 
 
 def _default_query(tokens: list[str]) -> int:
@@ -144,7 +164,7 @@ def variants_view(text: str) -> None:
     key = (input_key(*(model_id(c) for c in models.values()), text), layer, head)
     rows = cached("qkv_variant_scores", key, lambda: [
         lesson.variant_scores({v: c.model}, c.tokenizer, text, layer, head)[0] for v, c in models.items()])
-    titles = [f"{label(r.variant)} · asym {r.asymmetry:.2g}" for r in rows]
+    titles = [f"{label(r.variant)} · asym {asym_text(r.asymmetry)}" for r in rows]
     chart.show(cached("qkv_panels_fig", key, lambda: score_panels(
         [r.scores for r in rows], titles, rows[0].tokens,
         title=f"Score matrix S = QKᵀ/√d_k of layer {layer}, head {head}, before the mask")),
@@ -161,16 +181,18 @@ def variants_view(text: str) -> None:
 def variant_table(rows: list[lesson.VariantScores]) -> None:
     st.dataframe(pd.DataFrame({
         "variant": [label(r.variant) for r in rows],
-        "‖S − Sᵀ‖ / ‖S‖": [f"{r.asymmetry:.2e}" for r in rows],
+        "‖S − Sᵀ‖ / ‖S‖": [asym_text(r.asymmetry) for r in rows],
         "mean weight on itself": [f"{r.self_share:.3f}" for r in rows],
         "itself is the largest weight": [f"{r.diag_max_rate:.0%}" for r in rows],
         "even spread": [f"{r.chance_share:.3f}" for r in rows]}), hide_index=True, width="stretch")
     for r in rows:
         if r.variant in ("shared_qk", "none"):
-            check_line(r.asymmetry <= lesson.SYMMETRY_TOL,
-                       f"{label(r.variant)}: ‖S − Sᵀ‖/‖S‖ = {r.asymmetry:.1e} (≤ {lesson.SYMMETRY_TOL:g}), the "
-                       "scores are symmetric: token i matches j exactly as well as j matches i.")
-    asym = [f"{label(r.variant)} {r.asymmetry:.2f}" for r in rows if r.variant in ("separate", "shared_kv")]
+            sym = r.asymmetry <= lesson.SYMMETRY_TOL
+            check_line(sym, f"{label(r.variant)}: ‖S − Sᵀ‖/‖S‖ = {r.asymmetry:.1e} "
+                            + (f"(≤ {lesson.SYMMETRY_TOL:g}), the scores are symmetric: token i matches j exactly "
+                               "as well as j matches i." if sym else
+                               f"(> {lesson.SYMMETRY_TOL:g}): the scores are not symmetric here."))
+    asym = [f"{label(r.variant)} {asym_text(r.asymmetry)}" for r in rows if r.variant in ("separate", "shared_kv")]
     if asym:
         st.caption("With separate W_Q and W_K the matrix is asymmetric (" + ", ".join(asym) + "; an unrelated "
                    "random matrix gives about 1.41). The even spread is the weight on itself if a row spread "
