@@ -39,6 +39,32 @@ def test_cpu_peak_counts_the_tensors_alive_together():
     assert 8_000_000 <= peak <= 8_000_000 + 256  # + a few bytes: the scalar 2 becomes a 0-dim tensor
 
 
+CONCURRENT_PROFILES = """
+import threading, torch
+from viz_model.lessons import cost
+def work():
+    for _ in range(30):
+        torch.ones(500, 500).sum()
+out = []
+threads = [threading.Thread(target=lambda: out.append(cost.cpu_peak_bytes(work))) for _ in range(4)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(sorted(out))
+"""
+
+
+def test_two_students_measuring_memory_at_once_do_not_crash_the_server():
+    """Each Streamlit session runs on its own thread; torch.profiler sessions overlapping on two threads crashed
+    the process (SIGSEGV, measured 3 of 3 runs on the old code). In a subprocess, so a crash fails this test only."""
+    import ast
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", CONCURRENT_PROFILES], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-500:])
+    peaks = ast.literal_eval(done.stdout.strip().splitlines()[-1])  # the four peaks the script printed
+    assert len(peaks) == 4 and len(set(peaks)) == 1 and peaks[0] >= 1_000_000  # each saw the 500×500 floats
+
+
 def test_sizes_grow_with_T(sweep):
     tt = sweep.score_matrix_mb
     assert all(b / a == pytest.approx(4.0) for a, b in zip(tt, tt[1:]))  # doubling T quadruples T×T

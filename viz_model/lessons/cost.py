@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import math
 import os
@@ -200,8 +201,19 @@ def time_ms(run: Callable[[], None], device: torch.device, repeats: int = 3, war
     return statistics.median(times)
 
 
+# Every profile runs on this one thread. Each Streamlit session runs its script on a thread of its own, and two
+# torch.profiler sessions overlapping on two threads crash the process (SIGSEGV, 3 of 3 runs; #26). Kineto also logs
+# "External init callback must run in same thread as registerClient" once per process, for the first profile off
+# the main thread where torch registered it: harmless, and no Streamlit script runs on the main thread.
+_PROFILER_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="cost-profiler")
+
+
 def cpu_peak_bytes(run: Callable[[], None]) -> int:
     """Peak live bytes allocated by torch on the CPU during run() (see CPU_MEMORY_METHOD)."""
+    return _PROFILER_THREAD.submit(_profiled_peak, run).result()
+
+
+def _profiled_peak(run: Callable[[], None]) -> int:
     from torch.profiler import ProfilerActivity, profile
 
     os.environ.setdefault("KINETO_LOG_LEVEL", "99")  # kineto otherwise prints two log lines per profile
