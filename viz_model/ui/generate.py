@@ -29,6 +29,7 @@ from viz_model.ui.widgets import (
     reveal_steps,
     row,
     token_texts,
+    unknown_notice,
     uses_bos,
     verdict,
 )
@@ -94,8 +95,7 @@ def prompt_input(ckpt) -> Encoded:
         st.warning("Type a prompt (at least one word) for the model to continue.")
         st.stop()  # the settings below are not drawn: they keep their values (persist_state)
     if enc.unknown and not folder:
-        st.caption("Words this model has never seen become `<unk>`: "
-                   + ", ".join(f"`{w}`" for w in dict.fromkeys(enc.unknown[:12])))
+        unknown_notice(enc.unknown)
     return enc
 
 
