@@ -338,7 +338,8 @@ def pipeline_step(i: int, data: dict, checks: dict[str, float], layer: int, head
         fig = cached("step", key, lambda: attention_heatmap(
             data["probs"][layer, head], tokens, allowed=allowed, title=f"A, {head_name(layer, head)}"))
         chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
-        check_line(c["row_sums"] <= ROW_SUM_TOL, f"Rows sum to 1, max error {c['row_sums']:.0e}; blocked cells carry "
+        check_line(c["row_sums"] <= ROW_SUM_TOL, f"Rows sum to 1, max error {c['row_sums']:.0e} "
+                                         f"(tolerance {ROW_SUM_TOL:.0e}); blocked cells carry "
                                          f"weight {c['masked_weight']:.0e}.")
         return
     if i == 5:
@@ -408,7 +409,8 @@ def head_view(ckpt: Checkpoint, enc, data: dict, tkey: str, knobs: tuple, averag
                  lambda: attention_heatmap(big, tokens, allowed=data["allowed"], title=title))
     chart.show(fig, key="explorer_head_map", name=f"attention_L{layer}_H{'avg' if average else head}")
     err = float(np.abs(big.sum(-1) - 1).max())
-    check_line(err <= ROW_SUM_TOL, f"Rows sum to 1, max error {err:.0e}. Grey cells are blocked by the mask "
+    check_line(err <= ROW_SUM_TOL, f"Rows sum to 1, max error {err:.0e} (tolerance {ROW_SUM_TOL:.0e}). Grey cells are "
+               "blocked by the mask "
                "(weight exactly 0), not learned zeros.")
 
     # Only the open tab runs: opening the page draws the grid, the head and one more chart.
