@@ -21,7 +21,7 @@ st.caption(f"{(ckpt.metadata or {}).get('title', 'encoder-decoder')}: {cfg.n_enc
 src = ui.source_input(ckpt)
 settings = ui.controls()
 steps = ui.visible_steps(ui.full_run(ckpt, src, settings), src, settings)
-ui.translation(src, steps, cfg.max_len)
+ui.translation(ckpt, src, steps, cfg.max_len)
 
 st.header("Inside the translator")
 label, tab = share.tabs(list(ui.TABS), key="ed_tab")  # only the open tab computes

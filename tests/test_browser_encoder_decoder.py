@@ -1,8 +1,11 @@
 """Real headless Chromium against `streamlit run`: the Encoder–decoder page renders its three attention kinds,
 "Next token" adds one decoder query to the cross-attention chart, and the alignment tab draws the known alignment."""
 
+import re
+
 import pytest
-from conftest import open_page, screenshot, wait_idle
+from conftest import browser_page, location, open_page, screenshot, wait_idle
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = pytest.mark.browser
 
@@ -77,4 +80,40 @@ def test_picking_the_guided_translator_labels_its_taught_head(page):
     assert "was guided toward the known alignment" in text and "The best head that was not" in text
     assert "ed_model=Encoder-decoder%2C+one+head+guided" in page.evaluate("location.href")  # part of the link
     screenshot(page, "encoder_decoder_guided")
+    assert page.console.errors() == []
+
+
+def choose_layer(page, layer: int) -> None:
+    """Open the Decoder layer picker (again, if a rerun closed its list under the click) and pick `layer`."""
+    box = page.locator('[data-testid="stMain"] input[aria-label="Decoder layer"]').first
+    option = page.get_by_role("option", name=str(layer), exact=True)
+    for _ in range(3):
+        box.click()
+        try:
+            option.wait_for(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            settled(page)
+    option.click()
+
+
+@pytest.mark.parametrize("model", [None, "Encoder-decoder, one head guided to align"])
+def test_a_chosen_alignment_layer_is_in_the_link_and_the_link_opens_on_it(page, browser, server_url, model):
+    """#26 finding 3: layer 0 was not in the link (only the head was): reopened, layer 0 became layer 1."""
+    link = "encoder-decoder?ed_text=the+little+bird+by+the+window+sang+again&ed_mode=run&ed_tab=Alignment"
+    open_page(page, link + (f"&ed_model={model.replace(' ', '+')}" if model else ""))
+    page.get_by_text("Cross-attention, layer 1, head").first.wait_for()  # opened on the best head (layer 1)
+    settled(page)
+    choose_layer(page, 0)
+    page.get_by_text("Cross-attention, layer 0, head").first.wait_for()
+    settled(page)
+    page.wait_for_function("() => location.href.includes('ed_align_layer=0')")
+    url = location(page)
+    head = re.search(r"layer 0, head (\d+)", page.get_by_text("Cross-attention, layer 0, head").first.text_content())[1]
+    with browser_page(browser, server_url) as fresh:
+        fresh.goto(url)
+        fresh.get_by_text(f"Cross-attention, layer 0, head {head}").first.wait_for()
+        settled(fresh)
+        assert "ed_align_layer=0" in location(fresh)  # the reopened link stays the same
+        assert fresh.console.errors() == []
     assert page.console.errors() == []

@@ -315,3 +315,63 @@ def test_shipped_translator_translates_the_lecture_sentence(shipped):
     acc = encoder_decoder.alignment_accuracy(out.cross_attention, KNOWN["The cat sat on the mat"][1])
     meta = shipped.metadata["best_alignment_head"]
     assert acc[meta["layer"], meta["head"]] >= 0.8
+
+
+# -- #26 finding 4: what the page may say about a sentence and the training data ---------------------------------
+SHIPPED_META = {"steps": 2000, "train_config": {"task": "translate", "steps": 2000, "batch_size": 64, "seed": 0}}
+
+
+def test_the_training_replay_draws_the_sentences_task_data_batches_hold():
+    """training_membership replays TaskData.batch; the replay's pool and draws must be the real ones."""
+    tok = load_tokenizer("word")
+    task = data.TaskData("translate", tok, seed=3, batch_size=8)
+    counts, pool = encoder_decoder._training_draws(3, 5, 8)
+    drawn = set()
+    for step in range(5):
+        src = task.batch(step).src  # (B, T_src) ids, <eos> then pads
+        for row in src.tolist():
+            words = [tok.id_to_token(i) for i in row if i not in (task.pad_id, task.eos_id)]
+            drawn.add(" ".join(words))
+    assert drawn == set(counts) and drawn <= pool
+    assert pool == {" ".join(tok.id_to_token(i) for i in src[:-1]) for src, _, _ in task.train_pairs}
+
+
+@pytest.mark.parametrize("text, side", [
+    ("the old king thanked the children when they giggled", "not in the corpus"),  # the page's own example
+    ("the cat sat on the mat", "trained"),
+])
+def test_a_sentence_that_is_not_held_out_is_called_trained_only_when_a_batch_held_it(text, side):
+    assert not data.is_heldout(text)
+    m = encoder_decoder.training_membership(text, SHIPPED_META)
+    assert m.side == side
+    assert ("In the training set" in m.caption) == (side == "trained")
+    assert "A training sentence" not in m.caption
+
+
+def test_a_held_out_sentence_and_a_model_without_a_recipe_are_said_as_known():
+    held = data.heldout_sentences(1, translatable=True)[0]
+    assert encoder_decoder.training_membership(held, SHIPPED_META).caption.startswith("Held out:")
+    assert encoder_decoder.training_membership(held, None).side == "held out"  # the split is by content hash
+    unknown = encoder_decoder.training_membership("the cat sat on the mat", {"title": "someone's model"})
+    assert unknown.side == "unknown" and "may or may not be" in unknown.caption
+
+
+def test_a_pool_sentence_no_batch_drew_is_never_drawn():
+    counts, pool = encoder_decoder._training_draws(0, 3, 4)  # 12 draws from the pool: almost every sentence missed
+    missed = next(s for s in sorted(pool) if s not in counts)
+    meta = {"steps": 3, "train_config": {"task": "translate", "batch_size": 4, "seed": 0}}
+    m = encoder_decoder.training_membership(missed, meta)
+    assert m.side == "never drawn" and "never trained on this sentence" in m.caption
+
+
+def test_the_alignment_map_labels_its_words_at_the_text_size_upright_where_they_fit():
+    """#26 finding 13: the axis words were 10 px (about 9 on screen), theme grey and always turned by 45°."""
+    from viz_model.figures.common import FONT
+    from viz_model.figures.encoder_decoder import alignment_map
+
+    src, (target, alignment) = ["the", "cat", "sat", "<eos>"], data.reference_translation("the cat sat")
+    tgt = target.split()
+    fig = alignment_map(torch.full((len(tgt), len(src)), 0.25), src, tgt, alignment)
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert axis.tickfont.size >= 12 and axis.tickfont.size == FONT["size"]
+    assert fig.layout.xaxis.tickangle in (None, "auto")  # Plotly turns them only where they would overlap

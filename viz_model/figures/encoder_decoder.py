@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz_model.figures.common import (
+    FONT,
     MASKED_COLOR,
     SEQUENTIAL,
     domain,
@@ -22,10 +23,11 @@ from viz_model.figures.common import (
 
 ALIGNED, PEAK = "#F58518", "#E45756"  # marker colours: the known alignment, each row's argmax
 MIN_COLS = 4                          # the narrowest panel, in cells (its title must fit above it)
+WORD_TICKS = FONT["size"]             # the alignment map's word labels: the page's text size, read on a projector
 
 
-def _ticks(labels: list[str], title: str | None = None, **extra) -> dict:
-    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickfont=dict(size=10),
+def _ticks(labels: list[str], title: str | None = None, size: int = 10, **extra) -> dict:
+    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickfont=dict(size=size),
                 showgrid=False, zeroline=False, **({"title": dict(text=title)} if title else {}), **extra)
 
 
@@ -120,8 +122,9 @@ def alignment_map(cross, src_tokens: Sequence[str], tgt_tokens: Sequence[str], a
     return fast_figure(data, layout_dict(
         title, height=max(360, 170 + 34 * Tq), top=130 if title else 100, title_top=bool(title),
         legend=dict(orientation="h", y=-0.05, yanchor="top"),
-        xaxis=_ticks(kl, "source word (key, from the encoder)", side="top", tickangle=-45),
-        yaxis=_ticks(ql, "target word (query, from the decoder)", autorange="reversed")))
+        # word labels at the text size, upright: Plotly turns them (tickangle "auto") only where they would overlap
+        xaxis=_ticks(kl, "source word (key, from the encoder)", WORD_TICKS, side="top", tickangle="auto"),
+        yaxis=_ticks(ql, "target word (query, from the decoder)", WORD_TICKS, autorange="reversed")))
 
 
 def head_accuracy(panels: Mapping[str, object], *, title: str | None = None,

@@ -3,6 +3,8 @@ reusing the encoder's K/V makes each decoding step cheaper than re-encoding the 
 
 from __future__ import annotations
 
+import functools
+import random
 import time
 from dataclasses import dataclass
 
@@ -181,3 +183,65 @@ def decode_timing(model: Seq2SeqTransformer, tokenizer, text: str, max_new_token
 __all__ = ["DecodeTiming", "TeacherForced", "alignment_accuracy", "alignment_by_class", "alignment_scores", "best_head",
            "decode_timing", "exact_match", "guide_weight", "guided_of", "heldout_metrics", "teacher_forced",
            "word_class"]
+
+
+# TaskData's translation pool (its defaults: the sentences of corpus_split(0, 20_000, 256)), replayed below; a test
+# checks the replay against TaskData.batch, so a change there fails it instead of mislabelling sentences.
+_CORPUS, _HELDOUT = 20_000, 256
+
+
+@dataclass(frozen=True)
+class Membership:
+    """Where a source sentence stands with a model's training data, as far as its metadata lets us know."""
+    side: str                 # "held out", "trained", "never drawn", "not in the corpus" or "unknown"
+    batches: int = 0          # training batches that held it ("trained")
+    steps: int = 0            # training batches in all (0 when unknown)
+
+    @property
+    def caption(self) -> str:
+        return {
+            "held out": "Held out: the model never trained on this sentence.",
+            "trained": f"In the training set: {self.batches:,} of the model's {self.steps:,} training batches held "
+                       "this sentence.",
+            "never drawn": f"Not held out, yet in none of the model's {self.steps:,} training batches: the model "
+                           "never trained on this sentence (it was in the pool batches are drawn from).",
+            "not in the corpus": "Not held out, and not in the training corpus: the model never trained on this "
+                                 "sentence.",
+            "unknown": "Not held out; it may or may not be in this model's training data (its metadata does not "
+                       "say how it was trained).",
+        }[self.side]
+
+
+def _key(text: str) -> str:
+    return " ".join(data.source_words(text))
+
+
+@functools.lru_cache(maxsize=4)
+def _training_draws(seed: int, steps: int, batch_size: int) -> tuple[dict[str, int], frozenset[str]]:
+    """({sentence: training batches that held it}, the pool's sentences): TaskData.batch(step) for every step, replayed
+    from (seed, step) alone (it draws batch_size pool indices from random.Random(seed * 1_000_003 + step))."""
+    pool = [_key(t) for t in data.corpus_split(0, _CORPUS, _HELDOUT).train if data.is_translatable(t)]
+    counts: dict[str, int] = {}
+    for step in range(steps):
+        rng = random.Random(seed * 1_000_003 + step)
+        for k in {pool[rng.randrange(len(pool))] for _ in range(batch_size)}:
+            counts[k] = counts.get(k, 0) + 1
+    return counts, frozenset(pool)
+
+
+def training_membership(text: str, metadata: dict | None) -> Membership:
+    """Held out (the content-hash split: never trained on), in N training batches, in none, or unknown: exact for a
+    model trained on the translation task by the Trainer (its metadata's seed, steps and batch size), else unknown
+    unless held out."""
+    if data.is_heldout(text):
+        return Membership("held out")
+    meta = metadata or {}
+    cfg = meta.get("train_config") or {}
+    steps, batch_size = meta.get("steps", cfg.get("steps")), cfg.get("batch_size")
+    if cfg.get("task") != "translate" or steps is None or batch_size is None or "seed" not in cfg:
+        return Membership("unknown")
+    counts, pool = _training_draws(int(cfg["seed"]), int(steps), int(batch_size))
+    k = _key(text)
+    if k in counts:
+        return Membership("trained", counts[k], int(steps))
+    return Membership("never drawn" if k in pool else "not in the corpus", 0, int(steps))

@@ -160,7 +160,7 @@ def visible_steps(views: list[StepView], src: Source, s: Settings) -> list[StepV
     return views[:reveal_steps("ed", (src.ids, s), len(views), "word")] if s.step_mode else views
 
 
-def translation(src: Source, steps: list[StepView], max_len: int) -> None:
+def translation(ckpt, src: Source, steps: list[StepView], max_len: int) -> None:
     """The model's words so far beside the toy language's reference (or why there is none)."""
     words = [v.token for v in steps if v.token != EOS]
     done = bool(steps) and steps[-1].stop_reason is not None
@@ -174,8 +174,7 @@ def translation(src: Source, steps: list[StepView], max_len: int) -> None:
         c2.caption(f"{src.reason} The model translates it anyway: every word it was never taught is a guess.")
     else:
         c2.code(src.reference, language=None, wrap_lines=True)
-        c2.caption("Held out: the model never trained on this sentence." if data.is_heldout(src.text) else
-                   "A training sentence of the toy language.")
+        c2.caption(lesson.training_membership(src.text, ckpt.metadata).caption)
     if done and steps[-1].stop_reason != "eos":
         st.warning(f"Stopped: {G.stop_message(steps[-1].stop_reason, max_len)}")
     if done and src.reference is not None:
@@ -221,11 +220,12 @@ def _head_picker(cfg, prefix: str, default: tuple[int, int] = (0, 0), model: str
             for key in (f"{prefix}_layer", f"{prefix}_head"):
                 st.session_state.pop(key, None)
         st.session_state[f"{prefix}_model"] = model
-    for key, value in ((f"{prefix}_layer", default[0]), (f"{prefix}_head", default[1])):
-        st.session_state.setdefault(key, value)  # the default (e.g. the best head) without a second default below
+    # The default is the widget's own (not a session_state value set before it): Streamlit leaves a widget's
+    # default out of the link, so any other choice, layer 0 too, is written to the URL and a link wins (#26).
     line = row()
-    layer = share.select(line, "Decoder layer", range(cfg.n_layers), f"{prefix}_layer", width=200)
-    head = share.select(line, "Head", range(cfg.n_heads), f"{prefix}_head", width=200)
+    layer = share.select(line, "Decoder layer", range(cfg.n_layers), f"{prefix}_layer", default=int(default[0]),
+                         width=200)
+    head = share.select(line, "Head", range(cfg.n_heads), f"{prefix}_head", default=int(default[1]), width=200)
     return layer, head
 
 
