@@ -104,3 +104,14 @@ def test_the_mean_of_the_heads_goes_in_the_link_and_the_link_opens_on_it(page, b
         assert "encoder_bank_head=mean" in location(fresh)
         assert fresh.console.errors() == []
     assert page.console.errors() == []
+
+
+def test_why_masked_lm_opens_the_train_pages_causal_mask_comparison(page):
+    """#26 finding 9: the link opened Train on its first tab; it must open Compare setups with 'causal mask'."""
+    open_page(page, "encoder?encoder_tab=Why+masked+LM%3F", wait_chart=False)
+    page.get_by_role("button", name="See it on the Train page: Compare setups → causal mask").click()
+    page.wait_for_function("() => location.pathname.endsWith('/train')")
+    page.get_by_role("tab", name="Compare setups", selected=True).wait_for()
+    vary = page.locator('[data-testid="stRadio"]').filter(has_text="Vary")
+    vary.get_by_role("radio", name="causal mask", checked=True).wait_for()
+    assert page.console.errors() == []
