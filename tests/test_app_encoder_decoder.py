@@ -306,3 +306,17 @@ def test_the_reference_caption_says_only_what_is_known_of_the_training_data(page
     assert held.startswith("Held out:")
     if SHIPPED.exists():  # the shipped recipe is in its metadata: the example is known to be outside the corpus
         assert list(expected.values())[0].startswith("Not held out, and not in the training corpus")
+
+
+def test_another_translator_starts_from_its_own_best_head_even_after_a_linked_layer():
+    """Layer 0 chosen on the first translator is in the URL; picking the guided one starts from its best head (L1·H0)
+    and drops the old layer from the link (a popped key re-read the URL's 0)."""
+    if not SHIPPED.exists():
+        pytest.skip("needs the shipped translators")
+    at = link_session({"ed_text": "the little bird by the window sang again", "ed_tab": "Alignment"})
+    at.selectbox(key="ed_align_layer").set_value(0).run()
+    assert at.query_params.get("ed_align_layer") == "0"
+    at.selectbox(key="ed_model").set_value("translate-guided").run()
+    assert_clean(at)
+    assert (at.selectbox(key="ed_align_layer").value, at.selectbox(key="ed_align_head").value) == (1, 0)
+    assert "ed_align_layer" not in at.query_params and "ed_align_head" not in at.query_params

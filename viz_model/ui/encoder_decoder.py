@@ -216,9 +216,8 @@ def _head_picker(cfg, prefix: str, default: tuple[int, int] = (0, 0), model: str
     """Layer and head selectors; `model` (a path): when the translator changes, start again from its default
     (e.g. its best or guided head), since the previous choice was made among another model's heads."""
     if model is not None:
-        if st.session_state.get(f"{prefix}_model", model) != model:
-            for key in (f"{prefix}_layer", f"{prefix}_head"):
-                st.session_state.pop(key, None)
+        if st.session_state.get(f"{prefix}_model", model) != model:  # set, not popped: a popped key re-reads the URL
+            st.session_state[f"{prefix}_layer"], st.session_state[f"{prefix}_head"] = map(int, default)
         st.session_state[f"{prefix}_model"] = model
     # The default is the widget's own (not a session_state value set before it): Streamlit leaves a widget's
     # default out of the link, so any other choice, layer 0 too, is written to the URL and a link wins (#26).
