@@ -120,7 +120,8 @@ def test_generate_does_not_continue_past_a_typed_eos(app_test):
 # -- a 5,000-character word: named short in the <unk> notice (#26 finding 8) ---------------------------------------
 LONG_WORD = "q" * 4000  # with the sentence around it, under the boxes' 5,000-character limit
 UNK_PAGES = {"app_pages/qkv.py": "qkv_text", "app_pages/encoder.py": "encoder_text",
-             "app_pages/normalization.py": "norm_text", "app_pages/generate.py": "generate_text"}
+             "app_pages/normalization.py": "norm_text", "app_pages/generate.py": "generate_text",
+             "app_pages/encoder_decoder.py": "ed_text"}
 
 
 @pytest.mark.parametrize("page_file", sorted(UNK_PAGES))

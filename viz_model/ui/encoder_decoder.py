@@ -22,7 +22,7 @@ from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY
-from viz_model.ui.widgets import check_line, example_text, reveal_steps, row, specials_notice, verdict
+from viz_model.ui.widgets import check_line, example_text, reveal_steps, row, specials_notice, unknown_notice, verdict
 
 SHIPPED = "translate"
 # Sentences of the toy language (the lecture's first, two the model never trained on), then two lecture sentences
@@ -113,8 +113,7 @@ def source_input(ckpt) -> Source:
     specials_notice(ckpt, enc.literal)
     ids, pieces, unknown = list(enc.ids), list(enc.pieces), enc.unknown
     if unknown:
-        st.caption("Words this model has never seen are read as `<unk>`: "
-                   + ", ".join(f"`{w}`" for w in dict.fromkeys(unknown[:12])))
+        unknown_notice(unknown, verb="are read as")
     kept = " ".join(pieces)  # the words as the model reads them (lower case, <unk>): re-encodes to the same ids
     try:  # the words as typed, so that a refusal names the word ("'zebra' is not a word of the toy language")
         reference, alignment = data.reference_translation(" ".join(enc.tokens))
