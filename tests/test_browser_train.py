@@ -26,7 +26,7 @@ def progress_text(page) -> str:
 def test_live_run_grows_the_loss_chart_and_pause_freezes_it(page):
     open_page(page, "", wait_chart=False)  # the root first: kept from when pages/ triggered v1 MPA
     open_page(page, "train", wait_chart=False)
-    steps = page.get_by_label("Steps")
+    steps = page.get_by_role("spinbutton", name="Steps")
     steps.fill("5000")  # the most allowed: ~50 s here, so Pause comes well before the end
     steps.press("Enter")
     wait_idle(page)

@@ -122,8 +122,8 @@ def alignment_map(cross, src_tokens: Sequence[str], tgt_tokens: Sequence[str], a
     return fast_figure(data, layout_dict(
         title, height=max(360, 170 + 34 * Tq), top=130 if title else 100, title_top=bool(title),
         legend=dict(orientation="h", y=-0.05, yanchor="top"),
-        # word labels at the text size, upright: Plotly turns them (tickangle "auto") only where they would overlap
-        xaxis=_ticks(kl, "source word (key, from the encoder)", WORD_TICKS, side="top", tickangle="auto"),
+        # word labels at the text size, upright: with no tickangle set, Plotly turns them only where they would overlap
+        xaxis=_ticks(kl, "source word (key, from the encoder)", WORD_TICKS, side="top"),
         yaxis=_ticks(ql, "target word (query, from the decoder)", WORD_TICKS, autorange="reversed")))
 
 
