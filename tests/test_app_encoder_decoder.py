@@ -268,8 +268,7 @@ def test_the_alignment_layer_and_head_round_trip_through_the_link(model):
     """#26 finding 3: layer 0 was not in the link (the picker's default, the best head, was set in session_state
     before the widget, whose own default stayed 0): reopened, layer 0 became the best layer 1, on either shipped
     translator. A chosen layer and head are in the URL and a link opens on them; the best head stays out of it."""
-    if not SHIPPED.exists():
-        pytest.skip("needs the shipped translators")
+    assert SHIPPED.exists(), "the shipped translators are tracked in assets/models"
     at = link_session({"ed_text": "the little bird by the window sang again", "ed_tab": "Alignment",
                        **({"ed_model": model} if model else {})})
     assert_clean(at)
@@ -311,8 +310,7 @@ def test_the_reference_caption_says_only_what_is_known_of_the_training_data(page
 def test_another_translator_starts_from_its_own_best_head_even_after_a_linked_layer():
     """Layer 0 chosen on the first translator is in the URL; picking the guided one starts from its best head (L1·H0)
     and drops the old layer from the link (a popped key re-read the URL's 0)."""
-    if not SHIPPED.exists():
-        pytest.skip("needs the shipped translators")
+    assert SHIPPED.exists(), "the shipped translators are tracked in assets/models"
     at = link_session({"ed_text": "the little bird by the window sang again", "ed_tab": "Alignment"})
     at.selectbox(key="ed_align_layer").set_value(0).run()
     assert at.query_params.get("ed_align_layer") == "0"

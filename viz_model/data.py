@@ -497,6 +497,13 @@ def pad_right(seqs: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
     return out
 
 
+def sentence_draws(seed: int, step: int, batch_size: int, pool_size: int) -> list[int]:
+    """The pool indices of a sentence task's training batch at `step`: from (seed, step) alone, so a model's
+    training sentences can be replayed from its metadata (lessons.encoder_decoder.training_membership)."""
+    rng = random.Random(seed * 1_000_003 + step)
+    return [rng.randrange(pool_size) for _ in range(batch_size)]
+
+
 class TaskData:
     """Batches for one task. batch(step) depends only on (seed, step): resuming needs no stream state."""
 
@@ -570,7 +577,7 @@ class TaskData:
         rng = random.Random(self.seed * 1_000_003 + step)
         if self.task in SENTENCE_TASKS:
             pool = self.train_ids if self.task == "mlm" else self.train_pairs
-            seqs = [pool[rng.randrange(len(pool))] for _ in range(self.batch_size)]
+            seqs = [pool[i] for i in sentence_draws(self.seed, step, self.batch_size, len(pool))]
             return self._sentence_batch(seqs, torch.Generator().manual_seed(self.seed * 1_000_003 + step))
         if self.task == "lm":
             seqs, score_from = [], []

@@ -4,7 +4,6 @@ reusing the encoder's K/V makes each decoding step cheaper than re-encoding the 
 from __future__ import annotations
 
 import functools
-import random
 import time
 from dataclasses import dataclass
 
@@ -219,12 +218,11 @@ def _key(text: str) -> str:
 @functools.lru_cache(maxsize=4)
 def _training_draws(seed: int, steps: int, batch_size: int) -> tuple[dict[str, int], frozenset[str]]:
     """({sentence: training batches that held it}, the pool's sentences): TaskData.batch(step) for every step, replayed
-    from (seed, step) alone (it draws batch_size pool indices from random.Random(seed * 1_000_003 + step))."""
+    with the draw it uses, data.sentence_draws."""
     pool = [_key(t) for t in data.corpus_split(0, _CORPUS, _HELDOUT).train if data.is_translatable(t)]
     counts: dict[str, int] = {}
     for step in range(steps):
-        rng = random.Random(seed * 1_000_003 + step)
-        for k in {pool[rng.randrange(len(pool))] for _ in range(batch_size)}:
+        for k in {pool[i] for i in data.sentence_draws(seed, step, batch_size, len(pool))}:
             counts[k] = counts.get(k, 0) + 1
     return counts, frozenset(pool)
 
