@@ -292,7 +292,8 @@ def sequence_sentence(logprobs: Sequence[float], stop_reason: str | None, end: s
         head += f", the last one the end token `{end}` that the model wrote"
     else:
         why = STOP_PHRASES.get(stop_reason, STOP_PHRASES[None])
-        head += f", one per generated token. No end token: {why} before the model wrote `{end}`, so it is not a factor"
+        head += (f", one per generated token. No end token: {why}; the model has not written `{end}`, so it is not "
+                 "a factor")
         if end_logprob is not None:
             head += f" (ending the text here would add p(`{end}` | text) = {sci_from_log(end_logprob)})"
     log10 = total / math.log(10) if math.isfinite(total) else -math.inf
