@@ -92,9 +92,20 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page, model_para
     wait_idle(page)
     after = plot_data(page, 0)
     assert _names(after) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)] and after[1]["z"] != before
-    assert "explorer_grid_layers=layers 4–5" in unquote_plus(location(page))
+    link = location(page)
+    assert "explorer_grid_layers=layers 4–5" in unquote_plus(link)
     screenshot(page, "real_models_explorer_llama_layers_4_5")
     assert page.console.errors() == []
+    # #26: the link reopens the page of layers it showed, in a fresh browser
+    with browser_page(page.context.browser, page.base_url) as fresh:
+        fresh.goto(link)
+        fresh.wait_for_selector("text=All heads at a glance")
+        fresh.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
+            return el && el._fullData && el._fullData.some(t => /^L\\dH\\d$/.test(t.name)); }}""")
+        wait_idle(fresh)
+        assert _names(plot_data(fresh, 0)) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)]
+        assert "explorer_grid_layers=layers 4–5" in unquote_plus(location(fresh))
+        assert fresh.console.errors() == []
 
 
 def test_start_page_lists_the_folders_and_describes_the_model(real_page, model_folders, model_param):

@@ -48,3 +48,21 @@ def test_old_start_links_open_the_start_page(page, path):
         assert page.get_by_label("Type a sentence").input_value() == "the dog ran"
         assert len(plot_data(page, 0, "attention")["z"]) == 4  # <bos> the dog ran
     assert page.console.errors() == []
+
+
+def test_figure_titles_are_bold_once_and_in_the_figures_own_colours(page):
+    """#26 finding 14: Streamlit's chart theme wrapped each title in <b> twice (<b><b>…</b></b>) and restyled the
+    figure in the browser. Charts are drawn with theme=None: the title is the figure's own text, bold by its font
+    weight, and the tick labels keep the template's colour (what tests of the figure colours check)."""
+    from viz_model.figures.common import TEXT_COLOR
+
+    open_page(page, "")
+    plot = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first
+    plot_data(page, 0, "attention")  # drawn
+    title = plot.evaluate("""el => ({text: el.layout.title.text, svg: el.querySelector('.gtitle').innerHTML,
+        weight: getComputedStyle(el.querySelector('.gtitle')).fontWeight,
+        tick: getComputedStyle(el.querySelector('.ytick text')).fill})""")
+    assert title["text"] and "<b>" not in title["text"] and "bold" not in title["svg"]  # no markup adds bold
+    assert title["weight"] in ("700", "bold")
+    rgb = tuple(int(TEXT_COLOR[i:i + 2], 16) for i in (1, 3, 5))
+    assert title["tick"].replace(" ", "") == f"rgb({rgb[0]},{rgb[1]},{rgb[2]})"

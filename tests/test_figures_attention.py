@@ -149,10 +149,12 @@ def test_dependency_figure_greys_exact_zeros_and_normalises_rows():
     assert "exactly 0" in dep.hovertext[0][1] and dep.hovertext[1][0].startswith("output 1 cat ← input 0 the")
 
 
-def test_fast_built_figures_keep_the_default_template_for_their_own_trace_types():
+def test_fast_built_figures_keep_the_app_template_for_their_own_trace_types():
     import plotly.io as pio
 
+    from viz_model.figures.common import TEMPLATE
+
     fig = attention_heatmap(causal_probs(T), TOKENS, allowed=masks.causal_mask(T)).to_dict()
-    full = pio.templates[pio.templates.default].to_plotly_json()
+    full = pio.templates[TEMPLATE].to_plotly_json()
     assert fig["layout"]["template"]["layout"] == full["layout"]  # the theme's layout, whole
     assert fig["layout"]["template"].get("data", {}) == {k: v for k, v in full["data"].items() if k == "heatmap"}

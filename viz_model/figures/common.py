@@ -15,6 +15,30 @@ DIVERGING = "RdBu_r"
 CYCLIC = "Twilight"
 MASKED_COLOR = "#e4e4e4"  # a blocked cell is light grey with a ×, never "a learned zero"
 FONT = dict(family="Inter, 'Source Sans Pro', sans-serif", size=13)
+TEXT_COLOR = "#31333F"  # the page's own text colour (Streamlit's light theme): 12.6:1 on white
+# Okabe & Ito (2008), the colour-blind-safe qualitative palette, its yellow last (1.4:1 on white: fills only)
+COLORWAY = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+TEMPLATE = "attention_lab"
+
+
+def _register_template() -> None:
+    """The one template every figure is built with, in the app, in exports and in tests alike.
+
+    Charts are drawn with theme=None (ui/chart.py): Streamlit's chart theme restyles a figure in the browser, so what
+    the Python figure says is not what a student sees (its tick and caption greys, its colours), and it wraps each
+    title in <b> once per application, twice on every render (#26 finding 14). Here the title is bold by its font
+    weight, so no helper adds <b> at all, and the colours a test reads are the colours on the screen."""
+    base = pio.templates["plotly_white"].to_plotly_json()
+    layout = base["layout"]
+    layout.update(font=dict(family=FONT["family"], color=TEXT_COLOR), colorway=COLORWAY,
+                  title=dict(x=0.01, font=dict(size=16, weight="bold", color=TEXT_COLOR)),
+                  hoverlabel=dict(align="left", font=dict(family=FONT["family"], size=13)))
+    for name in ("xaxis", "yaxis"):
+        layout[name] = {**layout[name], "tickfont": dict(color=TEXT_COLOR), "linecolor": "#A2B1C6"}
+    pio.templates[TEMPLATE] = go.layout.Template(base)
+
+
+_register_template()
 
 
 def to_numpy(x) -> np.ndarray:
@@ -69,7 +93,7 @@ def layout_dict(title: str | None = None, height: int | None = None, *, top: int
     """
     margin = dict(l=10, r=10, t=top if top is not None else (50 if title else 20), b=10)
     head = dict(text=title, x=0.01, xanchor="left", **(dict(y=0.99, yanchor="top") if title_top else {}))
-    # no template here: Streamlit's theme styles the chart (fast_figure adds the default one, cut to the traces)
+    # no template here: fast_figure adds the app's (TEMPLATE), cut to the traces
     return dict(**({"title": head} if title else {}), font=FONT, margin=margin, height=height, **extra)
 
 
@@ -112,12 +136,12 @@ def fast_figure(data: list[dict], layout: dict, *, frames: list[dict] | None = N
     unchanged (go.Figure(fig.to_dict())): write values as validation stores them (axis titles as dict(text=...),
     lists not tuples); subplots are axes with explicit domains and anchors (see panel_row), add_hline a shape.
 
-    The default template (Streamlit's theme once streamlit is imported) comes cut to the trace types present: its
+    The app's template (TEMPLATE) comes cut to the trace types present: its
     entries for other types style nothing here, but were copied and walked on every build and every to_dict
     (st.plotly_chart), a third of a small figure's cost. `template` names another template (cut the same way);
     `frames` (plain dicts too) animate the figure. A value of None means "not set", as it does for go.Figure."""
     if "template" not in layout:
-        name = pio.templates.default if template is None else template
+        name = TEMPLATE if template is None else template
         layout = {**layout, "template": _template(name, frozenset(t["type"] for t in data))}
     return go.Figure(dict(data=data, layout=layout, **({"frames": frames} if frames else {})), _validate=False)
 

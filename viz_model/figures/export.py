@@ -79,8 +79,7 @@ def figure_csv(fig: go.Figure) -> str:
 
 def figure_html(fig: go.Figure, title: str = "Attention Lab figure") -> str:
     """A standalone HTML file that works offline (plotly.js inlined, no CDN)."""
-    fig = go.Figure(fig.to_dict())  # re-validated: fast-built figures keep a template *name* plotly.io can't embed
-    fig.update_layout(template="plotly_white")  # outside Streamlit's theme, use a clean light template
+    fig = go.Figure(fig.to_dict())  # re-validated; its template (the app's, inlined) travels with it
     return pio.to_html(fig, include_plotlyjs=True, full_html=True, config={"displaylogo": False},
                        default_width="100%", div_id="figure").replace("<head>", f"<head><title>{title}</title>", 1)
 

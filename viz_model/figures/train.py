@@ -8,10 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz_model.figures.attention import attention_grid_dicts
-from viz_model.figures.common import SEQUENTIAL, axis, domain, escape, fast_figure, layout_dict, token_labels
+from viz_model.figures.common import COLORWAY, SEQUENTIAL, axis, domain, escape, fast_figure, layout_dict, token_labels
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
-LIVE = "plotly_white"  # the live charts' template (redrawn every 2 s while training: fast_figure, no validators)
+PALETTE = tuple(COLORWAY[:6])  # overlaid runs: the colour-blind-safe colours, dark enough for lines
 
 
 def downsample(x: Sequence[float], y: Sequence[float], max_points: int = 300) -> tuple[np.ndarray, np.ndarray]:
@@ -44,7 +43,7 @@ def loss_curves(runs: dict[str, dict], *, title: str | None = None, total: int |
                              hovertemplate="step %{x}<br>held-out loss %{y:.3f}<extra></extra>"))
     return fast_figure(data, layout_dict(title, height=360, xaxis=_axis("step", range=[0, total] if total else None),
                                          yaxis=_axis("cross-entropy loss (nats)", rangemode="tozero"),
-                                         legend=dict(orientation="h", y=-0.2), uirevision="loss"), template=LIVE)
+                                         legend=dict(orientation="h", y=-0.2), uirevision="loss"))
 
 
 def lr_curve(steps: Sequence[int], lrs: Sequence[float], *, total: int | None = None) -> go.Figure:
@@ -53,7 +52,7 @@ def lr_curve(steps: Sequence[int], lrs: Sequence[float], *, total: int | None = 
                  line=dict(color="#555"), hovertemplate="step %{x}<br>lr %{y:.2e}<extra></extra>")]
     return fast_figure(data, layout_dict("Learning rate (warm-up, cosine)", height=260, uirevision="lr",
                                          xaxis=_axis("step", range=[0, total] if total else None),
-                                         yaxis=_axis("learning rate", exponentformat="e")), template=LIVE)
+                                         yaxis=_axis("learning rate", exponentformat="e")))
 
 
 def role_timeline(steps: Sequence[int], scores: np.ndarray, role: str, loss_steps: Sequence[int],
@@ -71,7 +70,7 @@ def role_timeline(steps: Sequence[int], scores: np.ndarray, role: str, loss_step
         f"'{escape(role)}' score per head", height=340, xaxis=_axis("step"),
         yaxis=_axis(f"{escape(role)} score (0–1)", range=[0, 1]),
         yaxis2=_axis("train loss", overlaying="y", side="right", rangemode="tozero", showgrid=False),
-        legend=dict(orientation="h", y=-0.25), uirevision="roles"), template=LIVE)
+        legend=dict(orientation="h", y=-0.25), uirevision="roles"))
 
 
 def attention_now(probs, tokens: Sequence[str], *, title: str | None = None,
@@ -101,7 +100,7 @@ def attention_now(probs, tokens: Sequence[str], *, title: str | None = None,
             notes.append(dict(text=f"L{la}·H{h}", x=x0 + w / 2, y=y1, xref="paper", yref="paper", showarrow=False,
                               yanchor="bottom", font=dict(size=12)))
     return fast_figure(data, layout_dict(title, height=110 + 150 * L, top=80 if title else 30, annotations=notes,
-                                         **layout), template=LIVE)
+                                         **layout))
 
 
 def attention_player(snapshots: Sequence[np.ndarray], steps: Sequence[int], tokens: Sequence[str],

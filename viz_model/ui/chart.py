@@ -20,8 +20,9 @@ def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = T
     target = container if container is not None else st
     if presenter_on():
         fig = presenter_style(go.Figure(fig))
+    # theme=None: the figure's own template (figures.common.TEMPLATE) is what the student sees; see its comment
     event = target.plotly_chart(_Serialized(fig), key=key, config=png_config(name, scale=4 if presenter_on() else 3),
-                                **kwargs)
+                                theme=None, **kwargs)
     if exports:
         _export_buttons(target, fig, key, name)
     return event
