@@ -32,7 +32,10 @@ def _register_template() -> None:
     layout = base["layout"]
     layout.update(font=dict(family=FONT["family"], color=TEXT_COLOR), colorway=COLORWAY,
                   title=dict(x=0.01, font=dict(size=16, weight="bold", color=TEXT_COLOR)),
-                  hoverlabel=dict(align="left", font=dict(family=FONT["family"], size=13)))
+                  # white labels with the page's text: on a trace-coloured label Plotly picks white or #444 text, as
+                  # little as 3.1:1 (Okabe–Ito's pink, mid-Viridis cells); WCAG asks 4.5:1
+                  hoverlabel=dict(align="left", bgcolor="white",
+                                  font=dict(family=FONT["family"], size=13, color=TEXT_COLOR)))
     for name in ("xaxis", "yaxis"):
         layout[name] = {**layout[name], "tickfont": dict(color=TEXT_COLOR), "linecolor": "#A2B1C6"}
     pio.templates[TEMPLATE] = go.layout.Template(base)

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from viz_model.figures.common import escape, fast_figure, layout_dict
+from viz_model.figures.common import COLORWAY, escape, fast_figure, layout_dict
 
 # One colour per way of computing attention, one dash per mode: the legend reads as a 2 x 2 table.
 KIND_COLORS = {"materialised": "#D62728", "sdpa": "#1F77B4", "computed": "#7F7F7F"}
 MODE_DASH = {"forward": "solid", "forward+backward": "dash", "computed": "dot"}
-KV_COLORS = ("#1F77B4", "#FF7F0E", "#2CA02C", "#9467BD", "#8C564B", "#E377C2", "#17BECF", "#BCBD22")
+# one colour per model, the colour-blind-safe ones (Tableau's orange and green merge under protanopia, ΔE00 1.3)
+KV_COLORS = tuple(COLORWAY[:7])
 
 
 def slope_label(name: str, slope: float | None) -> str:

@@ -21,7 +21,7 @@ from viz_model.figures.common import (
     token_labels,
 )
 
-ALIGNED, PEAK = "#F58518", "#E45756"  # marker colours: the known alignment, each row's argmax
+ALIGNED, PEAK = "#E69F00", "#E45756"  # the known alignment, each row's argmax: apart under every colour vision
 MIN_COLS = 4                          # the narrowest panel, in cells (its title must fit above it)
 WORD_TICKS = FONT["size"]             # the alignment map's word labels: the page's text size, read on a projector
 

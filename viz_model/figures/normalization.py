@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz_model.figures.common import (
+    COLORWAY,
     DIVERGING,
     SEQUENTIAL,
     axis,
@@ -22,7 +23,7 @@ from viz_model.figures.common import (
 
 GROUP_LINE = "#222222"      # the outline of every group of cells that share one mean and variance
 HIGHLIGHT = "#FF7F0E"       # the first group, drawn thicker: "these cells are normalised together"
-PALETTE = ("#1F77B4", "#FF7F0E", "#2CA02C", "#D62728", "#9467BD", "#8C564B")
+PALETTE = tuple(COLORWAY[:6])  # colour-blind-safe series (Tableau's orange and green merge under protanopia)
 TOKENWISE = ("layernorm", "rmsnorm")
 KIND_NAMES = {"layernorm": "LayerNorm", "batchnorm": "BatchNorm", "rmsnorm": "RMSNorm"}
 

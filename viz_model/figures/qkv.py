@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from viz_model.figures.common import (
+    COLORWAY,
     DIVERGING,
     MASKED_COLOR,
     escape,
@@ -22,7 +23,7 @@ from viz_model.figures.common import (
 from viz_model.figures.masks import shows_text
 
 POSITIVE, NEGATIVE, WEIGHT = "#c0392b", "#2f6db5", "#3b6fb6"   # the ends of RdBu_r, and the app's bar blue
-SERIES = ("#1F77B4", "#FF7F0E", "#2CA02C", "#9467BD", "#8C564B")
+SERIES = tuple(COLORWAY[:5])  # colour-blind-safe series (Tableau's orange and green merge under protanopia)
 CELL_TEXT_PX = 12           # the smallest cell number that reads on a projector (masks.shows_text measures its room)
 CELL_TEXT_COLOR = "#111111"  # one dark colour for every cell number: the scale below keeps each cell light enough
 # RdBu_r from its 20 % to its 80 % point, still diverging and centred at 0: the darkest cell keeps 5:1 contrast
