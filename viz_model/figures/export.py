@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 
@@ -11,9 +12,18 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 
+def _typed(values):
+    """Plotly 6+ stores numpy arrays as {'dtype', 'bdata', 'shape'}; go objects give arrays back, except in a figure
+    rebuilt from another's to_dict() without validation (fast_figure), whose traces keep the encoded dict."""
+    if isinstance(values, dict) and "bdata" in values:
+        flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
+        shape = values.get("shape")
+        return flat.reshape([int(n) for n in str(shape).split(",")]) if shape else flat
+    return values
+
+
 def _decode(values):
-    """Plotly 6+ stores numpy arrays as {'dtype', 'bdata', 'shape'}; go objects give arrays back."""
-    return None if values is None else np.asarray(values, dtype=object)
+    return None if values is None else np.asarray(_typed(values), dtype=object)
 
 
 def _axis_labels(fig: go.Figure, trace, axis: str, n: int) -> list[str]:
@@ -51,7 +61,7 @@ def figure_tables(fig: go.Figure) -> dict[str, pd.DataFrame]:
         name = trace.name or f"trace{i}"
         z = getattr(trace, "z", None)
         if z is not None:
-            z = np.asarray(z, dtype=float)
+            z = np.asarray(_typed(z), dtype=float)
             if z.ndim == 2:
                 rows = _axis_labels(fig, trace, "y", z.shape[0])
                 cols = _axis_labels(fig, trace, "x", z.shape[1])

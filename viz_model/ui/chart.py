@@ -1,31 +1,74 @@
-"""One way to put a figure on a page: presenter styling, slide-ready PNG, HTML and CSV exports."""
+"""One way to put a figure on a page: presenter styling, its text alternative, slide-ready PNG, HTML and CSV exports,
+and its numbers as a table."""
 
 from __future__ import annotations
+
+import re
 
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
 from viz_model.figures.common import png_config
-from viz_model.figures.export import figure_csv, figure_html, presenter_style
+from viz_model.figures.describe import is_underlay, summary, text
+from viz_model.figures.export import figure_csv, figure_html, figure_tables, presenter_style
 from viz_model.ui.presenter import presenter_on
 
 
 def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = True, container=None, **kwargs):
     """st.plotly_chart with the app's conventions. `name` names the exported files (defaults to key).
 
-    `container` (a column, tab...) is where to draw; exports=False for charts a live fragment redraws every second.
+    Every chart says what it shows in one sentence computed from its data (figures.describe.summary): the chart's
+    accessible name (alt) and a caption under it, for everyone. `container` (a column, tab...) is where to draw;
+    exports=False for charts a live fragment redraws every second (no popovers; the sentence still).
     """
     name = name or key
     target = container if container is not None else st
+    words = _summary(fig)
     if presenter_on():
         fig = presenter_style(go.Figure(fig))
+    kwargs.setdefault("alt", words)
     # theme=None: the figure's own template (figures.common.TEMPLATE) is what the student sees; see its comment
     event = target.plotly_chart(_Serialized(fig), key=key, config=png_config(name, scale=4 if presenter_on() else 3),
                                 theme=None, **kwargs)
+    target.caption(f"In words: {literal(words)}")
     if exports:
-        _export_buttons(target, fig, key, name)
+        row = target.container(horizontal=True, gap="small")
+        _data_table(row, fig, key)
+        _export_buttons(row, fig, key, name)
     return event
+
+
+def literal(words: str) -> str:
+    """Text with student-typed tokens in it as literal Markdown: '*', '<b>', '`' or ':red[' show as typed."""
+    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$:])", r"\\\1", str(words))
+
+
+def _summary(fig: go.Figure) -> str:
+    """figures.describe.summary, once per figure object (the cached figures are shown on every rerun)."""
+    words = fig.__dict__.get("_lab_summary")
+    if words is None:
+        words = summary(fig)
+        object.__setattr__(fig, "_lab_summary", words)  # the figure is never changed after it is shown
+    return words
+
+
+def _data_table(target, fig: go.Figure, key: str) -> None:
+    """The chart's numbers as tables (the CSV's, less the grey layers that only mark masked cells: the weights' own
+    table has those cells as 0, the scores' as -inf), in a lazy popover: built only while it is open."""
+    pop = target.popover("Data table", icon=":material/table:", key=f"{key}__table", on_change="rerun")
+    if not pop.open:
+        return
+    with pop:
+        grey = {t.name for t in fig.data if t.type == "heatmap" and is_underlay(t)}
+        tables = {name: table for name, table in figure_tables(fig).items() if name not in grey}
+        if not tables:
+            st.caption("This chart has no table of numbers.")
+        for name, table in tables.items():
+            st.markdown(f"**{literal(text(name))}**")
+            if not table.columns.is_unique:  # a table needs distinct column names: number repeated labels
+                table = table.set_axis([f"{i}: {c}" for i, c in enumerate(table.columns)], axis=1)
+            st.dataframe(table, width="content")
 
 
 def _export_buttons(target, fig: go.Figure, key: str, name: str) -> None:
