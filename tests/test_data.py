@@ -89,3 +89,69 @@ def test_lm_batches_mix_in_repeated_phrases_scored_only_on_the_second_copy():
             repeats += 1
             assert sum(t != 0 for t in targets) == half  # second copy (minus its first word) + <eos>
     assert 3 <= repeats <= 20
+
+
+# -- the toy grammar's sampler (#25) ------------------------------------------------------------------
+def _grammar_sample(n: int = 10_000, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [data.grammar_sentence(rng) for _ in range(n)]
+
+
+def test_every_grammar_sentence_parses_within_the_translators_length():
+    tok = load_tokenizer("word")
+    for text in _grammar_sample(2000, seed=5):
+        target, alignment = data.reference_translation(text)  # raises outside the toy language
+        assert len(text.split()) <= data.GRAMMAR_MAX_SOURCE and len(target.split()) <= data.GRAMMAR_MAX_TARGET
+        assert len(alignment) == len(target.split())
+        assert None not in [tok.token_to_id(w) for w in (*text.split(), *target.split())]
+
+
+def test_every_parser_rule_fires_in_ten_thousand_grammar_sentences():
+    fired = {r for text in _grammar_sample() for r in data.parse_rules(text)}
+    assert fired == set(data.PARSER_RULES)
+
+
+def test_parser_rules_name_what_the_parser_did():
+    assert data.parse_rules("after the old dog near the box sat , it barked loudly") == [
+        "sentence:after clause , clause", "np:adjective", "subject:noun phrase + preposition", "np:bare",
+        "subject:pronoun", "complement:ADV loudly"]
+
+
+def _clauses(text: str) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for w in text.split():
+        if data.WORD_CLASSES.get(w) in ("CONJ", "COMMA", "AFTER"):
+            out.append([])
+        else:
+            out[-1].append(w)
+    return [c for c in out if c]
+
+
+def test_grammar_sentences_keep_agreement_and_the_pronouns_verb():
+    number = {w: n for pair in data.AGREE_VERBS for n, w in enumerate(pair)}  # 0 singular, 1 plural
+    owner = {v: (noun, pron) for noun, (pron, v) in data.NOUNS.items()}
+    for text in _grammar_sample(3000, seed=2):
+        for clause in _clauses(text):
+            head = clause[0] if clause[0] != "the" else clause[1 + (clause[1] in data.ADJECTIVES)]
+            verb = next(w for w in clause if data.WORD_CLASSES.get(w) == "VERB")
+            if verb in number:
+                assert number[verb] == (head in data.PLURAL_STEMS or head == "they"), text
+            if verb in owner:  # a noun's own verb follows that noun or its pronoun only
+                assert head in owner[verb], text
+
+
+def test_skeleton_is_the_word_class_of_each_unit():
+    assert data.skeleton("the keys next to the old dog are here") == "DET NOUN PREP DET ADJ NOUN VERB PRED"
+    assert data.skeleton("it barked all day") == "PRON VERB ADV"
+
+
+def test_structural_split_keeps_heldout_skeletons_out_of_training():
+    pool = data.grammar_pool(2000)
+    assert len(pool) == 2000 and not any(data.is_heldout_skeleton(data.skeleton(t)) for t in pool)
+    unseen = data.structural_sentences(50, "unseen")
+    seen = data.structural_sentences(50, "seen")
+    assert len(unseen) == len(seen) == 50
+    assert all(data.is_heldout_skeleton(data.skeleton(t)) for t in unseen)
+    shapes = data.pool_skeletons()
+    assert all(data.skeleton(t) in shapes and data.is_heldout(t) for t in seen)
+    assert not data.corpus_skeletons() & {data.skeleton(t) for t in unseen}

@@ -345,23 +345,30 @@ def source_words(text: str) -> list[str]:
     return re.findall(r"\w+|[^\w\s]", unicodedata.normalize("NFKC", text or "").lower())
 
 
+def _units(words: list[str]) -> list[tuple[str, tuple[int, ...]]]:
+    """(word class, word indices) of each unit: a word, or a two-word unit of MULTIWORD ('next to', 'at night')."""
+    units, i = [], 0
+    while i < len(words):
+        pair = tuple(words[i: i + 2])
+        if pair in MULTIWORD:
+            units.append((MULTIWORD[pair], (i, i + 1)))
+            i += 2
+            continue
+        if words[i] not in WORD_CLASSES:
+            raise ValueError(f"'{words[i]}' is not a word of the toy language (it knows the words of the "
+                             f"corpus's pronoun, agreement and place sentences).")
+        units.append((WORD_CLASSES[words[i]], (i,)))
+        i += 1
+    return units
+
+
 class _Parser:
     """Recursive descent over (class, word indices) units; each rule returns source indices in target order."""
 
     def __init__(self, words: list[str]):
-        self.words, self.units, i = words, [], 0
-        while i < len(words):
-            pair = tuple(words[i: i + 2])
-            if pair in MULTIWORD:
-                self.units.append((MULTIWORD[pair], (i, i + 1)))
-                i += 2
-                continue
-            if words[i] not in WORD_CLASSES:
-                raise ValueError(f"'{words[i]}' is not a word of the toy language (it knows the words of the "
-                                 f"corpus's pronoun, agreement and place sentences).")
-            self.units.append((WORD_CLASSES[words[i]], (i,)))
-            i += 1
+        self.words, self.units = words, _units(words)
         self.i = 0
+        self.rules: list[str] = []  # every rule applied, in order (names in PARSER_RULES)
 
     def peek(self) -> str | None:
         return self.units[self.i][0] if self.i < len(self.units) else None
@@ -373,35 +380,52 @@ class _Parser:
         self.i += 1
         return list(self.units[self.i - 1][1])
 
+    def _unit_text(self) -> str:
+        return " ".join(self.words[k] for k in self.units[self.i][1])
+
+    def _prep(self) -> str:
+        """'preposition', or 'next to' for the one two-word preposition (a rule of its own in the lexer)."""
+        return "next to" if self._unit_text() == "next to" else "preposition"
+
     def noun_phrase(self) -> list[int]:
         det = self.take("DET", "'the'")
+        self.rules.append("np:adjective" if self.peek() == "ADJ" else "np:bare")
         adj = self.take("ADJ", "an adjective") if self.peek() == "ADJ" else []
         return det + self.take("NOUN", "a noun after 'the'") + adj  # the adjective moves after its noun
 
     def clause(self) -> list[int]:
         if self.peek() == "PRON":
+            self.rules.append("subject:pronoun")
             subject = self.take("PRON", "a pronoun")
         else:
             subject = self.noun_phrase()
             if self.peek() == "PREP":
+                self.rules.append(f"subject:noun phrase + {self._prep()}")
                 subject += self.take("PREP", "a preposition") + self.noun_phrase()
+            else:
+                self.rules.append("subject:noun phrase")
         verb = self.take("VERB", "a verb after the subject")
         rest: list[int] = []
         while self.peek() in ("DET", "PREP", "ADV", "PRED"):
             if self.peek() == "DET":
+                self.rules.append("complement:noun phrase")
                 rest += self.noun_phrase()
             elif self.peek() == "PREP":
+                self.rules.append(f"complement:{self._prep()} + noun phrase")
                 rest += self.take("PREP", "a preposition") + self.noun_phrase()
             else:
+                self.rules.append(f"complement:{self.peek()} {self._unit_text()}")
                 rest += self.take(self.peek(), "a word")
         return subject + rest + verb  # the verb goes to the end of its clause
 
     def sentence(self) -> list[int]:
         if self.peek() == "AFTER":
+            self.rules.append("sentence:after clause , clause")
             order = self.take("AFTER", "'after'") + self.clause() + self.take("COMMA", "','") + self.clause()
         else:
             order = self.clause()
             while self.peek() == "CONJ":
+                self.rules.append(f"sentence:clause {self._unit_text()} clause")
                 order += self.take("CONJ", "a conjunction") + self.clause()
         if self.i != len(self.units):
             self.take("END", "the end of the sentence")  # raises with the first unexpected word
@@ -431,6 +455,181 @@ def is_translatable(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def parse_rules(text: str) -> list[str]:
+    """The grammar rules the parser applies to `text`, in order (each a name of PARSER_RULES); ValueError as
+    reference_translation."""
+    parser = _Parser(source_words(text))
+    parser.sentence()
+    return parser.rules
+
+
+def _rule_names() -> tuple[str, ...]:
+    adverbs = (*(w for w, c in WORD_CLASSES.items() if c == "ADV"), *(" ".join(p) for p, c in MULTIWORD.items()
+                                                                     if c == "ADV"))
+    return ("sentence:after clause , clause", *(f"sentence:clause {c} clause" for c in _CLASS_WORDS["CONJ"]),
+            "subject:pronoun", "subject:noun phrase", "subject:noun phrase + preposition",
+            "subject:noun phrase + next to", "np:bare", "np:adjective", "complement:noun phrase",
+            "complement:preposition + noun phrase", "complement:next to + noun phrase",
+            *(f"complement:ADV {a}" for a in sorted(adverbs)),
+            *(f"complement:PRED {p}" for p in _CLASS_WORDS["PRED"]))
+
+
+_CLASS_WORDS = {c: tuple(sorted(w for w, k in WORD_CLASSES.items() if k == c)) for c in set(WORD_CLASSES.values())}
+PARSER_RULES = _rule_names()  # every rule the parser has: a grammar sampler must reach each one
+
+
+def skeleton(text: str) -> str:
+    """A sentence's shape: the word class of each unit ('the old dog near the box is here' ->
+    'DET ADJ NOUN PREP DET NOUN VERB PRED'). ValueError for a word outside the toy language."""
+    return " ".join(cls for cls, _ in _units(source_words(text)))
+
+
+# -- the toy grammar, sampled ------------------------------------------------------------------------
+# Every rule of _Parser, words drawn by class, so a model meets the shapes a student can type and not only
+# the corpus templates. Two regularities hold in every sentence, for the masked-LM lessons: an agreement
+# verb (is/are, was/were, ...) has its subject's number, and a noun's own verb (NOUNS: 'barked' for the dog)
+# follows only that noun or its pronoun, so the verb after a pronoun names the antecedent.
+GRAMMAR_MAX_SOURCE = 26  # source words; with <eos> they fit the translators' max_len of 32
+GRAMMAR_MAX_TARGET = 30  # target words (a plural noun is two); with <bos> they fit 32
+GRAMMAR_ADVERBS = ("loudly", "again", "all day", "at night")
+GRAMMAR_PREPS = (*_CLASS_WORDS["PREP"], "next to")
+_OWN_VERBS = frozenset(v for _, v in NOUNS.values())
+_AGREE_FORMS = {w: pair for pair in AGREE_VERBS for w in pair}
+_OTHER_VERBS = tuple(v for v in _CLASS_WORDS["VERB"] if v not in _OWN_VERBS)
+_PLURAL_WORDS = frozenset((*PLURAL_STEMS, "they"))
+
+
+def _noun_phrase(rng: random.Random, noun: str | None = None) -> list[str]:
+    adjective = [rng.choice(ADJECTIVES)] if rng.random() < 0.3 else []
+    return ["the", *adjective, noun or rng.choice(_CLASS_WORDS["NOUN"])]
+
+
+def _complement(rng: random.Random, kind: str) -> list[str]:
+    if kind == "np":
+        return _noun_phrase(rng)
+    if kind == "pp":
+        return [*rng.choice(GRAMMAR_PREPS).split(), *_noun_phrase(rng)]
+    if kind == "adv":
+        return rng.choice(GRAMMAR_ADVERBS).split()
+    return [rng.choice(_CLASS_WORDS["PRED"])]
+
+
+def _predicate(rng: random.Random, head: str) -> list[str]:
+    """A verb for the subject whose head word is `head` (a noun or pronoun), then its complements."""
+    kind = rng.choices(("own", "transitive", "agree", "place", "free"), weights=(3, 3, 3, 2, 3))[0]
+    if kind == "own" and head in NOUNS:
+        verb, rest = NOUNS[head][1], []
+    elif kind == "transitive":
+        verb = rng.choice(TEMPLATE_VERBS)
+        rest = {"gave": ["np", "np"], "waited": ["pp"]}.get(verb, ["np"])
+    elif kind == "agree":
+        verb, rest = rng.choice(AGREE_VERBS)[0], [rng.choice(("pred", "pred", "pp"))]
+    elif kind == "place":
+        verb, rest = rng.choice(("sat", "slept", "stood", "waited", "is", "was")), ["pp"]
+    else:  # any verb, any complements: shapes no template has
+        verb, rest = rng.choice(_OTHER_VERBS), rng.choices(("np", "pp", "adv", "pred"), k=rng.randint(0, 3))
+    if verb in _AGREE_FORMS:
+        verb = _AGREE_FORMS[verb][head in _PLURAL_WORDS]
+    if kind != "free" and rng.random() < 0.35:
+        rest = [*rest, "adv"]
+    return [verb, *(w for k in rest for w in _complement(rng, k))]
+
+
+def _clause(rng: random.Random, nouns: list[str]) -> list[str]:
+    """One clause; a pronoun subject refers to a noun of an earlier clause (`nouns`, which the clause extends)."""
+    antecedents = [n for n in nouns if n in NOUNS]
+    if rng.random() < (0.5 if antecedents else 0.1):
+        head = rng.choice(antecedents or sorted(NOUNS))
+        subject = [NOUNS[head][0]]
+    else:
+        subject = _noun_phrase(rng)
+        head = subject[-1]
+        if rng.random() < 0.35:  # a prepositional phrase: for agreement, a distractor noun before the verb
+            subject += [*rng.choice(GRAMMAR_PREPS).split(), *_noun_phrase(rng)]
+    words = [*subject, *_predicate(rng, head)]
+    nouns.extend(w for w in words if WORD_CLASSES.get(w) == "NOUN")
+    return words
+
+
+def grammar_sentence(rng: random.Random, max_source: int = GRAMMAR_MAX_SOURCE,
+                     max_target: int = GRAMMAR_MAX_TARGET) -> str:
+    """A sentence of the toy grammar, of any shape its parser accepts: one to four clauses joined by any
+    conjunction, or 'after' clause ',' clause; at most max_source words and max_target target words."""
+    for _ in range(1000):
+        nouns: list[str] = []
+        if rng.random() < 0.15:
+            words = ["after", *_clause(rng, nouns), ",", *_clause(rng, nouns)]
+        else:
+            words = _clause(rng, nouns)
+            for _ in range(rng.choices((0, 1, 2, 3), weights=(3, 4, 3, 1))[0]):
+                words += [rng.choice(_CLASS_WORDS["CONJ"]), *_clause(rng, nouns)]
+        if len(words) <= max_source and sum(len(target_words(w)) for w in words) <= max_target:
+            return " ".join(words)
+    raise ValueError(f"no sentence of the toy grammar fits in {max_source} words ({max_target} translated).")
+
+
+SKELETON_HELDOUT = 0.15  # share of skeletons (whole shapes) kept out of training
+GRAMMAR_POOL = 40_000    # grammar sentences a sentence task trains on, beside the corpus
+
+
+@lru_cache(maxsize=1)
+def corpus_skeletons() -> frozenset[str]:
+    """The shapes of the corpus's translatable sentences (its templates): always on the training side."""
+    split = corpus_split()
+    return frozenset(skeleton(t) for t in (*split.train, *split.heldout) if is_translatable(t))
+
+
+def is_heldout_skeleton(shape: str) -> bool:
+    """Stable split by shape, as is_heldout by text: a fixed set of skeletons no training sentence has."""
+    return zlib.crc32(b"skeleton " + shape.encode()) % 1000 < SKELETON_HELDOUT * 1000 and \
+        shape not in corpus_skeletons()
+
+
+@lru_cache(maxsize=2)
+def grammar_pool(size: int = GRAMMAR_POOL, seed: int = 0) -> tuple[str, ...]:
+    """`size` distinct grammar sentences for training: none held out by text (is_heldout) or by shape."""
+    rng, out = random.Random(10_007 + seed), {}
+    for _ in range(20 * size):
+        text = grammar_sentence(rng)
+        if not is_heldout(text) and not is_heldout_skeleton(skeleton(text)):
+            out[text] = None
+            if len(out) == size:
+                break
+    return tuple(out)
+
+
+def sentence_pool(task: str, grammar_size: int = GRAMMAR_POOL, corpus_size: int = 20_000,
+                  heldout_size: int = 256) -> list[str]:
+    """What a sentence task draws its training batches from: the corpus's training side (translation: its
+    translatable sentences), then grammar_pool(grammar_size) (none when 0, the recipe before #25)."""
+    split = corpus_split(0, corpus_size, heldout_size)
+    corpus = split.train if task == "mlm" else [t for t in split.train if is_translatable(t)]
+    return [*corpus, *grammar_pool(grammar_size)] if grammar_size else corpus
+
+
+@lru_cache(maxsize=2)
+def pool_skeletons(grammar_size: int = GRAMMAR_POOL) -> frozenset[str]:
+    """The skeletons of the translation training pool."""
+    return frozenset(skeleton(t) for t in sentence_pool("translate", grammar_size))
+
+
+def structural_sentences(n: int, split: str, seed: int = 1, grammar_size: int = GRAMMAR_POOL) -> list[str]:
+    """n distinct grammar sentences never trained on: 'seen', a skeleton of the training pool (the sentence held
+    out by is_heldout); 'unseen', a held-out skeleton."""
+    if split not in ("seen", "unseen"):
+        raise ValueError(f"split must be 'seen' or 'unseen', got {split!r}.")
+    rng, out, shapes = random.Random(seed), {}, pool_skeletons(grammar_size)
+    for _ in range(2000 * n):
+        text = grammar_sentence(rng)
+        shape = skeleton(text)
+        ok = is_heldout_skeleton(shape) if split == "unseen" else is_heldout(text) and shape in shapes
+        if ok:
+            out[text] = None
+            if len(out) == n:
+                break
+    return list(out)
 
 
 def heldout_sentences(n: int, seed: int = 0, kind: str | None = None, translatable: bool = False) -> list[str]:
