@@ -48,7 +48,12 @@ for section, file, title, icon, url in PAGES:
         if url == "start":
             sections[section].append(st.Page(str(ROOT / file), title=title, icon=icon, url_path=url,
                                               visibility="hidden"))
-page = st.navigation(sections, expanded=True)  # every lesson visible: no "View more" on a projector
+# Streamlit's own sidebar menu puts each section's <li> items in <div>s inside its <ul> (axe: "list", "listitem",
+# serious, #29), which screen readers announce as a broken list. The menu is hidden and the same pages are listed
+# with st.page_link (sidebar.lesson_links): a link still switches page inside the session, keeping every setting.
+page = st.navigation(sections, position="hidden")
+with st.sidebar:
+    sidebar.lesson_links({name: [p for p in pages if p.url_path != "start"] for name, pages in sections.items()})
 
 link = share.opened_link()  # before any widget takes its value from it
 with guard("the sidebar"):

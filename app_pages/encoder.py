@@ -33,9 +33,9 @@ def fill_in() -> None:
         return
     st.code(text, language=None, wrap_lines=True)
     run = ui.masked_run(ckpt, text)
-    st.subheader("What the encoder would write in each blank")
+    st.header("What the encoder would write in each blank")
     ui.fill_ins(ckpt, run, answers)
-    st.subheader("Bidirectional attention")
+    st.header("Bidirectional attention")
     st.markdown("Every head on the masked sentence. The **solid** outline is a `<mask>`'s row (what it reads), the "
                 "**dotted** one its column (who reads it). No cell is greyed out: nothing is masked away.")
     ui.attention(ckpt, run)

@@ -41,7 +41,7 @@ data = cache.cached_trace(model, mid, tuple(enc.ids), bits, scale_on, float(temp
 tkey = cache.input_key(mid, enc.ids, tokens, bits, scale_on, float(temperature))  # figure cache key
 probs = data["probs"]  # (L, H, T, T)
 
-st.subheader("All heads at a glance")
+st.header("All heads at a glance")
 roles, measured = ui.roles_for(ckpt)
 ui.grid(cfg, probs, tokens, roles, data["allowed"], tkey)
 if (note := ui.kv_note(cfg)) is not None:

@@ -13,7 +13,7 @@ st.markdown("An RNN reads a sequence **one step at a time**, and its gradient tr
 
 
 def sequential() -> None:
-    st.subheader("1 · Sequential dependency")
+    st.header("1 · Sequential dependency")
     st.markdown("How many operations must wait for the one before? That **graph depth** is what no number of "
                 "cores can shorten.")
     ui.depth()
@@ -24,7 +24,7 @@ def sequential() -> None:
 
 
 def gradients() -> None:
-    st.subheader("2 · Vanishing and exploding gradients are a product of Jacobians")
+    st.header("2 · Vanishing and exploding gradients are a product of Jacobians")
     st.markdown("‖∂ℓ/∂x_t‖: how much the loss at the last position changes with the input embedding t steps back, "
                 "for the three models trained on the recall task. A straight line on the log axis is geometric: "
                 "the same factor every step.")
@@ -41,7 +41,7 @@ def gradients() -> None:
 
 
 def task() -> None:
-    st.subheader("3 · The task where that matters")
+    st.header("3 · The task where that matters")
     st.markdown("*Recall*: a noun, some filler letters, a ':' — and the model must name the noun. The distance is "
                 "how far back the noun is. Accuracy of the three trained models at each distance:")
     ui.accuracy()

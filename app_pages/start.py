@@ -21,7 +21,7 @@ st.markdown(
 ckpt = current_model()
 model, cfg = ckpt.model, ckpt.model.config
 
-st.subheader("The model")
+st.header("The model")
 card = model_card(ckpt, describe(model.device))
 folder = is_folder_model(ckpt)
 rows = [list(card)[:6], list(card)[6:]] if folder else [list(card)]  # a real model's card: two rows that fit
@@ -38,7 +38,7 @@ if meta.get("heldout_loss") is not None:
     st.caption(f"Trained for {meta.get('steps', '?')} steps on {task}; "
                f"held-out loss {meta['heldout_loss']:.3f}.")
 
-st.subheader("One sentence, end to end")
+st.header("One sentence, end to end")
 text = share.text(st, "Type a sentence", "The cat sat on the mat", "start_text", MAX_CHARS)
 start = start_token(ckpt)
 if start is None:

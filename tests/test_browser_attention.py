@@ -13,7 +13,7 @@ CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 def _go(page, title: str, marker: str) -> None:
     """Open the app and follow the sidebar link (the way students arrive; runs app.py's navigation + sidebar)."""
     open_page(page, "")
-    page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+    page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]').get_by_text(title, exact=True).click()
     page.wait_for_selector(f"text={marker}")
     wait_idle(page)
     page.wait_for_selector(CHART)

@@ -78,7 +78,7 @@ def test_a_page_left_and_opened_again_from_the_sidebar_keeps_its_sentence(page):
     """Streamlit drops a page's widget values when the student navigates away; the sentence and the view must
     come back with the page (the Explorer used to return with an empty box and no chart)."""
     open_page(page, "explorer")
-    nav = page.locator('[data-testid="stSidebarNav"] a')
+    nav = page.locator('[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]')
     box = page.locator('input[aria-label="Sentence"]').first
     box.fill("I like cats")
     box.press("Enter")

@@ -42,7 +42,7 @@ def open_encoder(page, tmp_path) -> None:
     page.get_by_text("tiny-encoder.json").wait_for()
     page.get_by_role("button", name="Check and add").click()
     page.get_by_text("valid safetensors").wait_for()
-    page.locator('[data-testid="stSidebarNav"] a[href$="/encoder"]').click()
+    page.locator('[data-testid="stSidebar"] a[href="encoder"]').click()
     page.get_by_text("is not installed").first.wait_for()  # the page says the shipped encoder is missing
     wait_idle(page)
     page.wait_for_selector(CHART)

@@ -25,7 +25,7 @@ def test_touring_all_pages_contacts_only_the_local_server(page):
     urls = _page_urls()
     assert len(urls) >= 1
     for url in urls[1:]:
-        page.locator(f'[data-testid="stSidebarNav"] a[href$="/{url}"]').click()
+        page.locator(f'[data-testid="stSidebar"] a[href="{url}"]').click()
         page.wait_for_url(f"**/{url}**")
         wait_idle(page)
         assert page.locator('[data-testid="stException"]').count() == 0, url

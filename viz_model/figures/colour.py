@@ -144,3 +144,23 @@ def delta_e(c1, c2, kind: str = "normal") -> float:
     """CIEDE2000 colour difference of two colours (CIELAB, D65) as seen with `kind` of colour vision. About 1 is
     a just-noticeable difference between large patches side by side; thin lines and small marks need far more."""
     return float(delta_e_lab(srgb_to_lab(simulate_cvd(c1, kind)), srgb_to_lab(simulate_cvd(c2, kind))))
+
+
+# -- numbers printed on heatmap cells -----------------------------------------------------------------------------
+TEXT_ON_DARK, TEXT_ON_LIGHT = "#ffffff", "#000000"  # one of the two is ≥ 4.58:1 on any colour (WCAG arithmetic)
+
+
+def scale_colours(z: np.ndarray, colorscale, zmin: float, zmax: float) -> np.ndarray:
+    """The colour of each cell, sRGB in [0, 1], shape z.shape + (3,): z mapped to [0, 1] between zmin and zmax and
+    blended per channel between the scale's stops (as plotly.js does). `colorscale`: [(stop, colour), ...]."""
+    u = np.clip((np.asarray(z, dtype=float) - zmin) / ((zmax - zmin) or 1.0), 0.0, 1.0)
+    stops = np.array([float(s) for s, _ in colorscale])
+    rgb = np.array([to_rgb(c) for _, c in colorscale])
+    return np.stack([np.interp(u, stops, rgb[:, i]) for i in range(3)], axis=-1)
+
+
+def dark_text(cells: np.ndarray) -> np.ndarray:
+    """Per cell (sRGB rows, (..., 3)): True where black text reads better than white (the higher WCAG contrast)."""
+    lum = 0.2126 * srgb_to_linear(cells)[..., 0] + 0.7152 * srgb_to_linear(cells)[..., 1] \
+        + 0.0722 * srgb_to_linear(cells)[..., 2]
+    return (lum + 0.05) / 0.05 > 1.05 / (lum + 0.05)

@@ -8,6 +8,7 @@ import io
 
 import numpy as np
 import pandas as pd
+import plotly.colors as pc
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -89,9 +90,50 @@ def figure_csv(fig: go.Figure) -> str:
 
 def figure_html(fig: go.Figure, title: str = "Attention Lab figure") -> str:
     """A standalone HTML file that works offline (plotly.js inlined, no CDN)."""
-    fig = go.Figure(fig.to_dict())  # re-validated; its template (the app's, inlined) travels with it
+    fig = readable_numbers(go.Figure(fig.to_dict()))  # re-validated; its template (the app's) travels with it
     return pio.to_html(fig, include_plotlyjs=True, full_html=True, config={"displaylogo": False},
                        default_width="100%", div_id="figure").replace("<head>", f"<head><title>{title}</title>", 1)
+
+
+_CLEAR = [[0.0, "rgba(0,0,0,0)"], [1.0, "rgba(0,0,0,0)"]]
+
+
+def readable_numbers(fig: go.Figure) -> go.Figure:
+    """Numbers printed on heatmap cells in black or white, whichever reads better on each cell (≥ 4.58:1 on any
+    colour). plotly.js picks white or #444 itself, as little as 3.1:1 on mid-scale Viridis cells, and a heatmap's
+    text colour is one colour for the whole trace (textfont.color takes no array): so the trace's own numbers are
+    made transparent (they stay in its data, for hover and tests) and drawn again by two see-through heatmaps on
+    top, one per text colour, which take no hover. Changes `fig` in place and returns it."""
+    from viz_model.figures.colour import TEXT_ON_DARK, TEXT_ON_LIGHT, dark_text, scale_colours
+
+    overlays = []
+    for t in fig.data:
+        if t.type != "heatmap" or not t.texttemplate or t.text is None or (t.textfont and t.textfont.color):
+            continue
+        z = np.asarray(_typed(t.z), dtype=float)
+        text = np.asarray(_typed(t.text), dtype=object)
+        if z.ndim != 2 or text.shape != z.shape or np.isnan(z).all():
+            continue
+        scale = t.colorscale
+        scale = pc.get_colorscale(scale) if isinstance(scale, str) else list(scale)
+        if t.reversescale:
+            scale = [(1.0 - float(s), c) for s, c in reversed(scale)]
+        lo = np.nanmin(z) if t.zmin is None else t.zmin
+        hi = np.nanmax(z) if t.zmax is None else t.zmax
+        dark = dark_text(scale_colours(np.nan_to_num(z, nan=lo), scale, lo, hi))
+        shown = ~np.isnan(z) & (text != "") & np.array([[x is not None for x in row] for row in text])
+        t.textfont.color = "rgba(0,0,0,0)"
+        for where, colour in ((shown & dark, TEXT_ON_LIGHT), (shown & ~dark, TEXT_ON_DARK)):
+            if where.any():
+                overlays.append(go.Heatmap(
+                    z=np.where(where, 0.0, np.nan), x=t.x, y=t.y, text=np.where(where, text, ""),
+                    texttemplate=t.texttemplate, textfont=dict(size=t.textfont.size, family=t.textfont.family,
+                                                               color=colour),
+                    colorscale=_CLEAR, showscale=False, hoverinfo="skip", xaxis=t.xaxis, yaxis=t.yaxis,
+                    xgap=t.xgap, ygap=t.ygap, name=f"{t.name} · numbers", showlegend=False))
+    if overlays:
+        fig.add_traces(overlays)
+    return fig
 
 
 PRESENTER_TICKS = 16  # px: tick labels on a projector

@@ -11,7 +11,7 @@ from plotly.basedatatypes import BaseFigure
 
 from viz_model.figures.common import png_config
 from viz_model.figures.describe import is_underlay, summary, text
-from viz_model.figures.export import figure_csv, figure_html, figure_tables, presenter_style
+from viz_model.figures.export import figure_csv, figure_html, figure_tables, presenter_style, readable_numbers
 from viz_model.ui.presenter import presenter_on
 
 
@@ -99,8 +99,8 @@ class _Serialized(BaseFigure):
 
     def __init__(self, fig: go.Figure):  # BaseFigure.__init__ not called (see above)
         spec = fig.__dict__.get("_lab_dict")
-        if spec is None:
-            spec = fig.to_dict()
+        if spec is None:  # numbers on cells in black or white per cell (a copy: the figure itself stays as built)
+            spec = readable_numbers(go.Figure(fig)).to_dict()
             object.__setattr__(fig, "_lab_dict", spec)  # the figure is never changed after it is shown
         object.__setattr__(self, "_spec", spec)
 

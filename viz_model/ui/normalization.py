@@ -16,6 +16,7 @@ from streamlit.errors import StreamlitAPIException
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.config import NORMS
+from viz_model.figures.common import COLORWAY
 from viz_model.figures.normalization import (
     KIND_NAMES,
     loss_chart,
@@ -43,7 +44,8 @@ WARM_TOL = 0.1                    # nats: pre-norm without warm-up "trains fine"
 MAX_BATCH_T = 12                  # tokens per sample in the batch view (two heatmaps and a loss table stay readable)
 WARMUP_BATCHES = 5                # training batches that fill BatchNorm's running statistics
 LR = 1e-2                         # the short runs' learning rate (AdamW)
-COLORS = {"pre": "#1F77B4", "post": "#FF7F0E", True: "#2CA02C", False: "#D62728"}
+# Okabe–Ito (figures.common.COLORWAY): Tableau green beside red was ΔE00 4.6 apart under deuteranopia (#29)
+COLORS = {"pre": COLORWAY[0], "post": COLORWAY[1], True: COLORWAY[2], False: COLORWAY[3]}
 
 
 def num(v: float) -> str:
@@ -168,7 +170,7 @@ def reasons_view() -> None:
     pad, one = lesson.padding_effect(x, n_pad), lesson.batch_of_one(x)
     gen, te = lesson.one_token_at_a_time(x, WARMUP_BATCHES), lesson.train_vs_eval(x, WARMUP_BATCHES)
     st.table(reasons_table(pad, one, gen, te))
-    st.subheader("1 · Padding in another sample")
+    st.header("1 · Padding in another sample")
     ch = pad.sample1_change
     check_line(ch["layernorm"] == 0.0 < ch["batchnorm"],
                f"Sample 1 is untouched, yet BatchNorm changes its output by up to {num(ch['batchnorm'])} because the "
@@ -182,14 +184,14 @@ def reasons_view() -> None:
 
 
 def reasons_details(one: lesson.BatchOfOne, gen: lesson.OneTokenAtATime, te: lesson.TrainEval) -> None:
-    st.subheader("2 · A batch of one")
+    st.header("2 · A batch of one")
     st.markdown("BatchNorm in training mode on a single token (N × T = 1) — torch's own answer:")
     st.code(one.error or "(no error)", language=None)
     dev = float((one.two_tokens.abs() - 1).abs().max())
     check_line(bool(one.error) and dev < 1e-2,
                f"With two tokens it runs but is degenerate: every output is −1 or +1 (max ||y| − 1| = {dev:.1e}), "
                "whatever the tokens were. LayerNorm normalises the single token normally.")
-    st.subheader("3 · Generation, one token at a time")
+    st.header("3 · Generation, one token at a time")
     check_line(gen.layernorm_change == 0.0,
                f"LayerNorm of each token alone equals LayerNorm inside the whole sequence: difference "
                f"{num(gen.layernorm_change)}. It needs nothing but the token itself.")
@@ -198,7 +200,7 @@ def reasons_details(one: lesson.BatchOfOne, gen: lesson.OneTokenAtATime, te: les
     st.caption(f"In eval mode BatchNorm falls back on running statistics from earlier training batches: the new "
                f"token's output then differs by {num(gen.batchnorm_eval_change)} from the one it gets with this "
                "sequence's own statistics.")
-    st.subheader("4 · Train vs eval")
+    st.header("4 · Train vs eval")
     check_line(te.change["layernorm"] == 0.0 < te.change["batchnorm"],
                f"After {WARMUP_BATCHES} training batches, the same input in train() and eval() mode: BatchNorm's "
                f"outputs differ by up to {num(te.change['batchnorm'])} (batch statistics vs running ones: running "

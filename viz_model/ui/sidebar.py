@@ -15,6 +15,16 @@ _LAST_GOOD = "_model_last_good"   # the model shown before a refused pick (a fol
 _REFUSED = "_model_refused"       # that refused pick, for its message
 
 
+def lesson_links(sections: dict[str, list]) -> None:
+    """The lessons, by section, as links (app.py says why not Streamlit's own menu). Each section is a labelled
+    group: its name in bold, then its pages; the open page is marked by Streamlit (aria-current)."""
+    for section, pages in sections.items():
+        st.markdown(f"**{section}**")
+        for pg in pages:
+            st.page_link(pg)
+    st.divider()
+
+
 def render() -> None:
     entries = available_models(SIDEBAR_KINDS)
     keys = [e.key for e in entries]

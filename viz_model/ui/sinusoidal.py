@@ -28,7 +28,7 @@ def table(n_pos: int, d: int, base: float) -> np.ndarray:
 
 @section("the same-token view")
 def same_token_two_positions() -> None:
-    st.subheader("Same token, different position")
+    st.header("Same token, different position")
     ckpt, where = model_with("sinusoidal", ("enc-sinusoidal",))
     if ckpt is None:
         st.info("The shipped “enc-sinusoidal” model is not installed yet (and the sidebar model does not use "
@@ -55,7 +55,7 @@ def same_token_two_positions() -> None:
 
 @section("the learned-table view")
 def learned_vs_sinusoidal() -> None:
-    st.subheader("Learned vs sinusoidal")
+    st.header("Learned vs sinusoidal")
     ckpt, where = model_with("learned", ("enc-learned",))
     if ckpt is None:
         st.info("The shipped “enc-learned” model is not installed yet (and the sidebar model does not learn its "
