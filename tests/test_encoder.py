@@ -141,3 +141,23 @@ def test_shipped_encoder_sees_the_river_and_the_decoder_cannot(shipped):
     assert float(enc.weight.max()) > 0.05     # the encoder's bank row reads the river
     fills = fill_mask(shipped.model, shipped.tokenizer, "the keys near the dog <mask> on the table", top_k=3)
     assert fills[0][0][0] in encoder.PLURAL_VERBS
+
+
+def test_shipped_encoder_fills_agreement_and_pronouns_in_sentence_shapes_it_never_saw(shipped):
+    """#25: agreement verbs and pronouns masked in grammar sentences of skeletons kept out of training. Agreement is
+    the verb pair (p(are) > p(is) for a plural subject): in the grammar, 'the keys near the dog <mask> on the table'
+    may as well be 'stood', so a top-1 agreement verb is not what the sentence fixes; its number is."""
+    fresh = encoder.structural_metrics(shipped.model, shipped.tokenizer)
+    assert fresh == shipped.metadata["structural"]
+    unseen = fresh["unseen"]
+    assert unseen["agreement_pair_accuracy"] >= 0.9 and unseen["pronoun_top1"] >= 0.9
+    assert unseen["n_agreement"] == unseen["n_pronoun"] == 200
+
+
+def test_structural_items_mask_a_word_their_sentence_fixes():
+    agree, pron = encoder.structural_items("unseen", 30)
+    assert len(agree) == len(pron) == 30
+    assert all(it.answer in encoder.TWIN for it in agree)
+    owner = {v: p for p, v in data.NOUNS.values()}
+    assert all(owner[it.words[it.index + 1]] == it.answer for it in pron)
+    assert all(data.is_heldout_skeleton(data.skeleton(" ".join(it.words))) for it in agree + pron)

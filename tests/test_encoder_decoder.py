@@ -270,10 +270,10 @@ def test_shipped_translator_meets_its_bars_on_heldout_sentences(shipped):
     assert fresh["exact_match"] == pytest.approx(meta["exact_match"], abs=1e-9)
     assert fresh["best_alignment_head"] == pytest.approx(meta["best_alignment_head"], abs=1e-4)
     assert fresh["exact_match"] >= 0.95
-    # No head of this translator is told to align, and the best measures 0.745 of target words: it aligns every
-    # noun, adjective and pronoun, but a 'the' may land on another 'the' (the output is the same) and a verb is
-    # often read from the word after it, which the encoder has given the verb's identity. The >= 0.80 bar is the
-    # guided translator's (test_the_guided_translator_aligns_its_guided_head_and_translates_as_well).
+    # No head of this translator is told to align: it aligns every noun, adjective and pronoun, but a 'the' may land
+    # on another 'the' (the output is the same; structural_metrics counts it, copy-aware) and an adverb or 'after'
+    # is often read elsewhere. The >= 0.80 bar on the corpus is the guided translator's
+    # (test_the_guided_translator_aligns_its_guided_head_and_translates_as_well).
     assert fresh["best_alignment_head"]["accuracy"] >= 0.70
     by_class = fresh["best_head_by_class"]
     assert all(by_class[c][0] >= 0.95 for c in ("NOUN", "ADJ", "PRON"))
@@ -318,7 +318,7 @@ def test_shipped_translator_translates_the_lecture_sentence(shipped):
 
 
 # -- #26 finding 4: what the page may say about a sentence and the training data ---------------------------------
-SHIPPED_META = {"steps": 2000, "train_config": {"task": "translate", "steps": 2000, "batch_size": 64, "seed": 0}}
+SHIPPED_META = json.loads(SHIPPED.with_suffix(".json").read_text())["metadata"]  # its recipe: seed, steps, batch, pool
 
 
 def test_the_training_replay_draws_the_sentences_task_data_batches_hold():
@@ -359,7 +359,8 @@ def test_a_held_out_sentence_and_a_model_without_a_recipe_are_said_as_known():
 def test_a_pool_sentence_no_batch_drew_is_never_drawn():
     counts, pool = encoder_decoder._training_draws(0, 3, 4)  # 12 draws from the pool: almost every sentence missed
     missed = next(s for s in sorted(pool) if s not in counts)
-    meta = {"steps": 3, "train_config": {"task": "translate", "batch_size": 4, "seed": 0}}
+    meta = {"steps": 3, "train_config": {"task": "translate", "batch_size": 4, "seed": 0,
+                                         "grammar_size": data.GRAMMAR_POOL}}
     m = encoder_decoder.training_membership(missed, meta)
     assert m.side == "never drawn" and "never trained on this sentence" in m.caption
 
@@ -375,3 +376,46 @@ def test_the_alignment_map_labels_its_words_at_the_text_size_upright_where_they_
     for axis in (fig.layout.xaxis, fig.layout.yaxis):
         assert axis.tickfont.size >= 12 and axis.tickfont.size == FONT["size"]
     assert fig.layout.xaxis.tickangle in (None, "auto")  # Plotly turns them only where they would overlap
+
+
+# -- #25: the grammar, not the templates ------------------------------------------------------------------------
+def test_copy_aware_alignment_counts_a_peak_on_an_identical_copy_of_the_aligned_word():
+    cross = torch.zeros(1, 1, 3, 5)  # source "the cat the mat <eos>" = ids 5 6 5 7 3
+    cross[0, 0, 0, 2] = cross[0, 0, 1, 1] = cross[0, 0, 2, 0] = 1.0  # peaks: the second 'the', 'cat', the first 'the'
+    alignment = [0, 1, 3]  # 'the' -> 0, 'cat' -> 1, 'mat' -> 3
+    assert encoder_decoder.alignment_accuracy(cross, alignment).item() == pytest.approx(1 / 3)
+    copy_aware = encoder_decoder.alignment_accuracy(cross, alignment, [5, 6, 5, 7, 3])
+    assert copy_aware.item() == pytest.approx(2 / 3)  # 'mat' peaking on a 'the' is still a miss
+    assert encoder_decoder.alignment_hits(cross, alignment, [5, 6, 5, 7]).tolist() == [[[True, True, False]]]
+
+
+def test_a_sentence_of_a_held_out_skeleton_is_said_so_for_any_model(shipped):
+    text = data.structural_sentences(1, "unseen")[0]
+    for meta in (shipped.metadata, None, {"title": "someone's model"}):
+        m = encoder_decoder.shape_membership(text, meta)
+        assert m.side == "held out" and m.skeleton == data.skeleton(text) and m.skeleton in m.caption
+    unknown = encoder_decoder.shape_membership("the cat sat on the mat", None)
+    assert unknown.side == "unknown" and "does not say" in unknown.caption
+
+
+def test_the_shape_of_a_training_sentence_is_in_training_with_the_count_the_replay_gives(shipped):
+    meta = shipped.metadata
+    cfg = meta["train_config"]
+    counts, _ = encoder_decoder._training_draws(cfg["seed"], meta["steps"], cfg["batch_size"], cfg["grammar_size"])
+    text = next(iter(counts))
+    expected = sum(data.skeleton(s) == data.skeleton(text) for s in counts)
+    m = encoder_decoder.shape_membership(text, meta)
+    assert m.side == "trained" and m.sentences == expected >= 1
+    tiny = {"steps": 1, "train_config": {"task": "translate", "batch_size": 1, "seed": 0, "grammar_size": 100}}
+    drawn = next(iter(encoder_decoder._training_draws(0, 1, 1, 100)[0]))
+    missed = next(t for t in data.grammar_pool(100) if data.skeleton(t) != data.skeleton(drawn))
+    assert encoder_decoder.shape_membership(missed, tiny).side == "never drawn"
+
+
+def test_the_shipped_translator_knows_the_grammar_not_only_its_templates(shipped):
+    """The bars of #25, recomputed: exact match >= 0.98 on new sentences of shapes it trained on and >= 0.95 on
+    shapes kept out of training; the metadata holds the same numbers."""
+    fresh = encoder_decoder.structural_metrics(shipped.model, shipped.tokenizer)
+    assert fresh == shipped.metadata["structural"]  # rounded to 4 places, deterministic on a CPU
+    assert fresh["seen"]["exact_match"] >= 0.98 and fresh["unseen"]["exact_match"] >= 0.95
+    assert fresh["seen"]["n_sentences"] == fresh["unseen"]["n_sentences"] == 200

@@ -6,7 +6,9 @@ model must look back at the antecedent to predict it), place phrases and the lec
 Toy tasks (copy, reverse, induction) use single letters so that attention patterns read at a glance.
 
 Everything is deterministic for a seed. The held-out split is decided by a hash of the sentence text, so a
-sentence is always on the same side of the split, whatever the seed.
+sentence is always on the same side of the split, whatever the seed. The sentence tasks (masked LM, translation)
+also train on `grammar_sentence`, a sampler of every rule of the toy grammar, with a second split by sentence
+shape (`skeleton`): some whole shapes are never trained on, to test the grammar rather than the templates.
 
     python -m viz_model.data --write-assets   # tokenizers + corpus sample under assets/
 """
@@ -276,7 +278,8 @@ def sample_prompt(task: str) -> str:
 
 
 # -- the toy translation language --------------------------------------------------------------------
-# Source: the corpus's pronoun, agreement and place sentences, read by the small clause grammar below.
+# Source: the corpus's pronoun, agreement and place sentences, read by the small clause grammar below (and, for
+# training, grammar_sentence's draws of every rule of it).
 # Target: every word in Pig Latin ('cat' -> 'atcay', 'apple' -> 'appleway'), adjectives after their noun,
 # each clause's verb at the end of its clause, and a plural noun as two words, its stem and the plural word
 # 'ka' ('dogs' -> 'ogday ka'). The alignment (target word -> source word) is known by construction.
@@ -708,15 +711,15 @@ class TaskData:
 
     def __init__(self, task: str, tokenizer, seed: int = 0, batch_size: int = 32, corpus_size: int = 20_000,
                  heldout_size: int = 256, no_bos_fraction: float = 0.2, repeat_fraction: float = 0.15,
-                 mlm_probability: float = 0.15):
+                 mlm_probability: float = 0.15, grammar_size: int = GRAMMAR_POOL):
         if task not in TASKS:
             raise ValueError(f"unknown task {task!r}; choose one of {TASKS}.")
         self.task, self.tokenizer, self.seed, self.batch_size = task, tokenizer, seed, batch_size
         self.no_bos_fraction, self.repeat_fraction = no_bos_fraction, repeat_fraction
         self.mlm_probability = mlm_probability  # mlm: BERT's share of selected tokens
         self.pad_id, self.bos_id, self.eos_id = (tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>"))
-        if task in SENTENCE_TASKS:
-            self._init_sentences(corpus_size, heldout_size)
+        if task in SENTENCE_TASKS:  # grammar_size: grammar sentences beside the corpus (sentence_pool)
+            self._init_sentences(corpus_size, heldout_size, grammar_size)
         elif task == "lm":
             split = corpus_split(0, corpus_size, heldout_size)  # the corpus itself is fixed; seed orders batches
             self.train_ids = self._encode(split.train)
@@ -738,18 +741,21 @@ class TaskData:
     def _encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [[self.bos_id, *e.ids, self.eos_id] for e in self.tokenizer.encode_batch(list(texts))]
 
-    def _init_sentences(self, corpus_size: int, heldout_size: int) -> None:
-        """mlm: corpus sentences as <bos> words <eos>; translate: (source, target) pairs of the toy language."""
+    def _init_sentences(self, corpus_size: int, heldout_size: int, grammar_size: int) -> None:
+        """mlm: sentences as <bos> words <eos>; translate: (source, target) pairs of the toy language. Held out:
+        the corpus's held-out side and, with grammar sentences, 128 of skeletons kept out of training."""
         split = corpus_split(0, corpus_size, heldout_size)
+        pool = sentence_pool(self.task, grammar_size, corpus_size, heldout_size)
+        unseen = structural_sentences(128, "unseen", seed=2, grammar_size=grammar_size) if grammar_size else []
         self.mask_id, self.vocab_size = self.tokenizer.token_to_id("<mask>"), self.tokenizer.get_vocab_size()
         if self.task == "mlm":
-            self.train_ids, self.heldout_ids = self._encode(split.train), self._encode(split.heldout)
+            self.train_ids, self.heldout_ids = self._encode(pool), self._encode([*split.heldout, *unseen])
             self.heldout_from = [1] * len(self.heldout_ids)
             return
         if self.tokenizer.token_to_id(PLURAL_WORD) is None:
             raise ValueError("this tokenizer has no words of the toy language; use the shipped word tokenizer.")
-        self.train_pairs = self._pairs(t for t in split.train if is_translatable(t))
-        self.heldout_pairs = self._pairs(t for t in split.heldout if is_translatable(t))
+        self.train_pairs = self._pairs(pool)
+        self.heldout_pairs = self._pairs([*(t for t in split.heldout if is_translatable(t)), *unseen])
         self.heldout_ids = [tgt for _, tgt, _ in self.heldout_pairs]
 
     def _pairs(self, texts) -> list[tuple[list[int], list[int], list[int]]]:

@@ -26,6 +26,7 @@ import torch
 
 from viz_model.config import ModelConfig
 from viz_model.data import (
+    GRAMMAR_POOL,
     SENTENCE_TASKS,
     TASKS,
     Batch,
@@ -71,6 +72,8 @@ class TrainConfig:
     amp: bool = True                # bf16/fp16 autocast, used only on CUDA
     align_weight: float = 0.0       # translate: weight of the guided-alignment loss on one cross-attention head
                                     # (seq2seq.guided_head); 0 = every head finds its own way
+    grammar_size: int = GRAMMAR_POOL  # mlm / translate: sentences of the toy grammar's sampler beside the corpus
+                                      # (data.sentence_pool); 0 = the corpus templates alone
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -81,6 +84,9 @@ class TrainConfig:
             raise ValueError(f"the learning rate must be a positive number, got {self.lr}.")
         if not (self.align_weight >= 0 and math.isfinite(self.align_weight)):
             raise ValueError(f"the alignment guide's weight must be 0 or more, got {self.align_weight}.")
+        if not (isinstance(self.grammar_size, int) and self.grammar_size >= 0):
+            raise ValueError(f"the number of grammar sentences must be a whole number, 0 or more, got "
+                             f"{self.grammar_size}.")
         if self.align_weight and self.task != "translate":
             raise ValueError("only translation has a known alignment to guide a head with.")
 
@@ -164,7 +170,8 @@ class Trainer:
         self.device = resolve_device(cfg.device)
         self.model = model.to(self.device)
         self.tokenizer = tokenizer
-        self.data = data or TaskData(cfg.task, tokenizer, seed=cfg.seed, batch_size=cfg.batch_size)
+        self.data = data or TaskData(cfg.task, tokenizer, seed=cfg.seed, batch_size=cfg.batch_size,
+                                     grammar_size=cfg.grammar_size)
         decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "emb" not in n]
         no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "emb" not in n)]
         self.optimizer = torch.optim.AdamW(
@@ -460,14 +467,15 @@ for _mode, _title in _QKV_TITLES.items():
                     "are made).")
 # The Architectures section: an encoder trained with masked LM, and an encoder-decoder on the toy translation.
 RECIPES["encoder-mlm"] = dict(
-    preset="tiny", model=dict(SMALL, causal=False, pos_encoding="rope"), task="mlm", steps=4000, lr=3e-3,
+    preset="tiny", model=dict(SMALL, causal=False, pos_encoding="rope"), task="mlm", steps=6000, lr=3e-3,
     batch_size=64, title="Encoder (masked LM)",
     description="2 layers x 4 heads, d_model 64, bidirectional attention, trained like BERT: 15% of the words "
-                "hidden and predicted from both sides.")
+                "hidden and predicted from both sides; the corpus and 40,000 sentences of the toy grammar.")
 RECIPES["translate"] = dict(
     preset="tiny", kind="seq2seq", model=dict(SMALL, n_encoder_layers=2, max_len=32, pos_encoding="learned"),
-    task="translate", steps=2000, lr=3e-3, batch_size=64, title="Encoder-decoder (toy translation)",
-    description="Translates corpus sentences into the toy language (adjectives after nouns, verbs last).")
+    task="translate", steps=5000, lr=3e-3, batch_size=64, title="Encoder-decoder (toy translation)",
+    description="Translates sentences of the toy grammar into the toy language (adjectives after nouns, verbs "
+                "last): the corpus's sentences and 40,000 drawn from every rule of the grammar.")
 # The same translator with head 0 of its last decoder layer guided toward the known alignment (Garg et al. 2019):
 # beside the first, it shows that translating perfectly does not make any head align on its own.
 RECIPES["translate-guided"] = dict(
@@ -512,7 +520,8 @@ def train_and_save(out: str | Path, *, preset: str = "classroom", model_override
         elif isinstance(ev, DivergedEvent):
             log(ev.message)
     model = trainer.model.to("cpu").eval()
-    heldout_loss, accuracy = evaluate(model, TaskData(train.task, tokenizer, seed=train.seed))
+    heldout_loss, accuracy = evaluate(model, TaskData(train.task, tokenizer, seed=train.seed,
+                                                      grammar_size=train.grammar_size))
     meta = {
         "title": title or f"{preset} ({getattr(model.config, 'pos_encoding', kind)})",
         "description": description or f"{preset} model trained on {train.task}",

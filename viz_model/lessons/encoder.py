@@ -131,6 +131,41 @@ def heldout_metrics(model: TinyTransformer, tokenizer, n: int = 200) -> dict[str
             "n_pronoun": n, "n_random_masked": n_random}
 
 
+
+_OWN_VERBS = {verb: pron for pron, verb in data.NOUNS.values()}  # 'barked' -> 'it': the verb names the noun
+
+
+def structural_items(split: str, n: int = 200, seed: int = 1) -> tuple[list[MaskedWord], list[MaskedWord]]:
+    """(agreement, pronoun) items from grammar sentences of a structural split (data.structural_sentences): the
+    first agreement verb of a sentence (its subject's number fixes it) and the first pronoun followed by its
+    antecedent's own verb (that verb fixes it); up to n of each."""
+    agree: list[MaskedWord] = []
+    pron: list[MaskedWord] = []
+    for text in data.structural_sentences(12 * n, split, seed=seed):
+        words = tuple(text.split())
+        verb = next((i for i, w in enumerate(words) if w in TWIN), None)
+        if verb is not None and len(agree) < n:
+            agree.append(MaskedWord(words, verb))
+        p = next((i for i, w in enumerate(words[:-1]) if _OWN_VERBS.get(words[i + 1]) == w), None)
+        if p is not None and len(pron) < n:
+            pron.append(MaskedWord(words, p))
+        if len(agree) == len(pron) == n:
+            break
+    return agree, pron
+
+
+def structural_metrics(model: TinyTransformer, tokenizer, n: int = 200) -> dict[str, dict[str, float | int]]:
+    """Agreement and pronoun fill-ins on grammar sentences never trained on, per structural split: of skeletons
+    the encoder trained on ('seen') and of skeletons kept out of training ('unseen')."""
+    out = {}
+    for split in ("seen", "unseen"):
+        agree_items, pron_items = structural_items(split, n)
+        agree = agreement_accuracy(model, tokenizer, agree_items)
+        out[split] = {"agreement_number_top1": agree.number_top1, "agreement_pair_accuracy": agree.pair,
+                      "pronoun_top1": top1_accuracy(model, tokenizer, pron_items), "n_agreement": agree.n,
+                      "n_pronoun": len(pron_items)}
+    return out
+
 @dataclass
 class LookAhead:
     """'The bank by the river': how much `query` attends to `key` in each layer and head, (L, H)."""
@@ -161,4 +196,5 @@ def attention_weight(model: TinyTransformer, tokenizer, text: str, query: str, k
 
 
 __all__ = ["AgreementResult", "LookAhead", "MaskedWord", "agreement_accuracy", "agreement_items", "attention_weight",
-           "heldout_metrics", "masked_probs", "pronoun_items", "random_mask_accuracy", "sentence_ids", "top1_accuracy"]
+           "heldout_metrics", "masked_probs", "pronoun_items", "random_mask_accuracy", "sentence_ids",
+           "structural_items", "structural_metrics", "top1_accuracy"]

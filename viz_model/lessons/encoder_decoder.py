@@ -13,8 +13,10 @@ from viz_model import data
 from viz_model.seq2seq import Seq2SeqTrace, Seq2SeqTransformer, decode_steps, encode_source, greedy_batch, guided_head
 
 
-def alignment_accuracy(cross_attention: torch.Tensor, alignment: list[int]) -> torch.Tensor:
-    """Per head (L, H): share of target words whose cross-attention row peaks on their aligned source word.
+def alignment_hits(cross_attention: torch.Tensor, alignment: list[int], source_ids: list[int] | None = None,
+                   ) -> torch.Tensor:
+    """(L, H, n) bool: target word j's cross-attention row peaks on its aligned source word; given the source's
+    token ids, a peak on an identical copy of that word counts too (copy-aware: 'the' ... 'the').
 
     cross_attention: (L, H, T_tgt, T_src) with row j the query that predicts target word j; rows after the
     alignment's length (e.g. the one predicting <eos>) are not scored.
@@ -26,7 +28,18 @@ def alignment_accuracy(cross_attention: torch.Tensor, alignment: list[int]) -> t
         raise ValueError(f"the alignment has {n} target words but the cross-attention {cross_attention.shape[2]} rows.")
     peaks = cross_attention[:, :, :n, :].argmax(-1)  # (L, H, n)
     target = torch.as_tensor(alignment, device=peaks.device)
-    return (peaks == target).float().mean(-1)
+    if source_ids is None:
+        return peaks == target
+    ids = torch.as_tensor(source_ids, device=peaks.device)
+    ids = torch.cat([ids, ids.new_full((cross_attention.shape[3] - len(ids),), -1)])  # padding keys: no word
+    return ids[peaks] == ids[target]
+
+
+def alignment_accuracy(cross_attention: torch.Tensor, alignment: list[int], source_ids: list[int] | None = None,
+                       ) -> torch.Tensor:
+    """Per head (L, H): share of target words whose cross-attention row peaks on their aligned source word (or, given
+    source_ids, on an identical copy of it: see alignment_hits)."""
+    return alignment_hits(cross_attention, alignment, source_ids).float().mean(-1)
 
 
 def guide_weight(metadata: dict | None) -> float:
@@ -75,11 +88,14 @@ def teacher_forced(model: Seq2SeqTransformer, tokenizer, source: str) -> Teacher
 
 
 @torch.no_grad()
-def alignment_scores(model: Seq2SeqTransformer, tokenizer, sentences: list[str]) -> torch.Tensor:
-    """(L, H) alignment accuracy pooled over every target word of the sentences (teacher forcing, one batch)."""
+def alignment_scores(model: Seq2SeqTransformer, tokenizer, sentences: list[str], copy_aware: bool = False,
+                     ) -> torch.Tensor:
+    """(L, H) alignment accuracy pooled over every target word of the sentences (teacher forcing, one batch);
+    copy_aware: a peak on an identical copy of the aligned source word counts as aligned."""
     pairs = [data.reference_translation(s) for s in sentences]
     pad, bos, eos = (tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>"))
-    src = data.pad_right([[*(tokenizer.token_to_id(w) for w in data.source_words(s)), eos] for s in sentences], pad)
+    sources = [[*(tokenizer.token_to_id(w) for w in data.source_words(s)), eos] for s in sentences]
+    src = data.pad_right(sources, pad)
     tgt = data.pad_right([[bos, *(tokenizer.token_to_id(w) for w in t.split())] for t, _ in pairs], pad)
     was_training = model.training
     model.eval()
@@ -88,7 +104,7 @@ def alignment_scores(model: Seq2SeqTransformer, tokenizer, sentences: list[str])
     cross = torch.stack([lt.probs for lt in trace.cross], 1).float().cpu()  # (B, L, H, T_tgt, T_src)
     hits = torch.zeros(cross.shape[1:3])
     for b, (_, alignment) in enumerate(pairs):
-        hits += alignment_accuracy(cross[b], alignment) * len(alignment)
+        hits += alignment_hits(cross[b], alignment, sources[b] if copy_aware else None).float().sum(-1)
     return hits / sum(len(a) for _, a in pairs)
 
 
@@ -101,18 +117,19 @@ def word_class(source_word: str, target_word: str) -> str:
 
 @torch.no_grad()
 def alignment_by_class(model: Seq2SeqTransformer, tokenizer, sentences: list[str], layer: int, head: int,
-                       ) -> dict[str, tuple[float, int]]:
+                       copy_aware: bool = False) -> dict[str, tuple[float, int]]:
     """One head's alignment accuracy per word class of the aligned pair: {class: (accuracy, n target words)}.
 
     Shows where a head aligns (nouns, adjectives) and where it looks elsewhere (a 'the' among several, a verb
-    whose identity its neighbour also carries)."""
-    hits: dict[str, list[int]] = {}
+    whose identity its neighbour also carries); copy_aware: a peak on an identical copy of the word counts."""
+    hits: dict[str, list[bool]] = {}
     for s in sentences:
         tf = teacher_forced(model, tokenizer, s)
         words = data.source_words(s)
-        peaks = tf.cross_attention[layer, head, : len(tf.alignment)].argmax(-1).tolist()
-        for j, (p, a) in enumerate(zip(peaks, tf.alignment)):
-            hits.setdefault(word_class(words[a], tf.target_tokens[j]), []).append(p == a)
+        ids = [tokenizer.token_to_id(w) for w in words] if copy_aware else None
+        row = alignment_hits(tf.cross_attention, tf.alignment, ids)[layer, head].tolist()
+        for j, (hit, a) in enumerate(zip(row, tf.alignment)):
+            hits.setdefault(word_class(words[a], tf.target_tokens[j]), []).append(hit)
     return {c: (sum(h) / len(h), len(h)) for c, h in sorted(hits.items())}
 
 
@@ -145,6 +162,33 @@ def heldout_metrics(model: Seq2SeqTransformer, tokenizer, n: int = 400, guided: 
         out["best_unguided_head"] = {"layer": u_layer, "head": u_head, "accuracy": float(scores[u_layer, u_head])}
     return out
 
+
+
+STRUCTURAL_SPLITS = {"seen": "unseen sentences of skeletons the model trained on",
+                     "unseen": "sentences of skeletons (whole shapes) kept out of training"}
+
+
+def structural_metrics(model: Seq2SeqTransformer, tokenizer, n: int = 200, guided: bool = False) -> dict:
+    """Exact match and the best head's alignment (plain and copy-aware) per structural split (STRUCTURAL_SPLITS):
+    does the translator know the grammar, or only the shapes it saw? `guided`: the best head is the best one that
+    was not guided (seq2seq.guided_head), and the guided head's scores are added."""
+    exclude = guided_head(model.config) if guided else None
+    out = {}
+    for split in STRUCTURAL_SPLITS:
+        sentences = data.structural_sentences(n, split)
+        plain = alignment_scores(model, tokenizer, sentences)
+        copy = alignment_scores(model, tokenizer, sentences, copy_aware=True)  # (L, H)
+        layer, head = best_head(copy, exclude=exclude)
+        by_class = alignment_by_class(model, tokenizer, sentences, layer, head, copy_aware=True)
+        out[split] = {"n_sentences": len(sentences), "exact_match": exact_match(model, tokenizer, sentences),
+                      "best_head": {"layer": layer, "head": head, "alignment": round(float(plain[layer, head]), 4),
+                                    "copy_aware_alignment": round(float(copy[layer, head]), 4)},
+                      "copy_aware_alignment": [[round(float(a), 4) for a in row] for row in copy],
+                      "best_head_by_class": {c: [round(a, 4), k] for c, (a, k) in by_class.items()}}
+        if exclude is not None:
+            out[split]["guided_head"] = {"layer": exclude[0], "head": exclude[1],
+                                         "copy_aware_alignment": round(float(copy[exclude]), 4)}
+    return out
 
 @dataclass
 class DecodeTiming:
@@ -179,9 +223,10 @@ def decode_timing(model: Seq2SeqTransformer, tokenizer, text: str, max_new_token
     return DecodeTiming(len(runs[True]), runs[True, "s"], runs[False, "s"], runs[True] == runs[False], shape)
 
 
-__all__ = ["DecodeTiming", "TeacherForced", "alignment_accuracy", "alignment_by_class", "alignment_scores", "best_head",
-           "decode_timing", "exact_match", "guide_weight", "guided_of", "heldout_metrics", "teacher_forced",
-           "word_class"]
+__all__ = ["STRUCTURAL_SPLITS", "DecodeTiming", "Membership", "ShapeMembership", "TeacherForced",
+           "alignment_accuracy", "alignment_by_class", "alignment_hits", "alignment_scores", "best_head",
+           "decode_timing", "exact_match", "guide_weight", "guided_of", "heldout_metrics", "shape_membership",
+           "structural_metrics", "teacher_forced", "training_membership", "word_class"]
 
 
 # TaskData's translation pool (its defaults: the sentences of corpus_split(0, 20_000, 256)), replayed below; a test
@@ -204,8 +249,8 @@ class Membership:
                        "this sentence.",
             "never drawn": f"Not held out, yet in none of the model's {self.steps:,} training batches: the model "
                            "never trained on this sentence (it was in the pool batches are drawn from).",
-            "not in the corpus": "Not held out, and not in the training corpus: the model never trained on this "
-                                 "sentence.",
+            "not in the corpus": "Not held out, and not among the sentences its training batches are drawn from: "
+                                 "the model never trained on this sentence.",
             "unknown": "Not held out; it may or may not be in this model's training data (its metadata does not "
                        "say how it was trained).",
         }[self.side]
@@ -216,10 +261,11 @@ def _key(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _training_draws(seed: int, steps: int, batch_size: int) -> tuple[dict[str, int], frozenset[str]]:
+def _training_draws(seed: int, steps: int, batch_size: int, grammar_size: int = data.GRAMMAR_POOL,
+                    ) -> tuple[dict[str, int], frozenset[str]]:
     """({sentence: training batches that held it}, the pool's sentences): TaskData.batch(step) for every step, replayed
-    with the draw it uses, data.sentence_draws."""
-    pool = [_key(t) for t in data.corpus_split(0, _CORPUS, _HELDOUT).train if data.is_translatable(t)]
+    with the pool and the draw it uses, data.sentence_pool and data.sentence_draws."""
+    pool = [_key(t) for t in data.sentence_pool("translate", grammar_size, _CORPUS, _HELDOUT)]
     counts: dict[str, int] = {}
     for step in range(steps):
         for k in {pool[i] for i in data.sentence_draws(seed, step, batch_size, len(pool))}:
@@ -238,8 +284,56 @@ def training_membership(text: str, metadata: dict | None) -> Membership:
     steps, batch_size = meta.get("steps", cfg.get("steps")), cfg.get("batch_size")
     if cfg.get("task") != "translate" or steps is None or batch_size is None or "seed" not in cfg:
         return Membership("unknown")
-    counts, pool = _training_draws(int(cfg["seed"]), int(steps), int(batch_size))
+    counts, pool = _training_draws(int(cfg["seed"]), int(steps), int(batch_size), int(cfg.get("grammar_size", 0)))
     k = _key(text)
     if k in counts:
         return Membership("trained", counts[k], int(steps))
     return Membership("never drawn" if k in pool else "not in the corpus", 0, int(steps))
+
+
+@dataclass(frozen=True)
+class ShapeMembership:
+    """Whether a sentence's skeleton (data.skeleton: its word classes) was among the model's training sentences'."""
+    skeleton: str
+    side: str          # "held out", "trained", "never drawn" or "unknown"
+    sentences: int = 0  # distinct training sentences of this skeleton the batches held ("trained")
+
+    @property
+    def caption(self) -> str:
+        shape = f"Its skeleton ({self.skeleton})"
+        return {
+            "held out": f"{shape} is one of the shapes kept out of training: no training sentence had it, so the "
+                        "translation tests the grammar, not memory.",
+            "trained": f"{shape} was in training: {self.sentences:,} training sentence"
+                       f"{'s' * (self.sentences != 1)} of this shape.",
+            "never drawn": f"{shape} was in none of the model's training batches: it never saw a sentence of this "
+                           "shape.",
+            "unknown": f"{shape} is not one of the shapes kept out of the shipped models' training; whether this model "
+                       "saw it, its metadata does not say.",
+        }[self.side]
+
+
+@functools.lru_cache(maxsize=4)
+def _trained_skeletons(seed: int, steps: int, batch_size: int, grammar_size: int) -> dict[str, int]:
+    """{skeleton: distinct training sentences of it that the batches held}."""
+    counts: dict[str, int] = {}
+    for sentence in _training_draws(seed, steps, batch_size, grammar_size)[0]:
+        shape = data.skeleton(sentence)
+        counts[shape] = counts.get(shape, 0) + 1
+    return counts
+
+
+def shape_membership(text: str, metadata: dict | None) -> ShapeMembership:
+    """Whether the skeleton of `text` (a sentence of the toy language) was in training: held out by the structural
+    split (data.is_heldout_skeleton: for every model TaskData trains), else counted by replaying the training draws
+    as training_membership does; unknown without a Trainer's recipe."""
+    shape = data.skeleton(text)
+    if data.is_heldout_skeleton(shape):
+        return ShapeMembership(shape, "held out")
+    meta = metadata or {}
+    cfg = meta.get("train_config") or {}
+    steps, batch_size = meta.get("steps", cfg.get("steps")), cfg.get("batch_size")
+    if cfg.get("task") != "translate" or steps is None or batch_size is None or "seed" not in cfg:
+        return ShapeMembership(shape, "unknown")
+    counts = _trained_skeletons(int(cfg["seed"]), int(steps), int(batch_size), int(cfg.get("grammar_size", 0)))
+    return ShapeMembership(shape, "trained" if shape in counts else "never drawn", counts.get(shape, 0))

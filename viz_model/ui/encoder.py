@@ -340,6 +340,7 @@ def metrics(ckpt: Checkpoint) -> None:
              "recomputed now": _pct(live.get(key)) if live else "press the button", "target": bar}
             for key, what, bar in METRICS]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    structural(meta.get("structural"))
     if all(meta.get(k) is None for k, *_ in METRICS):
         st.info("This model's metadata records no held-out metrics (only the shipped encoder has them): press "
                 "the button to measure them.")
@@ -350,6 +351,19 @@ def metrics(ckpt: Checkpoint) -> None:
         check_line(same, "The recomputed numbers equal the ones recorded when the model was saved."
                    if same else "The recomputed numbers differ from the recorded ones: the weights or the data "
                                 "changed since the model was saved.")
+
+
+def structural(shapes: dict | None) -> None:
+    """The metadata's fill-ins on grammar sentences of skeletons the encoder trained on and of skeletons kept out."""
+    if not shapes:
+        return
+    st.markdown("On new sentences of the toy grammar, by their *skeleton* (word classes, DET ADJ NOUN VERB …): "
+                "shapes the encoder trained on, and shapes kept out of training altogether.")
+    keys = (("agreement_number_top1", "agreement: top-1 verb has the subject's number"),
+            ("agreement_pair_accuracy", "agreement: is beats are (and each pair)"), ("pronoun_top1", "pronoun: top-1"))
+    rows = [{"measure": what, **{f"{split} skeletons": _pct(shapes[split][key]) for split in ("seen", "unseen")
+                                 if split in shapes}} for key, what in keys]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
 def _pct(x) -> str:

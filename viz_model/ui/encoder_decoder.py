@@ -174,12 +174,19 @@ def translation(ckpt, src: Source, steps: list[StepView], max_len: int) -> None:
     else:
         c2.code(src.reference, language=None, wrap_lines=True)
         c2.caption(lesson.training_membership(src.text, ckpt.metadata).caption)
+        c2.caption(_shape_caption(ckpt, src.text))
     if done and steps[-1].stop_reason != "eos":
         st.warning(f"Stopped: {G.stop_message(steps[-1].stop_reason, max_len)}")
     if done and src.reference is not None:
         same = " ".join(words) == src.reference
         check_line(same, "The translation equals the reference word for word." if same else
                    "The translation differs from the reference.")
+
+
+def _shape_caption(ckpt, text: str) -> str:
+    """Whether the sentence's skeleton was in training (the replay is cached per model: a few seconds once)."""
+    return cached("ed_shape", input_key(model_id(ckpt), text),
+                  lambda: lesson.shape_membership(text, ckpt.metadata).caption)
 
 
 def decoder_input(ckpt, steps: list[StepView]) -> tuple[list[int], list[str], list[str]]:
@@ -323,9 +330,14 @@ def alignment(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
     show(F.alignment_map(tf.cross_attention[layer, head].numpy(), src.labels, tf.target_tokens, src.alignment,
                          title=f"Cross-attention, layer {layer}, head {head}: □ known alignment, • the row's peak"),
          key="ed_align_chart", name=f"alignment_L{layer}_H{head}")
+    copies = lesson.alignment_accuracy(tf.cross_attention, list(src.alignment), list(src.ids)).numpy()  # (L, H)
+    copy_hits = int(round(copies[layer, head] * n))
     st.markdown(f"Rows are the reference words fed to the decoder (teacher forcing, as the held-out score is "
                 f"measured). Head L{layer}·H{head} peaks on the aligned source word for **{hits} of {n}** target "
-                f"words (**{acc[layer, head]:.0%}**).")
+                f"words (**{acc[layer, head]:.0%}**)"
+                + (f"; counting a peak on an identical copy of that word (another “the”) as aligned, **{copy_hits} "
+                   f"of {n}** (**{copies[layer, head]:.0%}**)." if copy_hits != hits else
+                   ", the same counting a peak on an identical copy of the word as aligned."))
     guided = lesson.guided_of(ckpt.metadata, ckpt.model.config)
     if guided is not None:
         u_layer, u_head = lesson.best_head(acc, exclude=guided)
@@ -435,6 +447,7 @@ def heldout(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
             c3.metric("Best head not guided (metadata)", f"{unguided['accuracy']:.1%}",
                       help=f"layer {unguided['layer']}, head {unguided['head']}: it found its own way")
         c4.metric("Held-out sentences", n)
+        structural(ckpt, guided)
     else:
         st.info("This model's metadata has no held-out scores (it was not built by the shipped recipe).")
     if st.button(f"Recompute on {n} held-out sentences", key="ed_heldout_go"):
@@ -458,6 +471,46 @@ def heldout(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
                     f"**{acc[u_layer, u_head]:.1%}**.")
     show(F.head_accuracy({f"{n} held-out sentences, measured now": acc}, title="Alignment accuracy per head",
                          guided=guided), key="ed_heldout_heads", name="heldout_alignment")
+
+
+def structural_table(structural: dict) -> pd.DataFrame:
+    """One row per structural split of the metadata: sentences, exact match, the best head's alignment."""
+    rows = []
+    for split, what in lesson.STRUCTURAL_SPLITS.items():
+        m = structural.get(split)
+        if m:
+            b = m["best_head"]
+            rows.append({"sentences": what, "n": m["n_sentences"], "exact match": f"{m['exact_match']:.1%}",
+                         "head": f"L{b['layer']}·H{b['head']}", "alignment": f"{b['alignment']:.1%}",
+                         "copy-aware alignment": f"{b['copy_aware_alignment']:.1%}"})
+    return pd.DataFrame(rows)
+
+
+def by_class_table(structural: dict) -> pd.DataFrame:
+    """The best head's copy-aware alignment per word class, one column per structural split."""
+    cols = {split: {c: f"{a:.0%} of {k}" for c, (a, k) in structural[split]["best_head_by_class"].items()}
+            for split in lesson.STRUCTURAL_SPLITS if split in structural}
+    return pd.DataFrame(cols).rename(columns=lambda sp: f"{sp} skeletons").fillna("–")
+
+
+def structural(ckpt, guided) -> None:
+    """Does it know the grammar or only the shapes it saw? The metadata's scores per structural split."""
+    shapes = (ckpt.metadata or {}).get("structural")
+    if not shapes:
+        return
+    st.markdown("**Seen and unseen sentence shapes.** A sentence's *skeleton* is its word classes (DET ADJ NOUN "
+                "VERB …). Some skeletons were kept out of training altogether; a translator that learnt the "
+                "grammar translates them as well as new sentences of shapes it saw.")
+    st.table(structural_table(shapes))
+    unseen = shapes.get("unseen", {})
+    if unseen:
+        em, al = unseen["exact_match"], unseen["best_head"]["copy_aware_alignment"]
+        check_line(em >= 0.95, f"Exact match on unseen skeletons {em:.1%} (the bar: at least 95 %)")
+        who = "best head not guided" if guided is not None else "best head"
+        check_line(al >= 0.80, f"The {who}'s copy-aware alignment on unseen skeletons {al:.1%} (the bar: at least "
+                   "80 %)")
+    st.markdown("Where that head aligns, per word class (copy-aware: a peak on another “the” counts):")
+    st.table(by_class_table(shapes))
 
 
 TABS = {"Three attentions": three_attentions, "Alignment": alignment, "Encoder once, K/V reused": reuse,
