@@ -419,3 +419,13 @@ def test_the_shipped_translator_knows_the_grammar_not_only_its_templates(shipped
     assert fresh == shipped.metadata["structural"]  # rounded to 4 places, deterministic on a CPU
     assert fresh["seen"]["exact_match"] >= 0.98 and fresh["unseen"]["exact_match"] >= 0.95
     assert fresh["seen"]["n_sentences"] == fresh["unseen"]["n_sentences"] == 200
+
+
+def test_the_shipped_translators_decode_the_same_with_and_without_the_caches(shipped, guided):
+    """#25: on sentences of unseen skeletons, the decoder's KV cache and the reused encoder change no word."""
+    for ck in (shipped, guided):
+        for text in data.structural_sentences(12, "unseen", seed=5):
+            cached = translate(ck.model, ck.tokenizer, text, ck.model.config.max_len, use_cache=True)
+            plain = translate(ck.model, ck.tokenizer, text, ck.model.config.max_len, use_cache=False)
+            assert cached.tokens == plain.tokens and cached.stop_reason == plain.stop_reason == "eos"
+            assert cached.text == data.reference_translation(text)[0]
