@@ -187,6 +187,24 @@ def wait_idle(page, timeout: float = 60_000):
     page.wait_for_timeout(300)
 
 
+def settled(page) -> None:
+    """Wait until the page stops changing: the script has finished (wait_idle), then no DOM mutation for 0.4 s. The
+    frontend keeps applying a finished run's elements after its script state says so, and axe reads a half-drawn
+    sidebar as a scrollable region with nothing to focus (measured on the Explorer: for the first seconds of a first
+    load the script state reads idle while the sidebar holds one focusable element of its 21)."""
+    page.wait_for_function("""() => document.querySelectorAll(
+        '[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').length >= 13
+        && [...document.querySelectorAll('[data-testid="stSidebar"] label')]
+            .some(l => l.innerText.includes('Presenter'))""")
+    wait_idle(page)
+    page.evaluate("""() => new Promise(resolve => {
+        const done = () => { observer.disconnect(); resolve(true); };
+        let quiet = setTimeout(done, 400);
+        const observer = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(done, 400); });
+        observer.observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
+    })""")
+
+
 def screenshot(page, name: str) -> Path:
     """Whole-page PNG in test-artifacts/ (Streamlit scrolls an inner container, so grow the viewport)."""
     ARTIFACTS.mkdir(exist_ok=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from conftest import A11Y_NOTES, open_page, screenshot, wait_idle
+from conftest import A11Y_NOTES, open_page, screenshot, settled, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -27,27 +27,9 @@ def _page_urls() -> list[str]:
     return [url for _, file, _, _, url in ast.literal_eval(pages) if (ROOT / file).exists()]
 
 
-def _settled(page) -> None:
-    """Wait until the page stops changing: the script has finished (wait_idle), then no DOM mutation for 0.4 s. The
-    frontend keeps applying a finished run's elements after its script state says so, and axe reads a half-drawn
-    sidebar as a scrollable region with nothing to focus (measured on the Explorer: for the first seconds of a first
-    load the script state reads idle while the sidebar holds one focusable element of its 21)."""
-    page.wait_for_function("""() => document.querySelectorAll(
-        '[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').length >= 13
-        && [...document.querySelectorAll('[data-testid="stSidebar"] label')]
-            .some(l => l.innerText.includes('Presenter'))""")
-    wait_idle(page)
-    page.evaluate("""() => new Promise(resolve => {
-        const done = () => { observer.disconnect(); resolve(true); };
-        let quiet = setTimeout(done, 400);
-        const observer = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(done, 400); });
-        observer.observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
-    })""")
-
-
 def _audit(page, where: str, rules: dict | None = None) -> list[str]:
     """Run axe on the page as it is now; returns the failing violations as lines, notes the others."""
-    _settled(page)
+    settled(page)
     options = {"resultTypes": ["violations"], **({"rules": rules} if rules else {})}
     found = AXE.run(page, options=options).response["violations"]
     failing = []

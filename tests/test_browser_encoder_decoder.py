@@ -10,10 +10,12 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 pytestmark = pytest.mark.browser
 
 NEXT = 'button:has-text("Next word")'
-# The heatmaps of the chart holding a trace whose name starts with the prefix: name and (rows, columns) of z.
+# The heatmaps of the chart holding a trace whose name starts with the prefix: name and (rows, columns) of z (not
+# the grey mask layers, nor the see-through layers that print the numbers, figures.export.readable_numbers).
 PANELS = """prefix => { const p = [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
                           .find(el => el._fullData && el._fullData.some(t => t.name.startsWith(prefix)));
-                        return p ? p._fullData.filter(t => t.type === 'heatmap' && !t.name.endsWith(' mask'))
+                        return p ? p._fullData.filter(t => t.type === 'heatmap' && !t.name.endsWith(' mask')
+                                                       && !t.name.endsWith(' · numbers'))
                                      .map(t => ({name: t.name, rows: t.z.length, cols: t.z[0].length})) : null; }"""
 
 

@@ -27,9 +27,19 @@ label[data-testid="stWidgetLabel"][disabled], label[data-testid="stWidgetLabel"]
 # Always on. A disabled widget's label (Temperature under greedy decoding) is drawn at 40 % of the text colour,
 # 2.6:1, and no theme setting reaches it. WCAG exempts inactive controls, but a student still has to read which
 # setting is off; at 60 % (the captions' 4.96:1) it stays lighter than an active label. Static CSS, no user text.
+# Keyboard focus is always visible (#29): Streamlit marks a focused link, button or box by a faint tint or a border
+# shade at most (its page links and table toolbars by nothing), so every focused element gets the same ring: blue,
+# 6.1:1 on white and 5.4:1 in the sidebar (WCAG asks 3:1), apart from the red that marks picked options; drawn
+# inside text boxes and tables, which clip it.
 _READABLE_CSS = """<style>
 label[data-testid="stWidgetLabel"][disabled], label[data-testid="stWidgetLabel"][disabled] * {
   color: rgba(14, 17, 23, 0.6); }
+:focus-visible { outline: 3px solid #1F5FBF !important; outline-offset: 2px !important; }
+input:focus-visible, textarea:focus-visible, canvas:focus-visible { outline-offset: -3px !important; }
+/* a heading's own link shows only on hover; on focus too */
+a[href^="#"]:focus-visible { opacity: 1 !important; transition: none !important; }
+/* a chart's toolbar (Plotly's modebar) and a table's (Streamlit's) show only on hover; on focus too */
+.js-plotly-plot .modebar:focus-within, [data-testid="stElementToolbar"]:focus-within { opacity: 1 !important; }
 </style>"""
 
 
