@@ -381,3 +381,13 @@ def test_numbers_on_heatmap_cells_are_black_or_white_per_cell_with_aa_contrast()
                 checked += int(drawn.sum())
     assert min(before) < AA  # what plotly.js alone gave
     assert checked > 100 and min(worst) >= 4.58 - 1e-3, min(worst)
+
+
+def test_numbers_on_a_heatmap_without_its_own_scale_are_left_to_plotly():
+    """A heatmap coloured by the layout's scale (no colorscale of its own) is drawn as plotly.js draws it, unchanged:
+    readable_numbers cannot know its cell colours, and must not fail on it."""
+    from viz_model.figures.export import readable_numbers
+
+    fig = go.Figure(go.Heatmap(z=[[0.1, 0.9]], text=[["a", "b"]], texttemplate="%{text}"))
+    out = readable_numbers(go.Figure(fig))
+    assert len(out.data) == 1 and not out.data[0].textfont.color

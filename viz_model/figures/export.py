@@ -115,6 +115,8 @@ def readable_numbers(fig: go.Figure) -> go.Figure:
         if z.ndim != 2 or text.shape != z.shape or np.isnan(z).all():
             continue
         scale = t.colorscale
+        if scale is None:  # a scale from the layout (coloraxis, template): plotly.js keeps its own text colours
+            continue
         scale = pc.get_colorscale(scale) if isinstance(scale, str) else list(scale)
         if t.reversescale:
             scale = [(1.0 - float(s), c) for s, c in reversed(scale)]
