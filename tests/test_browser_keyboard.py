@@ -133,29 +133,27 @@ def export_a_chart(page) -> None:
     assert download.value.suggested_filename.endswith(".csv")
 
 
+# (control the page must show, the step that uses it)
+STEPS = [
+    ('[data-testid="stTextInput"] input', type_sentence),
+    ('input[role="combobox"][aria-label$="Head"]', lambda page, url: pick_layer_and_head(page)),
+    ('[data-testid="stButtonGroup"] [role="radio"]', lambda page, url: switch_option(page)),
+    ('[role="tab"]', lambda page, url: open_another_tab(page)),
+    ('input[type="range"]:not(:disabled), [role="slider"]:not([aria-disabled="true"])',
+     lambda page, url: move_a_slider(page)),
+    ('[data-testid="stPlotlyChart"]', lambda page, url: export_a_chart(page)),
+]
+
+
 @pytest.mark.parametrize("url", _page_urls())
 def test_one_lesson_with_the_keyboard_alone(page, url):
     open_page(page, "" if url == "start" else url, wait_chart=False)
     settled(page)  # every control drawn before the test looks for them
     done = []
-    if _has(page, '[data-testid="stTextInput"] input'):
-        type_sentence(page, url)
-        done.append("typed")
-    if _has(page, 'input[role="combobox"][aria-label$="Head"]'):
-        pick_layer_and_head(page)
-        done.append("layer and head")
-    if _has(page, '[data-testid="stButtonGroup"] [role="radio"]'):
-        switch_option(page)
-        done.append("option")
-    if _has(page, '[role="tab"]'):
-        open_another_tab(page)
-        done.append("tab")
-    if _has(page, 'input[type="range"]:not(:disabled), [role="slider"]:not([aria-disabled="true"])'):
-        move_a_slider(page)
-        done.append("slider")
-    if _has(page, '[data-testid="stPlotlyChart"]'):
-        export_a_chart(page)
-        done.append("export")
+    for selector, step in STEPS:  # in order; each where the page (as the steps before left it) offers it
+        if _has(page, selector):
+            step(page, url)
+            done.append(selector)
     assert len(done) >= 2, done  # every page offers at least two of these
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.console.errors() == []
