@@ -135,6 +135,7 @@ SATURATION_ACTION = {"start": "start_layer", "explorer": "explorer_layer", "mask
 SATURATION_BAR = 0.8   # a page should rerun at least this fast relative to the matched bare page
 TRAIN_START = Step("train", "click", "train_start", None, "start training")
 TRAIN_STOP = Step("train", "click", "train_stop", None, "stop training")
+ARRIVE = ""   # the query string every student arrives with (--model-dir: ?model_key=<the folder's picker label>)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -342,6 +343,7 @@ async def protocol_student(i: int, url: str, lesson: list[Step], seed: int, t_en
     rng = random.Random(seed * 1000 + i)
     await asyncio.sleep(rng.uniform(0, THINK_S[1]))          # students arrive over the first few seconds
     s = ProtocolSession(url, sticky=sticky, timeout=120)
+    s.query_string = ARRIVE
     try:
         res = await s.connect("start")
         stats.add(FIRST_LOAD, res.seconds)
@@ -438,7 +440,7 @@ class BrowserStudent:
     async def load(self, path: str = "") -> float:
         """Page load to first chart drawn (first script run finished)."""
         t0 = time.perf_counter()
-        await self.page.goto(f"{self.url}/{path}")
+        await self.page.goto(f"{self.url}/{path}" + (f"?{ARRIVE}" if ARRIVE else ""))
         await self.page.wait_for_function(self.FINISHED_JS, arg=0)
         await self.page.wait_for_function(self.CHART_JS)
         self.on_page = path or "start"
@@ -598,6 +600,7 @@ async def warm_up(url: str, lesson: list[Step]) -> Stats:
     state, and tells which steps are skipped."""
     stats = Stats()
     s = ProtocolSession(url, timeout=180)
+    s.query_string = ARRIVE
     try:
         await s.connect("start")
         rng = random.Random(0)
@@ -713,6 +716,7 @@ async def bare_bytes(url: str, cells: int, charts: int = 1) -> int:
 async def page_bytes(url: str, step: Step) -> tuple[int, int] | None:
     """(bytes, charts) the page sends for one `step` (median of three), or None when it has no such widget."""
     s = ProtocolSession(url, cache=False, timeout=180)
+    s.query_string = ARRIVE
     stats = Stats()
     try:
         await s.connect("start")
@@ -732,7 +736,7 @@ async def hammer(url: str, step: Step, n: int, seconds: float, query: str = "") 
     async def one(i: int):
         nonlocal errors
         s = ProtocolSession(url, timeout=120)
-        s.query_string = query
+        s.query_string = query or ARRIVE
         rng = random.Random(i)
         try:
             await s.connect("start" if step.page else "")
@@ -894,6 +898,8 @@ def parse_args(argv=None):
     ap.add_argument("--no-saturation", action="store_true")
     ap.add_argument("--no-training", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model-dir", default="", help="a Hugging Face model folder (e.g. bench/gpt2_small.py's): the "
+                    "server lists it (ATTENTION_LAB_MODEL_DIRS) and every student opens it by ?model_key=")
     ap.add_argument("--out", default=str(RESULTS / "classroom_load"), help="writes OUT.md and OUT.json")
     a = ap.parse_args(argv)
     a.k = [int(x) for x in a.k.split(",") if x]
@@ -904,8 +910,26 @@ def parse_args(argv=None):
     return a
 
 
+def use_model_dir(folder: str) -> str:
+    """Point the servers at one model folder and every student at it; returns its picker label."""
+    global ARRIVE
+    from urllib.parse import quote_plus
+
+    from viz_model.hf import ENV_VAR
+    from viz_model.ui.models import folder_models
+
+    os.environ[ENV_VAR] = str(Path(folder).resolve())   # app_env() hands os.environ to every server
+    entry = next((e for e in folder_models() if e.problem is None), None)
+    if entry is None:
+        raise SystemExit(f"{folder} is not a model folder the app can load")
+    ARRIVE = "model_key=" + quote_plus(entry.title)
+    return entry.title
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.model_dir:
+        print("every student on", use_model_dir(args.model_dir), flush=True)
     procs = Procs()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # `timeout`/kill still runs the finally below
     t0 = time.time()
