@@ -135,6 +135,7 @@ SATURATION_ACTION = {"start": "start_layer", "explorer": "explorer_layer", "mask
 SATURATION_BAR = 0.8   # a page should rerun at least this fast relative to the matched bare page
 TRAIN_START = Step("train", "click", "train_start", None, "start training")
 TRAIN_STOP = Step("train", "click", "train_stop", None, "stop training")
+NAV_LINKS = "[data-testid=stSidebar] a[data-testid=stPageLink-NavLink]"   # the sidebar's lesson links
 ARRIVE = ""   # the query string every student arrives with (--model-dir: ?model_key=<the folder's picker label>)
 
 
@@ -452,8 +453,8 @@ class BrowserStudent:
         if step.action == "open" and self.on_page == step.page:
             return f"already on {step.page}"
         if step.action == "open":
-            hrefs = await pg.evaluate("() => Array.from(document.querySelectorAll("
-                                      "'[data-testid=stSidebarNav] a'), a => new URL(a.href).pathname)")
+            hrefs = await pg.evaluate(f"() => Array.from(document.querySelectorAll('{NAV_LINKS}'), "
+                                      "a => new URL(a.href).pathname)")
             idx = next((i for i, h in enumerate(hrefs) if h.rstrip("/").endswith("/" + step.page)), None)
             if idx is None and step.page == "start" and "/" in hrefs:
                 idx = hrefs.index("/")
@@ -461,7 +462,7 @@ class BrowserStudent:
                 return f"no sidebar link to {step.page!r}"
             before = await pg.evaluate(self.MARK_JS)
             t0 = time.perf_counter()
-            await pg.locator("[data-testid=stSidebarNav] a").nth(idx).click()
+            await pg.locator(NAV_LINKS).nth(idx).click()
             self.on_page = step.page
         else:
             if self.on_page != step.page:
@@ -898,6 +899,8 @@ def parse_args(argv=None):
     ap.add_argument("--no-saturation", action="store_true")
     ap.add_argument("--no-training", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--words", type=int, default=0, help="lengthen every lesson sentence to this many words (32: "
+                    "about T = 32 tokens)")
     ap.add_argument("--model-dir", default="", help="a Hugging Face model folder (e.g. bench/gpt2_small.py's): the "
                     "server lists it (ATTENTION_LAB_MODEL_DIRS) and every student opens it by ?model_key=")
     ap.add_argument("--out", default=str(RESULTS / "classroom_load"), help="writes OUT.md and OUT.json")
@@ -930,6 +933,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.model_dir:
         print("every student on", use_model_dir(args.model_dir), flush=True)
+    if args.words:   # in place: the lesson's steps and the browser read this list
+        SENTENCES[:] = [" ".join(s.split()[i % len(s.split())] for i in range(args.words)) for s in SENTENCES]
     procs = Procs()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # `timeout`/kill still runs the finally below
     t0 = time.time()
