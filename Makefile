@@ -6,7 +6,7 @@ PORT ?= 8501
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint unit browser bench install browser-deps clean
+.PHONY: run test lint unit browser bench install browser-deps clean models
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,6 +36,13 @@ unit: $(STAMP)
 
 browser: $(STAMP) browser-deps
 	$(BIN)/python -m pytest -m browser
+
+# Real checkpoints into models/NAME (safetensors only), listed by the app when ATTENTION_LAB_MODEL_DIRS is unset:
+# `make models` fetches the curated list, `make models MODELS="gpt2 distilgpt2"` some of it.
+MODELS ?= all
+models: $(STAMP)
+	$(BIN)/python -m viz_model.models list
+	$(BIN)/python -m viz_model.models download $(MODELS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_model.py

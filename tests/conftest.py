@@ -17,6 +17,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
+# The app lists models/ when ATTENTION_LAB_MODEL_DIRS is unset: point that at a folder that never exists, so models
+# downloaded with `make models` never enter the suite (the servers started here inherit it).
+os.environ["ATTENTION_LAB_MODELS_HOME"] = str(ARTIFACTS / "no-models-here")
 A11Y_NOTES: list[str] = []  # the moderate and minor axe findings (tests/test_browser_accessibility.py)
 
 

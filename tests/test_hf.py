@@ -389,7 +389,8 @@ def test_model_dirs_from_env_lists_folders_without_reading_weights(zoo, loaded, 
     assert hf.find_model_dir("qwen2", env) == root / "qwen2"
     with pytest.raises(ValueError, match="no model named '/etc'"):
         hf.find_model_dir("/etc", env)
-    assert hf.model_dirs_from_env({}) == []
+    assert hf.model_dirs_from_env({hf.ENV_VAR: ""}) == []  # set but empty: no folders at all
+    assert hf.model_dirs_from_env({hf.HOME_VAR: str(tmp_path / "none")}) == []  # unset: models home, missing
 
 
 # -- head roles with the model's own vocabulary ---------------------------------------------------

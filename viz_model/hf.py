@@ -2,6 +2,7 @@
 
     ckpt = read_hf_folder(folder)   # HFModel(model, tokenizer, metadata, path=folder)
     model_dirs_from_env()           # the folders the instructor named in ATTENTION_LAB_MODEL_DIRS at launch
+                                    # (unset: models/, where `make models` downloads)
 
 Never `transformers`, never remote code, never a pickle: config.json is mapped onto ModelConfig, the
 *.safetensors tensors (sharded too) are memory-mapped and converted once, tokenizer.json (or GPT-2's
@@ -41,6 +42,8 @@ from viz_model.rope import validate_scaling
 
 SUPPORTED_TYPES = ("gpt2", "llama", "mistral", "qwen2")
 ENV_VAR = "ATTENTION_LAB_MODEL_DIRS"
+HOME_VAR = "ATTENTION_LAB_MODELS_HOME"  # where `make models` puts models (default: models/ in the repository)
+MODELS_HOME = Path(__file__).resolve().parent.parent / "models"
 MAX_CONFIG_BYTES = 1 * 2**20          # config.json, tokenizer_config.json, ...
 MAX_INDEX_BYTES = 16 * 2**20          # model.safetensors.index.json
 MAX_TOKENIZER_BYTES = 64 * 2**20      # tokenizer.json (Llama 3: 9 MB, Gemma: 33 MB)
@@ -625,10 +628,23 @@ def _candidates(root: Path) -> list[Path]:
         return []
 
 
+def models_home(env: Mapping[str, str] | None = None) -> Path:
+    """The folder `make models` downloads into: ATTENTION_LAB_MODELS_HOME, else models/ in the repository."""
+    return Path((os.environ if env is None else env).get(HOME_VAR) or MODELS_HOME).expanduser()
+
+
+def model_dirs_spec(env: Mapping[str, str] | None = None) -> str:
+    """The folder list the app reads: ATTENTION_LAB_MODEL_DIRS when it is set (set but empty: no folders at all),
+    else models_home() (a missing or empty folder lists nothing)."""
+    e = os.environ if env is None else env
+    return e[ENV_VAR] if ENV_VAR in e else str(models_home(e))
+
+
 def model_dirs_from_env(env: Mapping[str, str] | None = None) -> list[ModelDir]:
     """Every model folder named in ATTENTION_LAB_MODEL_DIRS (colon-separated; each a model folder or a folder of
-    model folders), in order, each once. The only way a folder enters the app: students never type a path."""
-    raw = (os.environ if env is None else env).get(ENV_VAR, "")
+    model folders; unset: models_home()), in order, each once. The only way a folder enters the app: the instructor
+    names or downloads it; students never type a path."""
+    raw = model_dirs_spec(env)
     out: list[ModelDir] = []
     seen: set[Path] = set()
     for part in raw.split(":"):
@@ -654,7 +670,8 @@ def find_model_dir(name: str, env: Mapping[str, str] | None = None) -> Path:
     raise ValueError(f"no model named {name!r} is offered; the instructor lists folders in {ENV_VAR} at launch.")
 
 
-__all__ = ["ENV_VAR", "HFModel", "ModelDir", "SUPPORTED_TYPES", "Source", "StoredTensor", "adds_bos",
-           "available_bytes", "check_memory", "describe_folder", "find_model_dir", "half_to_interleaved", "hf_config",
-           "human_bytes", "model_dirs_from_env", "prepare", "read_hf_folder", "read_headers", "read_tokenizer",
-           "rope_from_hf", "special_tokens", "weight_files", "weight_plan"]
+__all__ = ["ENV_VAR", "HFModel", "HOME_VAR", "MODELS_HOME", "ModelDir", "SUPPORTED_TYPES", "Source", "StoredTensor",
+           "adds_bos", "available_bytes", "check_memory", "describe_folder", "find_model_dir", "half_to_interleaved",
+           "hf_config", "human_bytes", "model_dirs_from_env", "model_dirs_spec", "models_home", "prepare",
+           "read_hf_folder", "read_headers", "read_tokenizer", "rope_from_hf", "special_tokens", "weight_files",
+           "weight_plan"]

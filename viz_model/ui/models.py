@@ -1,9 +1,11 @@
 """Which models exist (shipped, the instructor's model folders, trained in this app, random baseline) and cached
 loading.
 
-Model folders (Hugging Face layout: GPT-2, Llama, Mistral, Qwen2) come only from ATTENTION_LAB_MODEL_DIRS, set by
-the instructor at launch (`ATTENTION_LAB_MODEL_DIRS=/a:/b make run`): a student picks one of their names, never
-types a path. Each is listed with its size and loaded once per server process."""
+Model folders (Hugging Face layout: GPT-2, Llama, Mistral, Qwen2) come only from the instructor: the folders named
+in ATTENTION_LAB_MODEL_DIRS at launch (`ATTENTION_LAB_MODEL_DIRS=/a:/b make run`), or, when it is unset, models/
+(where `make models` downloads; set but empty: no folders at all). A student picks one of their names, never types a
+path, and nothing a student does downloads anything. Each is listed with its size and loaded once per server
+process."""
 
 from __future__ import annotations
 
@@ -83,9 +85,9 @@ def available_models(kinds: tuple[str, ...] | None = None) -> list[ModelEntry]:
 
 # -- the instructor's model folders -----------------------------------------------------------------
 def folder_models(taken: set[str] = frozenset()) -> list[ModelEntry]:
-    """One entry per folder in ATTENTION_LAB_MODEL_DIRS (headers read once per change of the folders, no weights);
-    a name that clashes with another model's key gets " (folder)" appended."""
-    raw = os.environ.get(hf.ENV_VAR, "")
+    """One entry per folder in ATTENTION_LAB_MODEL_DIRS, or models/ when it is unset (headers read once per change of
+    the folders, no weights); a name that clashes with another model's key gets " (folder)" appended."""
+    raw = hf.model_dirs_spec()
     if not raw.strip():
         return []
     out = []
