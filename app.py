@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from viz_model.ui import share, sidebar
+from viz_model.ui import classroom, share, sidebar
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import status_badge
 
@@ -52,15 +52,19 @@ for section, file, title, icon, url in PAGES:
 # serious, #29), which screen readers announce as a broken list. The menu is hidden and the same pages are listed
 # with st.page_link (sidebar.lesson_links): a link still switches page inside the session, keeping every setting.
 page = st.navigation(sections, position="hidden")
+# Class mode (#28): a student following the instructor takes their page and settings before any widget is drawn
+classroom.begin(page.url_path, {p.url_path: p for ps in sections.values() for p in ps if p.url_path != "start"})
 with st.sidebar:
     sidebar.lesson_links({name: [p for p in pages if p.url_path != "start"] for name, pages in sections.items()})
 
 link = share.opened_link()  # before any widget takes its value from it
 with guard("the sidebar"):
     sidebar.render()
+    classroom.panel()  # the "Class" expander: lead, follow, ask
     status_badge()  # a training run of this user shows on every page
 try:
     with guard(page.title):
         page.run()
 finally:  # also after a page's st.stop()
     share.link_notices(link)
+    classroom.end()  # a leader publishes the view just drawn

@@ -1,0 +1,271 @@
+"""Class mode (#28) without a browser: the class store (codes, expiry, bounds, one answer per student, two processes
+on one file, the restart rule, the constant-time key check), the model's own answers, and the "Class" expander in
+AppTest (off without the key, a wrong key, leading, a student joining by link and following)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from viz_model.lessons.classroom import attention_question, rope_question
+from viz_model.runtime import classroom as cr
+from viz_model.runtime.classroom import ClassError, ClassStore, key_matches, parse_code
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "class.sqlite"
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def store(db, clock):
+    s = ClassStore(db, clock=clock)
+    yield s
+    s.close()
+
+
+# -- codes and keys ------------------------------------------------------------------------------------------------
+def test_class_codes_are_four_unambiguous_letters_and_each_class_has_its_own(store):
+    codes = {store.create(f"leader{i}") for i in range(20)}
+    assert len(codes) == 20
+    for code in codes:
+        assert len(code) == 4 and all(c in cr.CODE_LETTERS for c in code) and not set(code) & {"I", "O"}
+        assert parse_code(code.lower() + " ") == code
+    assert parse_code("AB1D") is None and parse_code("ABCDE") is None and parse_code(None) is None
+
+
+def test_the_key_is_compared_in_constant_time_with_hmac(monkeypatch):
+    calls = []
+    real = cr.hmac.compare_digest
+    monkeypatch.setattr(cr.hmac, "compare_digest", lambda a, b: calls.append((len(a), len(b))) or real(a, b))
+    assert key_matches("s3cret", "s3cret")
+    assert not key_matches("s3cre", "s3cret") and not key_matches("", "s3cret") and not key_matches("x", None)
+    assert calls == [(32, 32), (32, 32)]  # digests of equal length: the typed key's length does not leak either
+
+
+# -- the leader's view ---------------------------------------------------------------------------------------------
+def test_a_published_view_gets_a_new_version_only_when_it_changes(store):
+    code = store.create("L")
+    v1 = store.publish(code, "L", "rope", {"rope_t": 3, "rope_tab": "Pair rotation"})
+    assert store.publish(code, "L", "rope", {"rope_t": 3, "rope_tab": "Pair rotation"}) == v1
+    v2 = store.publish(code, "L", "rope", {"rope_t": 4, "rope_tab": "Pair rotation"})
+    assert v2 == v1 + 1
+    view = store.get(code)
+    assert (view.page, view.values, view.version) == ("rope", {"rope_t": 4, "rope_tab": "Pair rotation"}, v2)
+    assert store.publish(code, "someone else", "", {}) is None  # only the leader's tab publishes
+
+
+def test_two_connections_to_one_file_see_the_same_class_like_two_server_processes(db, clock):
+    a, b = ClassStore(db, clock=clock), ClassStore(db, clock=clock)
+    code = a.create("L")
+    a.publish(code, "L", "explorer", {"explorer_layer": 1})
+    assert b.get(code).values == {"explorer_layer": 1}
+    assert b.seen(code, "s1", True) and a.seen(code, "s2", False)
+    assert a.counts(code) == b.counts(code) == (1, 2)
+    qid = a.ask(code, "L", "free", "Which?", ["x", "y"])
+    assert b.answer(code, qid, "s1", 1) and a.answer(code, qid, "s2", 0)
+    assert a.tally(code, qid) == b.tally(code, qid) == [1, 1]
+    assert a.path == b.path and open(db, "rb").read(16).startswith(b"SQLite format 3")
+    assert a._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    a.close(), b.close()
+
+
+def test_a_second_process_reads_the_class_a_first_one_wrote(db, clock):
+    store = ClassStore(db, clock=clock)
+    code = store.create("L")
+    store.publish(code, "L", "masks", {"masks_kind": "causal"})
+    out = subprocess.run([sys.executable, "-c", "import sys; from viz_model.runtime.classroom import ClassStore; "
+                          "v = ClassStore(sys.argv[1]).get(sys.argv[2]); print(v.page, v.values['masks_kind'])",
+                          str(db), code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["masks", "causal"]
+    store.close()
+
+
+def test_a_new_tab_with_the_key_takes_the_class_over(store, clock):
+    code = store.create("old")
+    assert store.get(code).leader_active(clock())
+    clock.t += cr.LEADER_STALE_S + 1
+    assert not store.get(code).leader_active(clock())  # the old tab closed: followers stay, with a notice
+    assert store.lead(code, "new")
+    assert store.publish(code, "old", "", {}) is None and not store.heartbeat(code, "old")
+    assert store.heartbeat(code, "new") and store.get(code).leader_active(clock())
+
+
+# -- bounds and expiry ---------------------------------------------------------------------------------------------
+def test_classes_expire_when_their_leader_has_been_away_long(store, clock):
+    old = store.create("L1")
+    clock.t += cr.CLASS_TTL_S / 2
+    kept = store.create("L2")
+    clock.t += cr.CLASS_TTL_S / 2 + 1
+    assert store.expire() == 1
+    assert store.get(old) is None and store.get(kept) is not None
+
+
+def test_the_number_of_classes_and_the_size_of_a_view_are_bounded(store, monkeypatch):
+    monkeypatch.setattr(cr, "MAX_CLASSES", 3)
+    code = store.create("L")
+    store.create("L2"), store.create("L3")
+    with pytest.raises(ClassError, match="already runs 3 classes"):
+        store.create("L4")
+    with pytest.raises(ClassError, match="too many settings"):
+        store.publish(code, "L", "start", {"start_text": "x" * (cr.MAX_STATE_BYTES + 1)})
+
+
+def test_questions_are_bounded(store):
+    code = store.create("L")
+    with pytest.raises(ClassError, match="2 to"):
+        store.ask(code, "L", "free", "Which?", ["only one"])
+    with pytest.raises(ClassError, match="2 to"):
+        store.ask(code, "L", "free", "Which?", [str(i) for i in range(cr.MAX_CHOICES + 1)])
+    with pytest.raises(ClassError, match="at most"):
+        store.ask(code, "L", "free", "?" * (cr.MAX_PROMPT_CHARS + 1), ["a", "b"])
+    with pytest.raises(ClassError, match="Only the tab"):
+        store.ask(code, "a student", "free", "Which?", ["a", "b"])
+    store.ask(code, "L", "free", "Which?", ["a" * 500, "b"])
+    assert len(store.get(code).question.choices[0]) == cr.MAX_CHOICE_CHARS
+
+
+def test_each_student_answers_once_and_a_new_question_starts_empty(store):
+    code = store.create("L")
+    qid = store.ask(code, "L", "attention", "Which word?", ["0 the", "1 cat", "2 sat"], {"correct": [1], "why": "."})
+    assert store.answer(code, qid, "s1", 1)
+    assert not store.answer(code, qid, "s1", 2)  # a second answer from the same tab is not counted
+    assert store.answer(code, qid, "s2", 1) and store.answer(code, qid, "s3", 0)
+    assert not store.answer(code, qid, "s4", 7) and not store.answer(code, qid + 1, "s4", 0)
+    assert store.tally(code, qid) == [1, 2, 0] and store.has_answered(code, qid, "s1")
+    assert store.reveal(code, "L", qid) and store.get(code).question.revealed
+    assert not store.answer(code, qid, "s5", 0)  # answers close at the reveal
+    q2 = store.ask(code, "L", "free", "Next?", ["a", "b"])
+    assert store.tally(code, q2) == [0, 0] and store.tally(code, qid) == []
+    store.close_question(code, "L")
+    assert store.get(code).question is None
+
+
+def test_a_server_restart_empties_the_store_but_a_second_replica_keeps_it(db):
+    first = ClassStore.open_for_server(db)
+    code = first.create("L")
+    first._db.execute("INSERT INTO servers VALUES (?, 0)", (os.getppid(),))  # another live server process
+    second = ClassStore.open_for_server(db)  # a replica starting beside it
+    assert second.get(code) is not None
+    first._db.execute("UPDATE servers SET pid = 999999999 - pid")  # every registered process has gone
+    restarted = ClassStore.open_for_server(db)
+    assert restarted.get(code) is None
+    first.close(), second.close(), restarted.close()
+
+
+def test_the_default_store_is_in_memory_on_dev_shm(monkeypatch):
+    monkeypatch.delenv("ATTENTION_LAB_CLASS_DB", raising=False)
+    path = cr.default_path()
+    if os.path.isdir("/dev/shm"):
+        assert str(path).startswith("/dev/shm/")
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", "/tmp/x.sqlite")
+    assert str(cr.default_path()) == "/tmp/x.sqlite"
+
+
+# -- the model's own answers -------------------------------------------------------------------------------------
+def test_the_attention_question_answers_with_the_rows_argmax():
+    p = attention_question(["<bos>", "the", "cat", "sat"], np.array([0.1, 0.6, 0.2, 0.1]), 1, 2)
+    assert p.choices == ["0 <bos>", "1 the", "2 cat", "3 sat"] and p.answer["correct"] == [1]
+    assert "head 1·2" in p.prompt and "“sat”" in p.prompt and "60%" in p.answer["why"]
+
+
+def test_the_rope_question_answers_from_the_angle_coverage():
+    p = rope_question(128, 10000.0, 4096, 32768)
+    correct = {p.choices[i] for i in p.answer["correct"]}
+    assert "linear interpolation (PI)" in correct and "none (plain RoPE)" not in correct
+    assert "NTK-aware base change" not in correct  # its lowest frequencies still leave the trained range
+
+
+# -- the Class expander in AppTest -------------------------------------------------------------------------------
+@pytest.fixture
+def class_env(db, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(db))
+    from viz_model.ui import classroom
+
+    classroom.store.clear()
+    yield db
+    classroom.store.clear()
+
+
+def _labels(at) -> list[str]:
+    return [w.label for w in [*at.toggle, *at.text_input]]
+
+
+def test_without_the_key_the_expander_says_how_to_turn_class_mode_on(app_test, monkeypatch):
+    monkeypatch.delenv("ATTENTION_LAB_INSTRUCTOR_KEY", raising=False)
+    at = app_test()
+    assert any("ATTENTION_LAB_INSTRUCTOR_KEY" in c.value for c in at.caption)
+    assert "Instructor key" not in _labels(at) and "Lead the class" not in _labels(at)
+
+
+def test_a_wrong_key_gives_no_lead_control_and_the_right_one_a_class_code(app_test, class_env):
+    at = app_test()
+    at.text_input(key="class_key").input("guess").run()
+    assert "That is not the instructor key." in [e.value for e in at.error]
+    assert "Lead the class" not in _labels(at)
+    assert at.text_input(key="class_key").value == ""  # the typed key does not stay in the session
+    at.text_input(key="class_key").input("s3cret").run()
+    at.toggle(key="class_lead").set_value(True).run()
+    code = at.session_state["_class_code"]
+    assert any(f"Class code: {code}" in m.value for m in at.markdown)
+    assert at.query_params["class"] == code
+    assert not at.exception
+
+
+def test_a_student_joining_by_link_follows_the_leaders_settings(app_test, class_env):
+    leader = app_test()
+    leader.text_input(key="class_key").input("s3cret").run()
+    leader.toggle(key="class_lead").set_value(True).run()
+    code = leader.session_state["_class_code"]
+    leader.selectbox(key="start_layer").set_value(1).run()
+    leader.selectbox(key="start_head").set_value(2).run()
+    view = ClassStore(class_env).get(code)
+    assert view.page == "" and view.values["start_layer"] == 1 and view.values["start_head"] == 2
+    assert "presenter_mode" not in view.values
+
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    student = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    student.query_params["class"] = code
+    student.run()
+    assert student.toggle(key="class_follow").value is True
+    assert student.selectbox(key="start_layer").value == 1 and student.selectbox(key="start_head").value == 2
+    # the student moves a setting: following stops, with a way back
+    student.selectbox(key="start_head").set_value(0).run()
+    student.run()
+    assert student.toggle(key="class_follow").value is False
+    assert any("exploring on your own" in c.value for c in student.caption)
+    student.button(key="class_catch_up").click().run()
+    assert student.toggle(key="class_follow").value is True
+    assert student.selectbox(key="start_head").value == 2
+    assert not student.exception
+
+
+def test_a_link_to_a_class_that_is_gone_says_so(app_test, class_env):
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    at.query_params["class"] = "ZZZZ"
+    at.run()
+    assert any("no longer running" in w.value for w in at.warning)
+    assert not at.exception

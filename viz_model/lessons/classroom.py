@@ -1,0 +1,70 @@
+"""Ask the class (#28): the preset questions about a view, with the model's own answer computed live.
+
+Each preset is one function from what the view shows to (prompt, choices, answer), where answer is
+{"correct": [choice indices], "why": a sentence built from the measured numbers}. The ui layer reads the view's
+settings and calls these; nothing here knows Streamlit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from viz_model import rope
+from viz_model.lessons import rope as rope_lesson
+
+MAX_TOKEN_CHOICES = 16  # the class store's MAX_CHOICES: a longer sentence asks about its last 16 tokens
+
+
+@dataclass(frozen=True)
+class Preset:
+    kind: str
+    prompt: str
+    choices: list[str]
+    answer: dict
+
+
+def attention_question(tokens: Sequence[str], row: np.ndarray, layer: int, head: int, query: int | None = None
+                       ) -> Preset:
+    """"Which word will head L·H attend to most from '<token>'?" over the sentence's tokens. `row` is that
+    query's attention weights (T,) from the model's trace; the answer is its argmax (ties: every maximal key)."""
+    tokens = list(tokens)
+    row = np.asarray(row, dtype=float)
+    if row.shape != (len(tokens),):
+        raise ValueError(f"The attention row has {row.shape} weights for {len(tokens)} tokens.")
+    query = len(tokens) - 1 if query is None else query
+    start = max(0, len(tokens) - MAX_TOKEN_CHOICES)
+    keys = list(range(start, len(tokens)))
+    choices = [f"{i} {tokens[i].strip() or repr(tokens[i])}" for i in keys]
+    best = float(row[keys].max())
+    correct = [j for j, i in enumerate(keys) if row[i] >= best - 1e-9]
+    top = keys[correct[0]]
+    why = (f"Layer {layer} · head {head} gives {row[top]:.0%} of the attention from “{tokens[query].strip()}” to "
+           f"“{tokens[top].strip()}” (token {top})" + (f", the most of the {len(keys)} tokens." if len(correct) == 1
+                                                        else f", tied with {len(correct) - 1} other token(s)."))
+    prompt = f"Which word will head {layer}·{head} attend to most from “{tokens[query].strip()}” (token {query})?"
+    return Preset("attention", prompt, choices, {"correct": correct, "why": why})
+
+
+def rope_question(d_k: int, base: float, train_len: int, target_len: int, extra: dict | None = None) -> Preset:
+    """"Which RoPE method keeps every angle within the trained range?" at these context-extension settings; the
+    answer is every method whose angles at L′ stay within those seen over L for every pair (angle_coverage)."""
+    if target_len < train_len:
+        raise ValueError("The target length L′ is shorter than the training length L: there is nothing to extend.")
+    table = rope_lesson.scaling_table(d_k, base, train_len, target_len, extra)
+    theta = rope.default_inv_freq(d_k, base).numpy()
+    methods = list(table)
+    outside = {}
+    for m in methods:
+        ratio, _ = table[m]
+        seen, needed = rope_lesson.angle_coverage(theta, theta * ratio, train_len, target_len)
+        outside[m] = int((needed > seen + 1e-9).sum())
+    labels = [rope.ROPE_SCALING_LABELS[m] for m in methods]
+    correct = [i for i, m in enumerate(methods) if outside[m] == 0]
+    counts = "; ".join(f"{rope.ROPE_SCALING_LABELS[m]}: {outside[m]}" for m in methods)
+    why = (f"Of the {d_k // 2} pairs, how many reach angles at L′ = {target_len:,} that training (L = {train_len:,}, "
+           f"base {base:,.0f}) never produced: {counts}.")
+    prompt = f"Which RoPE method keeps every angle within the trained range at L′ = {target_len:,} (L = {train_len:,})?"
+    return Preset("rope", prompt, labels, {"correct": correct, "why": why})

@@ -1,0 +1,378 @@
+"""The class store: what a class shares between the instructor's tab and the students' tabs (issue #28).
+
+A class is a short code (four letters), the leader's view (the page's URL path and the values of its URL-bound
+widgets), the students who follow, and at most one open question with its anonymous answers. Streamlit sessions live
+in one server process, and a lecture hall runs two processes behind HAProxy, so the class cannot live in a
+process's memory: it lives in one SQLite file in WAL mode that every server process on the machine opens (stdlib
+sqlite3; no new server). WAL lets the many readers (followers polling once a second) run beside the one writer.
+
+Where the file is, and why: by default on /dev/shm, a tmpfs, so the class state (answers included) is held in
+memory, shared by the server processes of this machine, and never written to a disk (the issue asks that answers
+never are); `ATTENTION_LAB_CLASS_DB` names another file (tests use a temp file). `:memory:` would not do: each
+connection, and so each process, would get a database of its own. Without /dev/shm (macOS) the file goes to the
+temp folder, which may be a disk: the README says so.
+
+A server restart loses the class state, and only it: the first server process to open the store while no other
+registered server process is alive empties it (`ClassStore.open_for_server`). A second replica starting beside a
+running one keeps the classes. Tabs that reconnect with `?class=CODE` then learn that the class is gone.
+
+Bounds: at most MAX_CLASSES classes (idle ones expire after CLASS_TTL_S), MAX_FOLLOWERS students a class, a view of
+at most MAX_STATE_BYTES, MAX_CHOICES choices of MAX_CHOICE_CHARS, a prompt of MAX_PROMPT_CHARS, one answer per student
+per question. The instructor key is compared in constant time (`key_matches`) and is never stored here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"   # no I or O: read off a projector, they look like 1 and 0
+CODE_LEN = 4
+MAX_CLASSES = 64
+MAX_FOLLOWERS = 500
+MAX_STATE_BYTES = 16_000     # a view: a page name and a few dozen widget values
+MAX_CHOICES = 16
+MAX_CHOICE_CHARS = 60
+MAX_PROMPT_CHARS = 200
+CLASS_TTL_S = 3 * 3600       # a class whose leader has not been seen for this long is dropped
+LEADER_STALE_S = 10.0        # no heartbeat for this long: the leader's tab is closed or asleep
+FOLLOWER_STALE_S = 10.0      # a student not seen for this long is not counted
+FOLLOWER_DROP_S = 600.0      # ... and is forgotten after this long
+QUESTION_KINDS = ("attention", "rope", "free")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS servers (pid INTEGER PRIMARY KEY, started REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS classes (
+    code TEXT PRIMARY KEY, created REAL NOT NULL, leader TEXT, leader_seen REAL NOT NULL,
+    page TEXT, view TEXT NOT NULL DEFAULT '{}', version INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS followers (
+    code TEXT NOT NULL, student TEXT NOT NULL, seen REAL NOT NULL, following INTEGER NOT NULL,
+    PRIMARY KEY (code, student));
+CREATE TABLE IF NOT EXISTS questions (
+    code TEXT PRIMARY KEY, qid INTEGER NOT NULL, kind TEXT NOT NULL, prompt TEXT NOT NULL, choices TEXT NOT NULL,
+    answer TEXT NOT NULL, revealed INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS answers (
+    code TEXT NOT NULL, qid INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
+    PRIMARY KEY (code, qid, student));
+"""
+
+
+class ClassError(ValueError):
+    """Something a user asked that the class cannot do, with a sentence they understand."""
+
+
+def key_matches(given: str | None, expected: str | None) -> bool:
+    """The instructor key check: constant time in the typed key's content (hmac.compare_digest on digests of
+    equal length, so neither the content nor the length of the real key leaks through timing). No key configured:
+    nobody matches."""
+    if not expected or not given:
+        return False
+    a = hashlib.sha256(given.encode("utf-8", "surrogatepass")).digest()
+    b = hashlib.sha256(expected.encode("utf-8", "surrogatepass")).digest()
+    return hmac.compare_digest(a, b)
+
+
+def parse_code(text: str | None) -> str | None:
+    """A typed or linked class code, cleaned ('abcd ' -> 'ABCD'), or None when it cannot be one."""
+    code = (text or "").strip().upper()
+    if len(code) == CODE_LEN and all(c in CODE_LETTERS for c in code):
+        return code
+    return None
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LEN))
+
+
+def new_id() -> str:
+    """An anonymous id for a tab (a leader or a student): random, tied to nothing about the person."""
+    return secrets.token_hex(8)
+
+
+def default_path() -> Path:
+    """ATTENTION_LAB_CLASS_DB, else a file on /dev/shm (memory, shared by this machine's processes), else the temp
+    folder; one file per checkout, so two apps on one machine keep their classes apart."""
+    env = os.environ.get("ATTENTION_LAB_CLASS_DB")
+    if env:
+        return Path(env)
+    shm = Path("/dev/shm")
+    base = shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+    tag = hashlib.sha1(str(ROOT).encode()).hexdigest()[:10]
+    return base / f"attention-lab-class-{os.getuid()}-{tag}.sqlite"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _view_json(page: str, values: dict[str, Any]) -> str:
+    text = json.dumps({"page": page, "values": values}, sort_keys=True, separators=(",", ":"))
+    if len(text.encode()) > MAX_STATE_BYTES:
+        raise ClassError(f"This view has too many settings to share (over {MAX_STATE_BYTES:,} bytes).")
+    return text
+
+
+@dataclass(frozen=True)
+class Question:
+    qid: int
+    kind: str
+    prompt: str
+    choices: tuple[str, ...]
+    answer: dict          # the model's own answer: {"correct": [indices], "why": sentence}, or {} for free text
+    revealed: bool
+
+
+@dataclass(frozen=True)
+class ClassView:
+    code: str
+    leader: str | None
+    leader_seen: float
+    page: str | None
+    values: dict = field(default_factory=dict)
+    version: int = 0
+    question: Question | None = None
+
+    def leader_active(self, now: float) -> bool:
+        return self.leader is not None and now - self.leader_seen <= LEADER_STALE_S
+
+
+class ClassStore:
+    """One connection per process, shared by its script threads under a lock (each call is one short
+    transaction). Every method takes the time from `clock` so tests can move it."""
+
+    def __init__(self, path: str | Path | None = None, clock: Callable[[], float] = time.time):
+        self.path = Path(path) if path is not None else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), timeout=10.0, isolation_level=None, check_same_thread=False)
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, 0o600)  # answers are the class's only: not readable by other users
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=10000")
+        self._db.executescript(_SCHEMA)
+
+    @classmethod
+    def open_for_server(cls, path: str | Path | None = None) -> ClassStore:
+        """The store of a server process: registered in `servers`; emptied when no other registered server
+        process is alive (a restart of the whole server loses the classes, and only them)."""
+        store = cls(path)
+        with store._tx() as db:
+            pids = [p for (p,) in db.execute("SELECT pid FROM servers") if p != os.getpid()]
+            alive = [p for p in pids if _pid_alive(p)]
+            if not alive:
+                for table in ("classes", "followers", "questions", "answers", "servers"):
+                    db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed table names)
+            else:
+                db.execute(f"DELETE FROM servers WHERE pid NOT IN ({','.join('?' * len(alive))})", alive)
+            db.execute("INSERT OR REPLACE INTO servers VALUES (?, ?)", (os.getpid(), store.clock()))
+        return store
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextlib.contextmanager
+    def _tx(self):
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, args: Sequence = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -- classes -------------------------------------------------------------------------------------------------
+    def expire(self) -> int:
+        """Drop classes whose leader has been away for CLASS_TTL_S, and students gone for FOLLOWER_DROP_S."""
+        now = self.clock()
+        with self._tx() as db:
+            old = [c for (c,) in db.execute("SELECT code FROM classes WHERE leader_seen < ?", (now - CLASS_TTL_S,))]
+            for code in old:
+                self._drop(db, code)
+            db.execute("DELETE FROM followers WHERE seen < ?", (now - FOLLOWER_DROP_S,))
+        return len(old)
+
+    @staticmethod
+    def _drop(db, code: str) -> None:
+        for table in ("classes", "followers", "questions", "answers"):
+            db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))  # noqa: S608 (fixed table names)
+
+    def create(self, leader: str) -> str:
+        """A new class led by `leader` (a tab's id); its code."""
+        self.expire()
+        now = self.clock()
+        with self._tx() as db:
+            (n,) = db.execute("SELECT COUNT(*) FROM classes").fetchone()
+            if n >= MAX_CLASSES:
+                raise ClassError(f"This server already runs {MAX_CLASSES} classes; end one first (or wait for an "
+                                 "idle one to expire).")
+            for _ in range(100):
+                code = new_code()
+                if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
+                    break
+            else:  # 24^4 codes: only with thousands of classes
+                raise ClassError("No free class code; try again.")
+            db.execute("INSERT INTO classes (code, created, leader, leader_seen) VALUES (?, ?, ?, ?)",
+                       (code, now, leader, now))
+        return code
+
+    def end(self, code: str) -> None:
+        with self._tx() as db:
+            self._drop(db, code)
+
+    def get(self, code: str) -> ClassView | None:
+        rows = self._read("SELECT leader, leader_seen, page, view, version FROM classes WHERE code = ?", (code,))
+        if not rows:
+            return None
+        leader, seen, page, view, version = rows[0]
+        q = self._read("SELECT qid, kind, prompt, choices, answer, revealed FROM questions WHERE code = ?", (code,))
+        question = None
+        if q:
+            qid, kind, prompt, choices, answer, revealed = q[0]
+            question = Question(qid, kind, prompt, tuple(json.loads(choices)), json.loads(answer), bool(revealed))
+        return ClassView(code, leader, seen, page, json.loads(view).get("values", {}), version, question)
+
+    def lead(self, code: str, leader: str) -> bool:
+        """`leader` takes the class over (a new tab of the instructor, after the old one closed). False if the
+        class is gone."""
+        with self._tx() as db:
+            cur = db.execute("UPDATE classes SET leader = ?, leader_seen = ? WHERE code = ?",
+                             (leader, self.clock(), code))
+            return cur.rowcount == 1
+
+    def stop_leading(self, code: str, leader: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE classes SET leader = NULL WHERE code = ? AND leader = ?", (code, leader))
+
+    def heartbeat(self, code: str, leader: str) -> bool:
+        """The leader's tab is alive. False when the class is gone or another tab leads it now."""
+        with self._tx() as db:
+            cur = db.execute("UPDATE classes SET leader_seen = ? WHERE code = ? AND leader = ?",
+                             (self.clock(), code, leader))
+            return cur.rowcount == 1
+
+    def publish(self, code: str, leader: str, page: str, values: dict[str, Any]) -> int | None:
+        """The leader's view (page URL path, URL-bound widget values): a new version when it changed. Returns the
+        version now held, or None when `leader` does not lead the class."""
+        text = _view_json(page, values)
+        with self._tx() as db:
+            row = db.execute("SELECT view, version, leader FROM classes WHERE code = ?", (code,)).fetchone()
+            if row is None or row[2] != leader:
+                return None
+            version = row[1] + (row[0] != text)
+            db.execute("UPDATE classes SET page = ?, view = ?, version = ?, leader_seen = ? WHERE code = ?",
+                       (page, text, version, self.clock(), code))
+            return version
+
+    # -- students ------------------------------------------------------------------------------------------------
+    def seen(self, code: str, student: str, following: bool) -> bool:
+        """A student's heartbeat (following or exploring). False when the class is gone or full."""
+        now = self.clock()
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM classes WHERE code = ?", (code,)).fetchone() is None:
+                return False
+            known = db.execute("SELECT 1 FROM followers WHERE code = ? AND student = ?", (code, student)).fetchone()
+            if known is None:
+                (n,) = db.execute("SELECT COUNT(*) FROM followers WHERE code = ? AND seen >= ?",
+                                  (code, now - FOLLOWER_STALE_S)).fetchone()
+                if n >= MAX_FOLLOWERS:
+                    return False
+            db.execute("INSERT OR REPLACE INTO followers VALUES (?, ?, ?, ?)", (code, student, now, int(following)))
+            return True
+
+    def counts(self, code: str) -> tuple[int, int]:
+        """(students following, students in the class) seen in the last FOLLOWER_STALE_S seconds."""
+        rows = self._read("SELECT COALESCE(SUM(following), 0), COUNT(*) FROM followers WHERE code = ? AND seen >= ?",
+                          (code, self.clock() - FOLLOWER_STALE_S))
+        return int(rows[0][0]), int(rows[0][1])
+
+    # -- questions -----------------------------------------------------------------------------------------------
+    def ask(self, code: str, leader: str, kind: str, prompt: str, choices: Sequence[str],
+            answer: dict | None = None) -> int:
+        """Open a question (replacing the open one, whose answers go); its id."""
+        if kind not in QUESTION_KINDS:
+            raise ClassError(f"Unknown question kind {kind!r}.")
+        prompt = prompt.strip()
+        choices = [str(c).strip()[:MAX_CHOICE_CHARS] for c in choices if str(c).strip()]
+        if not prompt:
+            raise ClassError("Type a question.")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise ClassError(f"A question has at most {MAX_PROMPT_CHARS} characters.")
+        if not 2 <= len(choices) <= MAX_CHOICES:
+            raise ClassError(f"A question needs 2 to {MAX_CHOICES} choices.")
+        answer = answer or {}
+        if any(not 0 <= i < len(choices) for i in answer.get("correct", [])):
+            raise ClassError("The model's answer is not one of the choices.")
+        with self._tx() as db:
+            row = db.execute("SELECT leader FROM classes WHERE code = ?", (code,)).fetchone()
+            if row is None or row[0] != leader:
+                raise ClassError("Only the tab that leads the class can ask.")
+            last = db.execute("SELECT qid FROM questions WHERE code = ?", (code,)).fetchone()
+            qid = (last[0] if last else 0) + 1
+            db.execute("DELETE FROM answers WHERE code = ?", (code,))
+            db.execute("INSERT OR REPLACE INTO questions VALUES (?, ?, ?, ?, ?, ?, 0)",
+                       (code, qid, kind, prompt, json.dumps(choices), json.dumps(answer)))
+        return qid
+
+    def answer(self, code: str, qid: int, student: str, choice: int) -> bool:
+        """A student's answer to the open question; only the first one counts. False if not taken (already
+        answered, another question is open, revealed, or not a choice)."""
+        with self._tx() as db:
+            q = db.execute("SELECT qid, choices, revealed FROM questions WHERE code = ?", (code,)).fetchone()
+            if q is None or q[0] != qid or q[2] or not 0 <= choice < len(json.loads(q[1])):
+                return False
+            cur = db.execute("INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?)", (code, qid, student, choice))
+            return cur.rowcount == 1
+
+    def has_answered(self, code: str, qid: int, student: str) -> bool:
+        return bool(self._read("SELECT 1 FROM answers WHERE code = ? AND qid = ? AND student = ?",
+                               (code, qid, student)))
+
+    def tally(self, code: str, qid: int) -> list[int]:
+        """Answers per choice of question `qid` (empty when it is not the open question)."""
+        q = self._read("SELECT choices FROM questions WHERE code = ? AND qid = ?", (code, qid))
+        if not q:
+            return []
+        counts = [0] * len(json.loads(q[0][0]))
+        for choice, n in self._read("SELECT choice, COUNT(*) FROM answers WHERE code = ? AND qid = ? GROUP BY choice",
+                                    (code, qid)):
+            counts[choice] = n
+        return counts
+
+    def reveal(self, code: str, leader: str, qid: int) -> bool:
+        with self._tx() as db:
+            cur = db.execute("UPDATE questions SET revealed = 1 WHERE code = ? AND qid = ? AND code IN "
+                             "(SELECT code FROM classes WHERE leader = ?)", (code, qid, leader))
+            return cur.rowcount == 1
+
+    def close_question(self, code: str, leader: str) -> None:
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM classes WHERE code = ? AND leader = ?", (code, leader)).fetchone():
+                db.execute("DELETE FROM questions WHERE code = ?", (code,))
+                db.execute("DELETE FROM answers WHERE code = ?", (code,))
