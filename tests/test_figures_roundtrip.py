@@ -106,6 +106,8 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
                       "length": [64, 128, 64, 128, 64, 128], "loss": [2.0, 3.0, 2.0, float("nan"), np.nan, np.nan]}),
         {"yarn": "YaRN", "linear": "linear"}, "Loss against length"),
     "sinusoidal.pe_curves": lambda: _f("sinusoidal.pe_curves")(PE, [0, 1, 6], "PE value against position"),
+    "classroom.answer_histogram": lambda: _f("classroom.answer_histogram")(
+        ["0 the", "1 <b>x</b>", "2 cat"], [3, 0, 1], [1], "Which word?"),
     "sinusoidal.pe_slices": lambda: _f("sinusoidal.pe_slices")(pe_table(8, 4), [0, 2, 5], "d = 4"),
     "sinusoidal.pe_heatmap": lambda: _f("sinusoidal.pe_heatmap")(
         PE, np.arange(0, 40, 2), np.arange(0, 16, 2), "The PE table", "PE <sin>"),
@@ -230,6 +232,7 @@ TRACE_TYPES = {
     "rope.angle_coverage": ["bar"] * 2,
     "rope.length_losses": ["scatter"] * 2,
     "sinusoidal.pe_curves": ["scatter"] * 3,
+    "classroom.answer_histogram": ["bar"],
     "sinusoidal.pe_slices": ["scatter"] * 7,
     "sinusoidal.pe_heatmap": ["heatmap"],
     "sinusoidal.bits_vs_signs": ["heatmap"] * 2,
