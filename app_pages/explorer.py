@@ -37,13 +37,13 @@ with st.expander("Knobs that re-run the model", expanded=False):
 mask = np.tri(T, dtype=bool) if mask_kind == "causal" else np.ones((T, T), dtype=bool)
 bits = cache.mask_bits(mask)
 mid = cache.model_id(ckpt)
-data = cache.cached_trace(model, mid, tuple(enc.ids), bits, scale_on, float(temperature))
 tkey = cache.input_key(mid, enc.ids, tokens, bits, scale_on, float(temperature))  # figure cache key
-probs = data["probs"]  # (L, H, T, T)
 
 st.header("All heads at a glance")
 roles, measured = ui.roles_for(ckpt)
-ui.grid(cfg, probs, tokens, roles, data["allowed"], tkey)
+page = ui.grid_start(cfg)  # the pass traces only the grid page's layers (all of them for a small model)
+data = cache.cached_trace(model, mid, tuple(enc.ids), bits, scale_on, float(temperature), ui.grid_layers(cfg, page))
+ui.grid(cfg, data["probs"], tokens, roles, data["allowed"], tkey, page)
 if (note := ui.kv_note(cfg)) is not None:
     st.caption(note)
     ui.kv_share_check(data, cfg)

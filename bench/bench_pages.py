@@ -10,13 +10,22 @@ makes a fresh ScriptCache on every run, so each measured rerun would also re-rea
 scripts (~5 ms for app.py + the Explorer page, ~1 ms for the bare page) — a cost no real rerun pays. By default both
 pages here share one ScriptCache, as on a server; --recompile measures AppTest's per-run compile instead.
 Run: .venv/bin/python bench/bench_pages.py [--repeats 7] [--recompile]
+
+--models: Start and Explorer reruns at T = 32 tokens on the classroom model and on a folder shaped like GPT-2 small
+(124M, random weights; bench/gpt2_small.py builds it once under runs/), side by side in one run: each round changes
+a setting on one model, then the same setting on the next, so a burst of load spoils one round, not a column. Every
+text, temperature and layer is new to its cache when it is measured (a model pass runs); a head is one already
+traced (its figures are built). Results: printed and written to bench/results/bench_pages.md.
+Run: .venv/bin/python bench/bench_pages.py --models [--repeats 9]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -99,14 +108,127 @@ def measure(T: int, repeats: int) -> dict[str, tuple[float, float]]:
     return out
 
 
+# -- the classroom model against GPT-2 small, T = 32 -------------------------------------------------------------
+MODELS_T = 32
+START_STEPS = [("text", "type a new sentence"), ("layer", "another layer"), ("head", "another head")]
+EXPLORER_STEPS = [("text", "type a new sentence"), ("temp", "temperature"), ("layer", "another layer"),
+                  ("head", "another head")]
+
+
+def model_sentences(path: Path, n: int, T: int = MODELS_T) -> list[str]:
+    """n different sentences of T tokens for this model (its own tokenizer; a shipped model's <bos> counted)."""
+    from viz_model import checkpoint
+
+    ckpt = checkpoint.load_checkpoint(path)
+    extra = int(bool(ckpt.metadata.get("bos")) and ckpt.metadata.get("source") != "huggingface")
+    out = []
+    for off in range(n):
+        words = [WORDS[(off + i) % len(WORDS)] for i in range(T)]
+        while len(ckpt.tokenizer.encode(" ".join(words)).ids) + extra > T:
+            words.pop()
+        out.append(" ".join(words))
+    return out
+
+
+def open_model(key: str, page: str, first: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    at.selectbox(key="model_key").set_value(key).run()
+    if page != "start":
+        at.switch_page(f"app_pages/{page}.py").run()
+    at.text_input(key=f"{page}_text").set_value(first).run()
+    if at.exception:
+        raise RuntimeError(at.exception[0].value)
+    return at
+
+
+def measure_models(models: dict[str, Path], repeats: int) -> dict:
+    """{(page, step): {model key: [ms, ...]}}, rounds interleaved across the models (key -> its file or folder)."""
+    keys = list(models)
+    sents = {k: model_sentences(p, repeats + 1) for k, p in models.items()}
+    apps = {(k, pg): open_model(k, pg, sents[k][0]) for k in keys for pg in ("start", "explorer")}
+    shape = {k: (len(apps[k, "start"].selectbox(key="start_layer").options),
+                 len(apps[k, "start"].selectbox(key="start_head").options)) for k in keys}
+    runs: dict = {}
+    for i in range(1, repeats + 1):
+        for pg, steps in (("start", START_STEPS), ("explorer", EXPLORER_STEPS)):
+            for step, _ in steps:
+                for k in keys:
+                    change = model_change(pg, step, i, sents[k][i], *shape[k])
+                    runs.setdefault((pg, step), {}).setdefault(k, []).append(timed(apps[k, pg], change))
+    return {"runs": runs, "shape": shape, "T": MODELS_T}
+
+
+def model_change(pg: str, step: str, i: int, sentence: str, L: int, H: int):
+    """Round i's change of one setting on page pg (a value its caches have not seen, but for the head)."""
+    if step == "text":
+        return lambda a: a.text_input(key=f"{pg}_text").set_value(sentence)
+    if step == "temp":
+        return lambda a: a.slider(key="explorer_temp").set_value(round(1.0 + 0.1 * i, 1))
+    if step == "layer":
+        return lambda a: a.selectbox(key=f"{pg}_layer").set_value(i % L)
+    return lambda a: a.selectbox(key=f"{pg}_head").set_value(i % H)
+
+
+def models_table(res: dict, keys: list[str]) -> str:
+    med = statistics.median
+    base, cols = keys[0], keys[1:]
+    head = "| page | change | " + " | ".join(f"{k} ms" for k in keys) + " | " + " | ".join(
+        f"{k} / {base}" for k in cols) + " |"
+    lines = [head, "|" + "---|" * (2 + len(keys) + len(cols))]
+    for (pg, step), by in res["runs"].items():
+        label = dict(START_STEPS + EXPLORER_STEPS)[step]
+        ratios = [med(a / b for a, b in zip(by[k], by[base])) for k in cols]
+        lines.append(f"| {pg} | {label} | " + " | ".join(f"{med(by[k]):.0f}" for k in keys) + " | "
+                     + " | ".join(f"{r:.1f}x" for r in ratios) + " |")
+    return "\n".join(lines)
+
+
+def main_models(args) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gpt2_small
+
+    from viz_model.hf import ENV_VAR
+
+    folder = gpt2_small.ensure()
+    os.environ[ENV_VAR] = str(folder)
+    # app.py runs torch on one thread per script run: the same here, so that the sidebar's device label (which
+    # names the thread count) reads the same in this thread, where AppTest formats widget values, as in the script
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))
+    models = {"classroom": ROOT / "assets" / "models" / "classroom.safetensors", gpt2_small.NAME: folder}
+    keys = list(models)
+    t0 = time.perf_counter()
+    res = measure_models(models, args.repeats)
+    shape = ", ".join(f"{k}: {L} layers x {H} heads" for k, (L, H) in res["shape"].items())
+    text = (f"# Start and Explorer reruns at T = {res['T']}, classroom model vs GPT-2 small\n\n"
+            f"Server time of one `at.run()` after the change (AppTest of the real app, scripts compiled once as on a "
+            f"server), median of {args.repeats} rounds; ratio: median of the per-round ratios (both models measured "
+            f"in the same round). {os.cpu_count()} CPUs, one torch thread per script run (app.py's default). "
+            f"Models: {shape}. A new sentence, temperature or layer runs the model (nothing cached); another head "
+            f"of a traced layer builds its figures only.\n\n" + models_table(res, keys)
+            + f"\n\nWhole run: {time.perf_counter() - t0:.0f} s. Run: `.venv/bin/python bench/bench_pages.py "
+              f"--models --repeats {args.repeats}`\n")
+    print(text)
+    out = ROOT / "bench" / "results" / "bench_pages.md"
+    out.write_text(text)
+    print(f"wrote {out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--recompile", action="store_true",
                         help="AppTest's default: every run recompiles app.py and the page (a server compiles once)")
+    parser.add_argument("--models", action="store_true",
+                        help="Start and Explorer at T = 32: the classroom model against GPT-2 small")
     args = parser.parse_args()
     if not args.recompile:
         share_script_cache()
+    if args.models:
+        main_models(args)
+        return
     rows = [(T, measure(T, args.repeats)) for T in (16, 64)]
     print("\nExplorer rerun after a widget change: median ms, server side (AppTest); ratio: median of (this run / the")
     print("bare-page run right after it)")

@@ -45,8 +45,8 @@ def test_row_sum_check_is_computed_not_printed(app_test, monkeypatch):
 
     real = start.attention_of
 
-    def off_by_a_percent(ckpt, ids):
-        probs, allowed = real(ckpt, ids)
+    def off_by_a_percent(ckpt, ids, layer):
+        probs, allowed = real(ckpt, ids, layer)
         return probs * 1.01, allowed
 
     monkeypatch.setattr(start, "attention_of", off_by_a_percent)

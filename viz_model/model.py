@@ -1,11 +1,16 @@
 """TinyTransformer: a small decoder (or encoder) whose every attention internal can be traced.
 
 forward(ids, key_padding_mask=None, targets=None, trace=False) -> ModelOutput(logits, loss, trace)
+
+A view that shows some layers traces only those: trace_layers=(2,) keeps layer 2's internals and runs every other
+layer on the fast path (trace.layers[l] is None there); logits=False also skips the LM head and every block after
+the last traced layer (nothing on screen depends on them: for GPT-2 small at T = 32 the head alone is 30 % of a pass).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import torch
@@ -67,15 +72,15 @@ def make_mlp(cfg: ModelConfig) -> nn.Module:
 class Trace:
     embeddings: torch.Tensor            # (B, T, d_model) token embeddings (x sqrt(d_model) when embed_scale)
     positional: torch.Tensor            # (T, d_model) what was added for position (zeros for none/RoPE)
-    layers: list[LayerTrace] = field(default_factory=list)
-    residual: list[torch.Tensor] = field(default_factory=list)  # (B, T, d_model) after each block
+    layers: list[LayerTrace] = field(default_factory=list)  # one per block run; None where trace_layers left it out
+    residual: list[torch.Tensor] = field(default_factory=list)  # (B, T, d_model) after each block run
     rope_angles: torch.Tensor | None = None  # (T, d_k/2) m * theta_i when RoPE is used
     positions: torch.Tensor | None = None    # (T,) absolute positions of this pass
 
 
 @dataclass
 class ModelOutput:
-    logits: torch.Tensor                 # (B, T, vocab)
+    logits: torch.Tensor | None          # (B, T, vocab); None when forward(logits=False)
     loss: torch.Tensor | None = None
     trace: Trace | None = None
     cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (k, v), (B, n_kv_heads, T, d_k)
@@ -185,8 +190,15 @@ class TinyTransformer(nn.Module):
         temperature: float = 1.0,                       # divides the scores before softmax
         past: list[tuple[torch.Tensor, torch.Tensor]] | None = None,  # KV cache from a previous call
         use_cache: bool = False,
+        trace_layers: Collection[int] | None = None,    # trace only these layers (implies trace); the rest: fast path
+        logits: bool = True,                            # False: no LM head, no block after the last traced one
     ) -> ModelOutput:
         cfg = self.config
+        traced = self._traced_layers(trace, trace_layers)
+        trace = trace or trace_layers is not None
+        if not logits and targets is not None:
+            raise ValueError("a loss needs the logits: pass logits=True with targets.")
+        n_run = max(traced) + 1 if not logits and traced else len(self.blocks)
         if ids.ndim == 1:
             ids = ids[None]
         B, T = ids.shape
@@ -211,20 +223,31 @@ class TinyTransformer(nn.Module):
         if record is not None and rope_cs is not None:
             record.rope_angles = rope.rope_angles(positions.cpu(), self._current_inv_freq(past_len + T))
         cache = []
-        for i, block in enumerate(self.blocks):
-            x, layer, kv = block(x, mask, rope_cs, past[i] if past else None, trace, scale, is_causal)
+        for i, block in enumerate(self.blocks[:n_run]):
+            x, layer, kv = block(x, mask, rope_cs, past[i] if past else None, i in traced, scale, is_causal)
             cache.append(kv)
             if record is not None:
                 record.layers.append(layer)
                 record.residual.append(x)
-        logits = self.head(self.ln_f(x))  # (B, T, vocab)
+        if not logits:
+            return ModelOutput(None, None, record, cache if use_cache else None)
+        out = self.head(self.ln_f(x))  # (B, T, vocab)
 
         loss = None
         if targets is not None:
             targets = targets.masked_fill(targets == cfg.pad_id, IGNORE_INDEX)  # loss mask: no pad targets
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                                   ignore_index=IGNORE_INDEX)
-        return ModelOutput(logits, loss, record, cache if use_cache else None)
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX)
+        return ModelOutput(out, loss, record, cache if use_cache else None)
+
+    def _traced_layers(self, trace: bool, trace_layers: Collection[int] | None) -> frozenset[int]:
+        """Which blocks record their internals: every one with trace=True, else those in trace_layers."""
+        n = len(self.blocks)
+        if trace_layers is None:
+            return frozenset(range(n)) if trace else frozenset()
+        picked = frozenset(int(i) for i in trace_layers)
+        if any(not 0 <= i < n for i in picked):
+            raise ValueError(f"trace_layers must be layer numbers 0..{n - 1}, got {sorted(picked)}.")
+        return picked
 
     def _current_inv_freq(self, seq_len: int) -> torch.Tensor:
         cfg = self.config

@@ -27,48 +27,64 @@ def model_id(ckpt: Checkpoint) -> str:
 
 
 def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None = None,
-                 scale_scores: bool = True, temperature: float = 1.0) -> dict:
+                 scale_scores: bool = True, temperature: float = 1.0, layers: tuple[int, ...] | None = None) -> dict:
     """One traced forward pass as numpy arrays (B dropped); cached_checks recomputes it step by step per layer.
 
-    attn_mask is mask_bits(mask). Cached under input_key of the arguments: st.cache_data hashes a tuple of T ids
-    one element at a time, every rerun, for every cached call."""
+    attn_mask is mask_bits(mask). layers: trace only these (the layers on screen) and run no block after the last
+    of them; the arrays keep their (L, ...) shape, NaN in the layers not traced, and data["layers"] names the traced
+    ones (None: every layer). No pass computes the LM head: no view of a trace shows logits. Cached under input_key
+    of the arguments: st.cache_data hashes a tuple of T ids one element at a time, every rerun, for every call."""
     ids = tuple(ids)
-    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature))
-    return _trace(_model, key, ids, attn_mask, bool(scale_scores), float(temperature))
+    layers = None if layers is None else tuple(sorted({int(i) for i in layers}))
+    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature), layers)
+    return _trace(_model, key, ids, attn_mask, bool(scale_scores), float(temperature), layers)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _trace(_model, key: str, _ids: tuple[int, ...], _attn_mask: bytes | None, _scale_scores: bool,
-           _temperature: float) -> dict:
+           _temperature: float, _layers: tuple[int, ...] | None = None) -> dict:
     model, ids, T = _model, _ids, len(_ids)
     mask = None if _attn_mask is None else torch.from_numpy(
         np.unpackbits(np.frombuffer(_attn_mask, dtype=np.uint8))[: T * T].reshape(T, T).astype(bool))
     with torch.no_grad():
-        out = model(torch.tensor([ids], device=model.device), trace=True, attn_mask=mask,
-                    scale_scores=_scale_scores, temperature=_temperature)
+        out = model(torch.tensor([ids], device=model.device), trace=True, attn_mask=mask, scale_scores=_scale_scores,
+                    temperature=_temperature, trace_layers=_layers, logits=False)
         tr = out.trace
-        stack = lambda xs: torch.stack(xs).float().cpu().numpy()  # noqa: E731
-        data = {n: stack([getattr(lt, n)[0] for lt in tr.layers])
+        traced = [i for i, lt in enumerate(tr.layers) if lt is not None]
+        n_layers = model.config.n_layers
+
+        def stack(layer_arrays):  # (L, ...) float32, NaN where a layer was not traced
+            first = layer_arrays(traced[0])
+            arr = np.full((n_layers, *first.shape), np.nan, dtype=np.float32)
+            for i in traced:
+                arr[i] = layer_arrays(i).float().cpu().numpy()
+            return arr
+
+        data = {n: stack(lambda i, n=n: getattr(tr.layers[i], n)[0])
                 for n in ("q", "k", "v", "scores", "probs", "head_out", "attn_out")}  # (L, H, T, .), (L, T, d_model)
-        data["x_in"] = stack([lesson.attention_input(model, tr, i)[0] for i in range(len(tr.layers))])
-        data["allowed"] = torch.isfinite(tr.layers[0].mask).expand(tr.layers[0].probs.shape)[0, 0].cpu().numpy()
+        data["x_in"] = stack(lambda i: lesson.attention_input(model, tr, i)[0])
+        first = tr.layers[traced[0]]
+        data["allowed"] = torch.isfinite(first.mask).expand(first.probs.shape)[0, 0].cpu().numpy()
         data["entropy"] = lesson.row_entropy(torch.from_numpy(data["probs"])).numpy()  # (L, H, T)
         data["scale"] = lesson.score_scale(model, _scale_scores, _temperature)
+        data["layers"] = tuple(traced)
     return data
 
 
 def cached_checks(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None, scale_scores: bool,
-                  temperature: float, layer: int) -> dict[str, float]:
+                  temperature: float, layer: int, layers: tuple[int, ...] | None = None) -> dict[str, float]:
     """lesson.pipeline_check for one layer of cached_trace's pass, from its arrays: only the layer on screen is
-    recomputed (the same arguments as cached_trace, plus the layer)."""
+    recomputed (the same arguments as cached_trace, then the layer; `layers` as cached_trace's, naming the pass)."""
     ids = tuple(ids)
-    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature))
-    return _checks(_model, key, layer, ids, attn_mask, bool(scale_scores), float(temperature), model_key)
+    layers = None if layers is None else tuple(sorted({int(i) for i in layers}))
+    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature), layers)
+    return _checks(_model, key, layer, ids, attn_mask, bool(scale_scores), float(temperature), model_key, layers)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def _checks(_model, key: str, layer: int, _ids, _attn_mask, _scale_scores, _temperature, _model_key) -> dict:
-    data = cached_trace(_model, _model_key, _ids, _attn_mask, _scale_scores, _temperature)
+def _checks(_model, key: str, layer: int, _ids, _attn_mask, _scale_scores, _temperature, _model_key,
+            _layers=None) -> dict:
+    data = cached_trace(_model, _model_key, _ids, _attn_mask, _scale_scores, _temperature, _layers)
     dev = _model.device
     arr = lambda name: torch.from_numpy(data[name][layer][None]).to(dev)  # noqa: E731  (1, ...) like a trace
     additive = to_additive(torch.from_numpy(data["allowed"]).to(dev), torch.float32)

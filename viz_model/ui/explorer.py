@@ -17,7 +17,7 @@ from viz_model.figures.explorer import additive_mask_heatmap, entropy_bars, matr
 from viz_model.figures.real_models import attention_grid_page
 from viz_model.lessons import real_models
 from viz_model.ui import chart, share, widgets
-from viz_model.ui.cache import cached, cached_checks, model_id
+from viz_model.ui.cache import cached, cached_checks, cached_trace, model_id
 from viz_model.ui.errors import section
 from viz_model.ui.models import is_folder_model
 from viz_model.ui.widgets import ROW_SUM_TOL, check_line
@@ -75,13 +75,15 @@ def kv_note(cfg) -> str | None:
 def kv_share_check(data: dict, cfg) -> None:
     """✓ measured on the trace: within each K/V group the keys and values are identical, the queries are not."""
     g = kv_group(cfg)
-    k, v, q = data["k"], data["v"], data["q"]  # (L, H, T, d_k), K and V expanded to every query head
+    traced = list(data.get("layers", range(cfg.n_layers)))  # the pass traced only the layers on screen
+    k, v, q = data["k"][traced], data["v"][traced], data["q"][traced]  # (L, H, T, d_k), K/V expanded per query head
     lead = np.repeat(np.arange(0, cfg.n_heads, g), g)  # the first head of each head's group
     same = float(max(np.abs(k - k[:, lead]).max(), np.abs(v - v[:, lead]).max()))
     others = [h for h in range(cfg.n_heads) if h != lead[h]]
     q_gap = float(np.abs(q[:, others] - q[:, lead[others]]).max()) if others else 0.0
+    where = "every layer" if len(traced) == cfg.n_layers else f"layers {traced[0]}–{traced[-1]}"
     check_line(same == 0.0 and q_gap > 0, f"Heads in one group read the same keys and values (largest difference "
-                                          f"{same:g} over every layer), with their own queries (they differ by up to "
+                                          f"{same:g} over {where}), with their own queries (they differ by up to "
                                           f"{q_gap:.2f}).")
 
 
@@ -100,10 +102,23 @@ def _span(start: int, size: int, total: int, what: str) -> str:
     return f"{what} {start}" if end == start else f"{what} {start}–{end}"
 
 
+def grid_start(cfg) -> tuple[int, int]:
+    """The grid page on screen, (first layer, first head): the page pickers, drawn here when there is more than one
+    page (call it where they belong, under the grid's heading)."""
+    return _grid_page(cfg, *grid_page_size(cfg))
+
+
+def grid_layers(cfg, start: tuple[int, int]) -> tuple[int, ...]:
+    """The layers the grid page starting at `start` shows: the only ones its traced pass needs."""
+    n_l = grid_page_size(cfg)[0]
+    return tuple(range(start[0], min(start[0] + n_l, cfg.n_layers)))
+
+
 def grid(cfg, probs: np.ndarray, tokens: list[str], roles: list[list[str]] | None, allowed: np.ndarray,
-         key: str) -> None:
+         key: str, start: tuple[int, int] | None = None) -> None:
     """Every head at a glance; a grid larger than GRID_CELLS heads is paged (layers, and heads past PAGE_HEADS),
-    with the page in the URL; under GQA each head names its K/V head. key: the figure cache key of the trace."""
+    with the page in the URL; under GQA each head names its K/V head. key: the figure cache key of the trace;
+    start: grid_start's page (None: its pickers are drawn here)."""
     n_l, n_h = grid_page_size(cfg)
     title = f"{cfg.n_layers} layers × {cfg.n_heads} heads"
     if (n_l, n_h) == (cfg.n_layers, cfg.n_heads) and kv_group(cfg) == 1:
@@ -111,7 +126,7 @@ def grid(cfg, probs: np.ndarray, tokens: list[str], roles: list[list[str]] | Non
                                                                        allowed=allowed))
         chart.show(fig, key="explorer_grid", name="attention_grid")
         return
-    l0, h0 = _grid_page(cfg, n_l, n_h)
+    l0, h0 = _grid_page(cfg, n_l, n_h) if start is None else start
     layers, heads = list(range(l0, min(l0 + n_l, cfg.n_layers))), list(range(h0, min(h0 + n_h, cfg.n_heads)))
     if len(layers) < cfg.n_layers or len(heads) < cfg.n_heads:
         title += f": {_span(l0, n_l, cfg.n_layers, 'layers')}" + (
@@ -389,11 +404,16 @@ def head_view(ckpt: Checkpoint, enc, data: dict, tkey: str, knobs: tuple, averag
               roles: list[list[str]] | None) -> None:
     """The Layer/Head pickers, the chosen head large, and the open tab (Pipeline, Query focus, row sharpness).
 
-    data: cached_trace of enc.ids under knobs = (mask bits, scale on, temperature); tkey: its input_key."""
+    data: cached_trace of enc.ids under knobs = (mask bits, scale on, temperature); tkey: its input_key (the figures'
+    key: a layer's arrays are the same whichever layers its pass traced). A layer data did not trace gets a pass of
+    its own that traces only it."""
     model, cfg, tokens, T = ckpt.model, ckpt.model.config, enc.tokens, len(enc.ids)
-    mid, probs = model_id(ckpt), data["probs"]  # (L, H, T, T)
+    mid = model_id(ckpt)
     c1, c2 = st.columns(2)
     layer = share.select(c1, "Layer", range(cfg.n_layers), "explorer_layer")
+    if layer not in data.get("layers", range(cfg.n_layers)):
+        data = cached_trace(model, mid, tuple(enc.ids), *knobs, layers=(layer,))
+    probs = data["probs"]  # (L, H, T, T), NaN in layers this pass did not trace
     head = share.select(c2, "Head", range(cfg.n_heads), "explorer_head")  # its role: in the line below (a label
     # with the role would be the URL's value, and change when the roles are measured)
     if roles and roles[layer][head]:
@@ -419,7 +439,7 @@ def head_view(ckpt: Checkpoint, enc, data: dict, tkey: str, knobs: tuple, averag
         if label == "Pipeline":
             st.markdown(f"**Every step of {head_name(layer, head)}**, recomputed from the trace and checked.")
             steps = pipeline_steps(T, cfg.d_model, cfg.n_heads, cfg.d_k)
-            chk = cached_checks(model, mid, tuple(enc.ids), *knobs, layer)
+            chk = cached_checks(model, mid, tuple(enc.ids), *knobs, layer, data.get("layers"))
             errors = [chk["qkv"], chk["scores"], None, None, chk["row_sums"], chk["head_out"], None,
                       chk["attn_out"]]
             st.dataframe(pipeline_table(steps, errors), hide_index=True, width="stretch")
