@@ -3,19 +3,28 @@
     .venv/bin/python scripts/build_assets.py                 # everything (about 45 minutes on 2 cores: each
                                                              # translator about 14, the masked-LM encoder 8)
     .venv/bin/python scripts/build_assets.py induction       # just some models
-Models train one at a time with one CPU thread (fastest for these small matrices on a shared machine).
+    .venv/bin/python scripts/build_assets.py english [--device cuda] [--steps N] [--wordnet DIR]
+Models train one at a time with one CPU thread (fastest for these small matrices on a shared machine). The English
+model (viz_model/english.py) trains on CUDA where there is one ("auto"); it needs Debian's wordnet-base.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
 
 import torch
 
-from viz_model import ASSETS_DIR
+from viz_model import ASSETS_DIR, checkpoint, english
+from viz_model.config import ModelConfig
 from viz_model.data import write_assets
 from viz_model.lessons import encoder, encoder_decoder
-from viz_model.train import RECIPES, TrainConfig, train_and_save
+from viz_model.lessons import english as english_measures
+from viz_model.model import TinyTransformer
+from viz_model.train import RECIPES, EvalEvent, StepEvent, TrainConfig, Trainer, train_and_save
 
 # Held-out measurements a task's shipped model records in its metadata (the lesson modules compute them):
 # on the corpus's held-out sentences, and per structural split (seen / unseen skeletons) under "structural".
@@ -42,15 +51,66 @@ def build(name: str) -> dict:
                           kind=r.get("kind", "transformer"), metrics=metrics)
 
 
-def main(names: list[str]) -> None:
+def build_english(out: str | Path = english.MODEL_PATH, device: str = "auto", steps: int | None = None,
+                  wordnet: str | Path = english.WORDNET_DIR, log=print) -> dict:
+    """Build the BPE tokenizer, train the English model, measure it on held-out text, save checkpoint + sample."""
+    t0 = time.perf_counter()
+    text = english.english_text(wordnet)
+    tokenizer = english.build_english_tokenizer(text.train)
+    R = english.RECIPE
+    data = english.EnglishData.from_text(tokenizer, text, **R["data"], batch_size=R["train"]["batch_size"])
+    n_tokens = sum(map(len, data.train_ids))
+    log(f"text: {len(text.train):,} train / {len(text.valid):,} valid / {len(text.test):,} test texts, "
+        f"{text.words:,} WordNet words, {n_tokens:,} training tokens ({time.perf_counter() - t0:.0f} s)")
+    cfg = TrainConfig(**{**R["train"], **({"steps": steps} if steps else {})}, device=device, eval_every=250,
+                      snapshot_every=0, sample_every=0)
+    torch.manual_seed(cfg.seed)
+    trainer = Trainer(TinyTransformer(ModelConfig(**R["model"])), tokenizer, cfg, data=data)
+    log(f"training {trainer.model.num_params():,} parameters for {cfg.steps} steps on {trainer.device}")
+    for ev in trainer:
+        if isinstance(ev, StepEvent) and (ev.step % 100 == 0 or ev.step == 1):
+            log(f"step {ev.step:5d}  loss {ev.loss:.4f}  lr {ev.lr:.2e}  {ev.tokens_per_s:,.0f} tok/s")
+        elif isinstance(ev, EvalEvent):
+            log(f"step {ev.step:5d}  validation loss {ev.heldout_loss:.4f}  accuracy {ev.accuracy:.3f}")
+    model = trainer.model.to("cpu").eval()
+    heldout = english.heldout_sample(text)
+    english.HELDOUT_PATH.write_text(json.dumps(heldout, indent=0, ensure_ascii=False) + "\n", encoding="utf-8")
+    meta = {
+        "title": R["title"], "description": R["description"], "task": "english", "kind": "transformer",
+        "tokenizer": "english-bpe", "bos": True, "pos_encoding": "rope", "params": model.num_params(),
+        "steps": trainer.step_count, "seed": cfg.seed, "train_loss": round(trainer.last_loss, 5),
+        "train_seconds": round(trainer.train_seconds, 1), "device": str(trainer.device),
+        "train_tokens": n_tokens, "wordnet_words": text.words, "recipe": {k: R[k] for k in ("model", "train", "data")},
+        "train_config": asdict(cfg), "sources": english.SOURCES,
+    }
+    bigram = english_measures.Bigram.fit(data.train_ids, tokenizer.get_vocab_size())
+    meta.update(english_measures.measure(model, tokenizer, heldout, bigram=bigram))
+    meta["build_seconds"] = round(time.perf_counter() - t0, 1)
+    checkpoint.save(model, tokenizer, out, meta)
+    log(f"saved {out}: {json.dumps(english_measures.summary(meta))}")
+    return meta
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description="Rebuild Attention Lab's shipped assets (all of them by default).")
+    p.add_argument("names", nargs="*", help=f"models to build: english, {', '.join(RECIPES)}")
+    p.add_argument("--device", default="auto", help="the English model's device: auto | cpu | cuda | mps")
+    p.add_argument("--steps", type=int, default=None, help="the English model: fewer steps for a quick trial")
+    p.add_argument("--wordnet", default=str(english.WORDNET_DIR), help="folder of WordNet's data.* files")
+    p.add_argument("--out", default=str(english.MODEL_PATH), help="the English model's .safetensors path")
+    args = p.parse_args(argv)
     torch.set_num_threads(1)
-    if not names:
+    if not args.names:
         write_assets()
-    for name in names or list(RECIPES):
-        if name not in RECIPES:
-            raise SystemExit(f"unknown model {name!r}; choose from {sorted(RECIPES)}")
-        build(name)
+    for name in args.names or [*RECIPES, "english"]:
+        if name == "english":
+            torch.set_num_threads(2)  # its matrices are large enough for two threads to help
+            build_english(args.out, device=args.device, steps=args.steps, wordnet=args.wordnet)
+        elif name in RECIPES:
+            build(name)
+        else:
+            raise SystemExit(f"unknown model {name!r}; choose from english, {', '.join(sorted(RECIPES))}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

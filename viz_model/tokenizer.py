@@ -55,11 +55,12 @@ def extend_word_vocab(tok: Tokenizer, words: Iterable[str]) -> Tokenizer:
     return out
 
 
-def build_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Tokenizer:
-    """Byte-level BPE (GPT-2 style): any text is representable; words split into sub-word pieces."""
+def build_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 512, prefix_space: bool = False) -> Tokenizer:
+    """Byte-level BPE (GPT-2 style): any text is representable; words split into sub-word pieces. With
+    `prefix_space` a text's first word gets the space a word inside a sentence has (one token for " the")."""
     tok = Tokenizer(models.BPE())
     tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=prefix_space)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=_specials(),
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())

@@ -1,0 +1,204 @@
+"""What the English model has learned, measured on text it never trained on (shown on the Start page).
+
+Four measurements, each against its own baseline, each with the bar it must clear (issue #24):
+  held-out perplexity      vs a bigram model fitted to the same training text         ratio <= 0.8
+  real word order          vs the same tokens of each text shuffled                   ratio <= 0.6
+  induction                loss on the 2nd copy of a repeated random sequence vs 1st  ratio <= 0.5
+  previous-token head      the best head's mean weight on t - 1 over held-out text    score >= 0.6
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from viz_model.english import encode_lines
+from viz_model.heads import _probs, positional_scores, roles_json
+from viz_model.model import TinyTransformer
+
+BARS = {"perplexity_vs_bigram": 0.8, "order_vs_shuffled": 0.6, "induction_second_vs_first": 0.5,
+        "previous_token_head": 0.6}
+ENGLISH_ROLES = ("previous-token", "first-token", "self", "induction")
+SEED = 4321
+
+
+# -- the bigram baseline -----------------------------------------------------------------------------
+@dataclass
+class Bigram:
+    """Interpolated Kneser-Ney bigram (discount 0.75) over token ids, the classic strong n-gram baseline:
+    P(w | v) = max(c(v,w) - D, 0) / c(v) + D * N1+(v .) / c(v) * P_cont(w), P_cont(w) = N1+(. w) / N1+(. .)
+    (add-one on P_cont so a token never seen after anything keeps a little probability)."""
+
+    vocab_size: int
+    pair_codes: np.ndarray      # sorted v * V + w of every seen pair
+    pair_counts: np.ndarray     # c(v, w)
+    context_counts: np.ndarray  # (V,) c(v .)
+    context_types: np.ndarray   # (V,) N1+(v .)
+    continuation: np.ndarray    # (V,) P_cont(w)
+    discount: float = 0.75
+
+    @classmethod
+    def fit(cls, seqs: Sequence[Sequence[int]], vocab_size: int, discount: float = 0.75) -> Bigram:
+        V = vocab_size
+        codes = np.concatenate([np.asarray(s[:-1], np.int64) * V + np.asarray(s[1:], np.int64)
+                                for s in seqs if len(s) > 1])
+        uniq, counts = np.unique(codes, return_counts=True)
+        v, w = uniq // V, uniq % V
+        ctx_counts = np.bincount(v, weights=counts, minlength=V)
+        ctx_types = np.bincount(v, minlength=V).astype(np.float64)
+        cont = (np.bincount(w, minlength=V) + 1.0) / (len(uniq) + V)
+        return cls(V, uniq, counts.astype(np.float64), ctx_counts, ctx_types, cont, discount)
+
+    def logprobs(self, seq: Sequence[int]) -> np.ndarray:
+        """log P(seq[t+1] | seq[t]) for every t: (len(seq) - 1,)."""
+        v, w = np.asarray(seq[:-1], np.int64), np.asarray(seq[1:], np.int64)
+        codes = v * self.vocab_size + w
+        at = np.clip(np.searchsorted(self.pair_codes, codes), 0, len(self.pair_codes) - 1)
+        pair = np.where(self.pair_codes[at] == codes, self.pair_counts[at], 0.0)
+        ctx = self.context_counts[v]
+        seen = ctx > 0
+        safe = np.where(seen, ctx, 1.0)
+        p = np.where(seen, np.maximum(pair - self.discount, 0) / safe
+                     + self.discount * self.context_types[v] / safe * self.continuation[w], self.continuation[w])
+        return np.log(p)
+
+
+def bigram_perplexity(bigram: Bigram, seqs: Sequence[Sequence[int]]) -> float:
+    lp = np.concatenate([bigram.logprobs(s) for s in seqs])
+    return float(math.exp(-lp.mean()))
+
+
+# -- the transformer's side ----------------------------------------------------------------------------
+@torch.no_grad()
+def token_losses(model: TinyTransformer, seqs: Sequence[Sequence[int]], batch_size: int = 64) -> list[np.ndarray]:
+    """-log P(seq[t+1] | seq[..t]) for every sequence: one (len - 1,) array each (sequences cut to max_len)."""
+    model.eval()
+    pad, out = model.config.pad_id, []
+    seqs = [list(s[: model.config.max_len + 1]) for s in seqs]
+    for i in range(0, len(seqs), batch_size):
+        chunk = seqs[i: i + batch_size]
+        T = max(len(s) for s in chunk) - 1
+        ids = torch.full((len(chunk), T), pad, dtype=torch.long)
+        for j, s in enumerate(chunk):
+            ids[j, : len(s) - 1] = torch.tensor(s[:-1])
+        logits = model(ids.to(model.device)).logits.float().cpu()         # (B, T, V)
+        lp = torch.log_softmax(logits, -1)
+        for j, s in enumerate(chunk):
+            n = len(s) - 1
+            out.append(-lp[j, torch.arange(n), torch.tensor(s[1:])].numpy())
+    return out
+
+
+def perplexity(losses: Sequence[np.ndarray]) -> float:
+    return float(math.exp(np.concatenate(list(losses)).mean()))
+
+
+def shuffled(seqs: Sequence[Sequence[int]], seed: int = SEED) -> list[list[int]]:
+    """The same tokens in a random order within each text (<bos> first and <eos> last kept in place)."""
+    rng = random.Random(seed)
+    out = []
+    for s in seqs:
+        middle = list(s[1:-1])
+        rng.shuffle(middle)
+        out.append([s[0], *middle, s[-1]])
+    return out
+
+
+def repeated_random(vocab_size: int, n: int = 64, length: int = 24, seed: int = SEED, first_id: int = 5,
+                    bos_id: int = 2) -> list[list[int]]:
+    """<bos> r r for n random token sequences r of `length` (never the training stream's seeds)."""
+    rng = random.Random(10_000 + seed)
+    out = []
+    for _ in range(n):
+        r = [rng.randrange(first_id, vocab_size) for _ in range(length)]
+        out.append([bos_id, *r, *r])
+    return out
+
+
+def induction_losses(model: TinyTransformer, seqs: Sequence[Sequence[int]], length: int) -> tuple[float, float]:
+    """(mean loss on the first copy, on the second), each copy from its second token on (its first token cannot
+    be predicted from anything)."""
+    losses = np.stack(token_losses(model, seqs))  # (n, 2 * length): position t predicts seq[t + 1]
+    first = losses[:, 1:length]                     # predicts seq[2 .. length]: copy 1 without its first token
+    second = losses[:, length + 1: 2 * length]      # predicts copy 2 without its first token
+    return float(first.mean()), float(second.mean())
+
+
+def english_head_scores(model: TinyTransformer, text_ids: Sequence[Sequence[int]],
+                        repeats: Sequence[Sequence[int]], length: int) -> dict[str, torch.Tensor]:
+    """{role: (L, H)}: previous-token, first-token and self on held-out text; induction on repeated random tokens
+    (the weight from the second copy's token t on the token that followed t's first occurrence)."""
+    seqs = [list(s[: model.config.max_len]) for s in text_ids]
+    scores = positional_scores(_probs(model, seqs, model.config.pad_id), [len(s) for s in seqs])
+    probs = _probs(model, [list(s) for s in repeats], model.config.pad_id)  # (L, B, H, T, T)
+    q = torch.arange(1 + length, 1 + 2 * length)                              # the second copy
+    scores["induction"] = probs[..., q, q - length + 1].mean(dim=(1, 3))    # (L, H)
+    return scores
+
+
+def measure(model: TinyTransformer, tokenizer, heldout: dict[str, list[str]], bigram: Bigram | None = None,
+            n_repeats: int = 64, length: int = 24) -> dict[str, Any]:
+    """Every measurement as JSON-ready numbers (the Start page and the build's metadata)."""
+    model.eval()
+    out: dict[str, Any] = {"heldout": {}}
+    for source, texts in heldout.items():
+        ids = encode_lines(tokenizer, texts)
+        real = perplexity(token_losses(model, ids))
+        row = {"texts": len(ids), "tokens": sum(len(s) - 1 for s in ids), "perplexity": real,
+               "shuffled_perplexity": perplexity(token_losses(model, shuffled(ids)))}
+        if bigram is not None:
+            row["bigram_perplexity"] = bigram_perplexity(bigram, ids)
+        out["heldout"][source] = row
+    bos = tokenizer.token_to_id("<bos>")
+    repeats = repeated_random(tokenizer.get_vocab_size(), n_repeats, length, bos_id=bos)
+    first, second = induction_losses(model, repeats, length)
+    out["induction"] = {"first_copy_loss": first, "second_copy_loss": second, "length": length, "n": n_repeats}
+    scores = english_head_scores(model, encode_lines(tokenizer, heldout["wordnet"][:128]), repeats[:32], length)
+    out["head_roles"] = roles_json(scores, ENGLISH_ROLES)
+    return out
+
+
+@dataclass(frozen=True)
+class Claim:
+    name: str
+    value: float      # the measured ratio or score
+    bar: float
+    higher_is_better: bool
+    text: str
+
+    @property
+    def ok(self) -> bool:
+        return self.value >= self.bar if self.higher_is_better else self.value <= self.bar
+
+
+def claims(meta: dict[str, Any], source: str = "wordnet") -> list[Claim]:
+    """The four bars, each from the measured numbers (a ✓ is computed, never typed)."""
+    h, ind = meta["heldout"][source], meta["induction"]
+    prev = max(r["scores"]["previous-token"] for r in meta["head_roles"])
+    out = []
+    if "bigram_perplexity" in h:
+        out.append(Claim("perplexity_vs_bigram", h["perplexity"] / h["bigram_perplexity"],
+                         BARS["perplexity_vs_bigram"], False,
+                         f"perplexity {h['perplexity']:.1f} vs a bigram model's {h['bigram_perplexity']:.1f}"))
+    out += [
+        Claim("order_vs_shuffled", h["perplexity"] / h["shuffled_perplexity"], BARS["order_vs_shuffled"], False,
+              f"real word order {h['perplexity']:.1f} vs the same tokens shuffled {h['shuffled_perplexity']:.1f}"),
+        Claim("induction_second_vs_first", ind["second_copy_loss"] / ind["first_copy_loss"],
+              BARS["induction_second_vs_first"], False,
+              f"loss on a repeated random sequence's second copy {ind['second_copy_loss']:.2f} vs the first "
+              f"{ind['first_copy_loss']:.2f}"),
+        Claim("previous_token_head", prev, BARS["previous_token_head"], True,
+              f"best previous-token head: mean weight {prev:.2f} on the token before"),
+    ]
+    return out
+
+
+def summary(meta: dict[str, Any]) -> dict[str, float]:
+    return {c.name: round(c.value, 3) for source in meta["heldout"] for c in claims(meta, source)
+            if source == "wordnet"} | {f"ppl_{s}": round(v["perplexity"], 2) for s, v in meta["heldout"].items()}
