@@ -901,6 +901,8 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--words", type=int, default=0, help="lengthen every lesson sentence to this many words (32: "
                     "about T = 32 tokens)")
+    ap.add_argument("--model-label", default="", help="every student on the model the sidebar lists under this label "
+                    "(e.g. 'Classroom model (RoPE)')")
     ap.add_argument("--model-dir", default="", help="a Hugging Face model folder (e.g. bench/gpt2_small.py's): the "
                     "server lists it (ATTENTION_LAB_MODEL_DIRS) and every student opens it by ?model_key=")
     ap.add_argument("--out", default=str(RESULTS / "classroom_load"), help="writes OUT.md and OUT.json")
@@ -913,11 +915,16 @@ def parse_args(argv=None):
     return a
 
 
-def use_model_dir(folder: str) -> str:
-    """Point the servers at one model folder and every student at it; returns its picker label."""
+def arrive_on(label: str) -> None:
+    """Every student opens the app on the model the sidebar lists under this label (?model_key=label)."""
     global ARRIVE
     from urllib.parse import quote_plus
 
+    ARRIVE = "model_key=" + quote_plus(label)
+
+
+def use_model_dir(folder: str) -> str:
+    """Point the servers at one model folder and every student at it; returns its picker label."""
     from viz_model.hf import ENV_VAR
     from viz_model.ui.models import folder_models
 
@@ -925,7 +932,7 @@ def use_model_dir(folder: str) -> str:
     entry = next((e for e in folder_models() if e.problem is None), None)
     if entry is None:
         raise SystemExit(f"{folder} is not a model folder the app can load")
-    ARRIVE = "model_key=" + quote_plus(entry.title)
+    arrive_on(entry.title)
     return entry.title
 
 
@@ -933,6 +940,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.model_dir:
         print("every student on", use_model_dir(args.model_dir), flush=True)
+    elif args.model_label:
+        arrive_on(args.model_label)
     if args.words:   # in place: the lesson's steps and the browser read this list
         SENTENCES[:] = [" ".join(s.split()[i % len(s.split())] for i in range(args.words)) for s in SENTENCES]
     procs = Procs()
