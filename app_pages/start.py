@@ -10,7 +10,15 @@ from viz_model.ui import start as start_view
 from viz_model.ui.explorer import model_card
 from viz_model.ui.models import is_folder_model
 from viz_model.ui.sidebar import current_model
-from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, MAX_CHARS, encode_text, start_token, token_chips, uses_bos
+from viz_model.ui.widgets import (
+    FOLDER_VIEW_TOKENS,
+    MAX_CHARS,
+    encode_text,
+    start_token,
+    token_chips,
+    unknown_notice,
+    uses_bos,
+)
 
 st.title("Attention Lab")
 st.markdown(
@@ -33,7 +41,9 @@ if folder:
                f"“{meta.get('name')}”: real weights, converted once and shared by everyone, read-only. Every page "
                "below runs it live; views of every head read at most "
                f"{min(cfg.max_len, FOLDER_VIEW_TOKENS)} tokens.")
-if meta.get("heldout_loss") is not None:
+if isinstance(meta.get("heldout"), dict):
+    start_view.english_quality(ckpt)
+elif meta.get("heldout_loss") is not None:
     task = TASK_LABELS.get(meta.get("task"), meta.get("task", "?"))
     st.caption(f"Trained for {meta.get('steps', '?')} steps on {task}; "
                f"held-out loss {meta['heldout_loss']:.3f}.")
@@ -62,7 +72,7 @@ if len(enc.ids) <= int(bos):
     st.warning("Type at least one word to see its tokens and attention.")
     st.stop()  # the layer and head below are not drawn: they keep their values (persist_state)
 if enc.unknown and not folder:
-    st.caption("Words this model has never seen become `<unk>`: " + ", ".join(f"`{w}`" for w in enc.unknown[:12]))
+    unknown_notice(enc.unknown)
 
 token_chips(enc)
 

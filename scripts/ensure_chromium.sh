@@ -2,6 +2,11 @@
 # Make sure a Chromium for the Playwright browser tests exists.
 # Debian's `chromium` is used (Playwright's own download needs internet access we may not have).
 set -euo pipefail
+# The English model's tests refit its bigram baseline on WordNet (Debian's wordnet-base, as the build does).
+if [ ! -f /usr/share/wordnet/data.noun ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+  echo "Installing Debian's wordnet-base for the English model's tests..."
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wordnet-base >/dev/null
+fi
 for b in "${CHROMIUM_PATH:-}" /usr/bin/chromium /usr/bin/chromium-browser; do
   if [ -n "$b" ] && [ -x "$b" ]; then echo "browser: $b"; exit 0; fi
 done

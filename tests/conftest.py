@@ -20,6 +20,10 @@ ARTIFACTS = ROOT / "test-artifacts"
 # The app lists models/ when ATTENTION_LAB_MODEL_DIRS is unset: point that at a folder that never exists, so models
 # downloaded with `make models` never enter the suite (the servers started here inherit it).
 os.environ["ATTENTION_LAB_MODELS_HOME"] = str(ARTIFACTS / "no-models-here")
+# The app opens on the English model; most of the suite's expectations were written on the classroom model (word
+# tokens, its heads), so the suite's servers and AppTests start on it. Tests of the English model name it
+# (tests/test_english*.py, tests/test_browser_english.py), and test_english_is_the_shipped_default checks the default.
+os.environ.setdefault("ATTENTION_LAB_DEFAULT_MODEL", "classroom")
 A11Y_NOTES: list[str] = []  # the moderate and minor axe findings (tests/test_browser_accessibility.py)
 
 

@@ -113,7 +113,7 @@ def source_input(ckpt) -> Source:
     specials_notice(ckpt, enc.literal)
     ids, pieces, unknown = list(enc.ids), list(enc.pieces), enc.unknown
     if unknown:
-        unknown_notice(unknown, verb="are read as")
+        unknown_notice(unknown, verb="are read as", offer_english=False)
     kept = " ".join(pieces)  # the words as the model reads them (lower case, <unk>): re-encodes to the same ids
     try:  # the words as typed, so that a refusal names the word ("'zebra' is not a word of the toy language")
         reference, alignment = data.reference_translation(" ".join(enc.tokens))

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 import torch
 
 from viz_model.checkpoint import Checkpoint
+from viz_model.english import load_heldout
 from viz_model.figures.attention import attention_heatmap
+from viz_model.lessons import english as english_lesson
 from viz_model.ui import chart
-from viz_model.ui.cache import cached, input_key, model_id
+from viz_model.ui.cache import cached, input_key, model_id, shared_results
 from viz_model.ui.errors import section
-from viz_model.ui.widgets import ROW_SUM_TOL, layer_head, verdict
+from viz_model.ui.widgets import ROW_SUM_TOL, check_line, layer_head, verdict
 
 
 def attention_of(ckpt: Checkpoint, ids: tuple[int, ...], layer: int) -> tuple[np.ndarray, np.ndarray]:
@@ -44,3 +47,63 @@ def attention_view(ckpt: Checkpoint, enc) -> None:
     err = float(np.abs(probs[head].sum(-1) - 1).max())
     note = "grey cells (×) are blocked by the causal mask" if cfg.causal else "this model attends in both directions"
     verdict(err, ROW_SUM_TOL, f"Every row sums to 1; {note}")
+
+
+# -- the English model's measured quality ------------------------------------------------------------------
+SOURCE_NAMES = {"wordnet": "WordNet test split (never trained on)", "python_docs": "Python's docs (another source)"}
+
+
+def quality_table(meta: dict) -> pd.DataFrame:
+    """One row per held-out source: the model's perplexity beside its two baselines."""
+    rows = []
+    for source, h in meta["heldout"].items():
+        rows.append({"held-out text": SOURCE_NAMES.get(source, source), "tokens": f"{h['tokens']:,}",
+                     "perplexity": f"{h['perplexity']:.1f}",
+                     "bigram model": f"{h['bigram_perplexity']:.1f}" if "bigram_perplexity" in h else "—",
+                     "÷ bigram": f"{h['perplexity'] / h['bigram_perplexity']:.2f}" if "bigram_perplexity" in h else "—",
+                     "same tokens shuffled": f"{h['shuffled_perplexity']:,.0f}",
+                     "÷ shuffled": f"{h['perplexity'] / h['shuffled_perplexity']:.3f}"})
+    return pd.DataFrame(rows)
+
+
+def _claim_lines(meta: dict) -> None:
+    for c in english_lesson.claims(meta):
+        sign = "≥" if c.higher_is_better else "≤"
+        check_line(c.ok, f"{c.text}: {c.value:.3g} (bar {sign} {c.bar})")
+
+
+def _measure_live(ckpt: Checkpoint) -> dict:
+    """The same measurements, run now on this server (the bigram's perplexity is the build's: it needs the
+    training text)."""
+    live = english_lesson.measure(ckpt.model, ckpt.tokenizer, load_heldout())
+    for source, h in live["heldout"].items():
+        recorded = ckpt.metadata["heldout"].get(source, {})
+        if "bigram_perplexity" in recorded:
+            h["bigram_perplexity"] = recorded["bigram_perplexity"]
+    return live
+
+
+def english_quality(ckpt: Checkpoint) -> None:
+    """What the English model learned, on text it never trained on: the build's numbers, and a button that
+    measures them again here."""
+    meta = ckpt.metadata
+    st.header("What it has learned, measured")
+    st.markdown("On text it **never trained on**, against two baselines: a bigram model (the next token from the "
+                "previous one alone, fitted to the same training text) and the same tokens in a shuffled order. "
+                "Induction: the loss on the second copy of a repeated random token sequence against the first copy "
+                "(a model that copies can predict the second).")
+    st.dataframe(quality_table(meta), hide_index=True)
+    _claim_lines(meta)
+    results = shared_results("english_quality", size=4)
+    live = results.get(model_id(ckpt))
+    if live is None and st.button("Measure again on this server", key="start_measure",
+                                  help="Runs the model on the 800 held-out texts now (a few seconds on 2 cores)."):
+        with results.turn("Another student's measurement is running; try again in a few seconds.") as mine:
+            if mine:
+                with st.spinner("Measuring on 800 held-out texts…"):
+                    live = _measure_live(ckpt)
+                results.put(model_id(ckpt), live)
+    if live is not None:
+        st.caption("Measured again on this server just now:")
+        st.dataframe(quality_table(live), hide_index=True)
+        _claim_lines(live)

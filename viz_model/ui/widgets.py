@@ -16,7 +16,7 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.lecture import EXAMPLES
 from viz_model.tokenizer import BOS, EOS, PAD, Encoded, display_token, encode, load_tokenizer
 from viz_model.ui import share
-from viz_model.ui.models import is_folder_model
+from viz_model.ui.models import ENGLISH_MODEL, available_models, is_folder_model
 
 CUSTOM = "(your own)"
 
@@ -79,8 +79,24 @@ def unknown_words_text(words: list[str]) -> str:
     return named + (f" and {more:,} more" if more > 0 else "")
 
 
-def unknown_notice(words: list[str], verb: str = "become") -> None:
+MODEL_KEY = "model_key"  # the sidebar's model picker (ui.sidebar.MODEL_KEY; sidebar imports this module's peers)
+
+
+def unknown_notice(words: list[str], verb: str = "become", offer_english: bool = True) -> None:
+    """Name the words a word-level model reads as <unk>, and (where the sidebar's model is the one reading them)
+    offer one click to the English model with the same sentence: the text box keeps its value, the link changes
+    only its model_key."""
     st.caption(f"Words this model has never seen {verb} `<unk>`: {unknown_words_text(words)}")
+    current = st.session_state.get(MODEL_KEY)
+    if (offer_english and current != ENGLISH_MODEL
+            and any(e.key == ENGLISH_MODEL for e in available_models(("transformer",)))):
+        st.button("Read it with the English model (knows any word)", key="unknown_to_english",
+                  icon=":material/translate:", on_click=_pick_model, args=(ENGLISH_MODEL,),
+                  help="Switches the sidebar's model to the English model; your sentence stays.")
+
+
+def _pick_model(key: str) -> None:
+    st.session_state[MODEL_KEY] = key
 
 
 def row():
