@@ -124,8 +124,8 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _view_json(page: str, values: dict[str, Any]) -> str:
-    text = json.dumps({"page": page, "values": values}, sort_keys=True, separators=(",", ":"))
+def _view_json(page: str, values: dict[str, Any], query: dict[str, Any]) -> str:
+    text = json.dumps({"page": page, "values": values, "query": query}, sort_keys=True, separators=(",", ":"))
     if len(text.encode()) > MAX_STATE_BYTES:
         raise ClassError(f"This view has too many settings to share (over {MAX_STATE_BYTES:,} bytes).")
     return text
@@ -149,6 +149,7 @@ class ClassView:
     page: str | None
     values: dict = field(default_factory=dict)
     version: int = 0
+    query: dict = field(default_factory=dict)  # the leader's URL query (a page switch opens it like a link)
     question: Question | None = None
 
     def leader_active(self, now: float) -> bool:
@@ -256,7 +257,9 @@ class ClassStore:
         if q:
             qid, kind, prompt, choices, answer, revealed = q[0]
             question = Question(qid, kind, prompt, tuple(json.loads(choices)), json.loads(answer), bool(revealed))
-        return ClassView(code, leader, seen, page, json.loads(view).get("values", {}), version, question)
+        view = json.loads(view)
+        return ClassView(code, leader, seen, page, values=view.get("values", {}), version=version, question=question,
+                         query=view.get("query", {}))
 
     def lead(self, code: str, leader: str) -> bool:
         """`leader` takes the class over (a new tab of the instructor, after the old one closed). False if the
@@ -277,10 +280,11 @@ class ClassStore:
                              (self.clock(), code, leader))
             return cur.rowcount == 1
 
-    def publish(self, code: str, leader: str, page: str, values: dict[str, Any]) -> int | None:
-        """The leader's view (page URL path, URL-bound widget values): a new version when it changed. Returns the
-        version now held, or None when `leader` does not lead the class."""
-        text = _view_json(page, values)
+    def publish(self, code: str, leader: str, page: str, values: dict[str, Any],
+                query: dict[str, Any] | None = None) -> int | None:
+        """The leader's view (page URL path, URL-bound widget values, and the URL query they make): a new version
+        when it changed. Returns the version now held, or None when `leader` does not lead the class."""
+        text = _view_json(page, values, query or {})
         with self._tx() as db:
             row = db.execute("SELECT view, version, leader FROM classes WHERE code = ?", (code,)).fetchone()
             if row is None or row[2] != leader:

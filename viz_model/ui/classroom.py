@@ -223,7 +223,8 @@ def _follow_step(view: ClassView, in_fragment: bool) -> None:
     target = view.page if view.page in _pages else ""
     st.session_state[_APPLIED] = {"page": target, "values": view.values, "version": view.version}
     if target != st.session_state.get(_PAGE):
-        st.switch_page(_pages[target])
+        # with query_params: a plain switch_page clears the URL and refuses while widgets are bound to it
+        st.switch_page(_pages[target], query_params={**view.query, LINK_PARAM: view.code})
     elif changed and in_fragment:
         st.rerun()
 
@@ -268,12 +269,13 @@ def end() -> None:
 def _publish(force: bool) -> None:
     code = st.session_state[_CODE]
     page, values = st.session_state.get(_PAGE, ""), bound_values()
-    text = json.dumps([page, values], sort_keys=True)
+    query = {k: v for k, v in st.query_params.to_dict().items() if k != LINK_PARAM and k not in NOT_FOLLOWED}
+    text = json.dumps([page, values, query], sort_keys=True)
     now = time.time()
     if not force and text == st.session_state.get(_PUBLISHED) and now - st.session_state.get(_BEAT_AT, 0) < 2.0:
         return
     try:
-        version = store().publish(code, tab_id(), page, values)
+        version = store().publish(code, tab_id(), page, values, query)
     except ClassError as e:
         st.session_state[_ERROR] = str(e)
         return
