@@ -125,11 +125,12 @@ def _as_validated(value):
         for k, v in value.items():
             if k == "colorscale" and isinstance(v, str):
                 value[k] = copy.deepcopy(_scale(v))
-            elif k != "meta":
-                value[k] = _as_validated(v)
+            elif k != "meta" and isinstance(v, (dict, list)):
+                _as_validated(v)
     elif isinstance(value, list):
-        for i, v in enumerate(value):
-            value[i] = _as_validated(v)
+        for v in value:
+            if isinstance(v, (dict, list)):
+                _as_validated(v)
     return value
 
 
