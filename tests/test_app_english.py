@@ -1,0 +1,65 @@
+"""Every page that takes a sentence works on the English model (AppTest), and a word model's <unk> notice offers one
+click to it with the same sentence (#24)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+SENTENCE = "The animal didn't cross the street because it was too tired 🐾"
+PAGES = {"app_pages/start.py": "start_text", "app_pages/explorer.py": "explorer_text",
+         "app_pages/masks.py": "masks_text", "app_pages/qkv.py": "qkv_text", "app_pages/generate.py": "generate_text"}
+
+
+def _charts(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _all_text(at) -> str:
+    return " ".join(str(getattr(e, "value", "")) for kind in ("caption", "markdown", "info", "warning")
+                    for e in getattr(at, kind))
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_page_runs_on_the_english_model_with_no_unknown_words(app_test, page):
+    at = app_test()
+    at.session_state["model_key"] = "english"
+    at.switch_page(page).run()
+    at.text_input(key=PAGES[page]).set_value(SENTENCE).run()
+    assert not at.exception, at.exception
+    assert at.session_state["model_key"] == "english"
+    assert "never seen" not in _all_text(at)  # no <unk> notice (the sidebar says "no <unk>" of this model)
+    assert _charts(at), "no chart drawn"
+    labels = json.dumps([c["layout"] for c in _charts(at)] + [c["data"] for c in _charts(at)])
+    assert "animal" in labels  # the word the classroom model could not read is a token of its own
+
+
+def test_start_shows_the_measurements_with_computed_marks(app_test):
+    at = app_test()
+    at.session_state["model_key"] = "english"
+    at.switch_page("app_pages/start.py").run()
+    table = at.dataframe[1].value  # after the model card
+    assert list(table["held-out text"]) == ["WordNet test split (never trained on)", "Python's docs (another source)"]
+    ratio = float(table["÷ bigram"][0])
+    assert ratio == pytest.approx(float(table["perplexity"][0]) / float(table["bigram model"][0]), abs=0.01)
+    marks = [e.value for e in (*at.success, *at.error) if "bigram" in e.value or "head" in e.value]
+    assert any(m.startswith("✓") and "bigram" in m for m in marks)
+    assert any(m.startswith("✗") and "previous-token head" in m for m in marks)  # 0.55 < 0.6: said, not hidden
+    at.button(key="start_measure").click().run()  # measured again here: the same numbers
+    live = at.dataframe[2].value
+    assert list(live["perplexity"]) == list(table["perplexity"])
+
+
+def test_unknown_words_offer_the_english_model_with_the_same_sentence(app_test):
+    at = app_test()
+    at.text_input(key="start_text").set_value("The animal didn't cross the street").run()
+    assert at.session_state["model_key"] == "classroom"
+    notice = next(c.value for c in at.caption if "never seen" in c.value)
+    assert "`animal`" in notice and "`cross`" in notice and "`street`" in notice
+    at.button(key="unknown_to_english").click().run()
+    assert not at.exception
+    assert at.session_state["model_key"] == "english"
+    assert at.session_state["start_text"] == "The animal didn't cross the street"
+    assert not any("never seen" in c.value for c in at.caption)
+    assert not [b for b in at.button if b.key == "unknown_to_english"]  # nothing left to offer
