@@ -8,7 +8,7 @@ import contextlib
 import re
 
 import pytest
-from conftest import browser_page, screenshot, settled, streamlit_server, wait_idle
+from conftest import ARTIFACTS, browser_page, screenshot, settled, streamlit_server, wait_idle
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
@@ -63,6 +63,14 @@ def lead(page) -> str:
     return code.inner_text().split(":")[1].strip()
 
 
+def shots(page, name: str) -> None:
+    """The whole page, and the sidebar's Class expander on its own (the sidebar scrolls apart from the page)."""
+    screenshot(page, name)
+    box = sidebar(page).locator('[data-testid="stExpander"]').filter(has=page.locator("summary", has_text="Class"))
+    box.scroll_into_view_if_needed()
+    box.screenshot(path=str(ARTIFACTS / f"{name}_class.png"))
+
+
 def main_title(page) -> str:
     return page.locator('[data-testid="stMain"] .js-plotly-plot').first.evaluate("el => el.layout.title.text")
 
@@ -100,8 +108,8 @@ def test_the_follower_tracks_page_and_settings_and_the_explorer_stays_put(browse
             wait_title(leader, r"layer 1\W+head 2")
             wait_title(follower, r"layer 1\W+head 2")  # the follower's own page, redrawn on its own server session
             assert re.search(r"layer 0\W+head 0", main_title(explorer), re.I)
-            screenshot(leader, "class_leader_start")
-            screenshot(follower, "class_follower_start")
+            shots(leader, "class_leader_start")
+            shots(follower, "class_follower_start")
 
             sidebar(leader).locator('[data-testid="stPageLink-NavLink"]').filter(has_text="RoPE").click()
             leader.get_by_role("tab", name="Pair rotation").click()
@@ -116,14 +124,14 @@ def test_the_follower_tracks_page_and_settings_and_the_explorer_stays_put(browse
                 explorer.evaluate("location.pathname") == "/"
             assert re.search(r"layer 0\W+head 0", main_title(explorer), re.I)
             settled(follower)
-            screenshot(follower, "class_follower_rope")
-            screenshot(explorer, "class_explorer")
+            shots(follower, "class_follower_rope")
+            shots(explorer, "class_explorer")
 
             # the follower moves a setting itself: following stops, and "Catch up" brings the leader's view back
             follower.get_by_role("tab", name="Angles").click()
             expect(toggle(follower, "Follow the instructor")).not_to_be_checked(timeout=FOLLOW_TIMEOUT)
             expect(sidebar(follower).get_by_text("You are exploring on your own")).to_be_visible()
-            screenshot(follower, "class_follower_on_own")
+            shots(follower, "class_follower_on_own")
             sidebar(follower).get_by_role("button", name="Catch up", exact=True).click()
             expect(follower.get_by_role("tab", name="Pair rotation")).to_have_attribute(
                 "aria-selected", "true", timeout=FOLLOW_TIMEOUT)
@@ -184,5 +192,5 @@ def test_a_questions_histogram_counts_each_student_once(browser, class_url):
             expect(sidebar(s1).get_by_text("No model answer for a free question")).to_be_visible(
                 timeout=FOLLOW_TIMEOUT)
             assert histogram(leader) == [0, 1, 1]
-            screenshot(leader, "class_leader_question")
-            screenshot(s1, "class_student_reveal")
+            shots(leader, "class_leader_question")
+            shots(s1, "class_student_reveal")

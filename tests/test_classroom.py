@@ -269,3 +269,68 @@ def test_a_link_to_a_class_that_is_gone_says_so(app_test, class_env):
     at.run()
     assert any("no longer running" in w.value for w in at.warning)
     assert not at.exception
+
+
+def _leading(app_test):
+    at = app_test()
+    at.text_input(key="class_key").input("s3cret").run()
+    at.toggle(key="class_lead").set_value(True).run()
+    return at, at.session_state["_class_code"]
+
+
+def test_the_start_preset_asks_about_the_view_and_answers_with_the_models_attention_argmax(app_test, class_env):
+    import torch
+
+    from viz_model.ui.models import load_model
+
+    at, code = _leading(app_test)
+    at.selectbox(key="start_layer").set_value(1).run()
+    at.selectbox(key="start_head").set_value(2).run()
+    at.selectbox(key="class_ask_kind").set_value(at.selectbox(key="class_ask_kind").options[0]).run()
+    at.button(key="class_ask").click().run()
+    q = ClassStore(class_env).get(code).question
+    assert q.kind == "attention" and "head 1·2" in q.prompt
+    ckpt = load_model(at.session_state["model_key"], "cpu")
+    ids = [int(c.split(" ", 1)[0]) for c in q.choices]
+    from viz_model.ui.widgets import encode_text
+
+    enc = encode_text(ckpt, "The cat sat on the mat", bos=bool(at.session_state["start_bos"]), notice=False)
+    with torch.no_grad():
+        row = ckpt.model(torch.tensor([enc.ids]), trace=True).trace.layers[1].probs[0, 2, -1]
+    assert ids == list(range(len(enc.ids)))
+    assert q.answer["correct"] == [int(row.argmax())]
+    assert any("Question 1" in m.value for m in at.markdown)
+    assert not at.exception
+
+
+def test_the_rope_preset_answers_from_the_panels_settings(app_test, class_env):
+    at, code = _leading(app_test)
+    at.switch_page("app_pages/rope.py").run()
+    at.selectbox(key="class_ask_kind").set_value(at.selectbox(key="class_ask_kind").options[0]).run()
+    at.button(key="class_ask").click().run()
+    q = ClassStore(class_env).get(code).question
+    assert q.kind == "rope" and "keeps every angle" in q.prompt
+    assert "linear interpolation (PI)" in [q.choices[i] for i in q.answer["correct"]]
+    assert not at.exception
+
+
+def test_presenter_mode_shows_the_class_code_large_and_is_not_followed(app_test, class_env):
+    at, code = _leading(app_test)
+    at.toggle(key="presenter_mode").set_value(True).run()
+    big = [m.value for m in at.markdown if f"Class code: {code}" in m.value]
+    assert big and "3rem" in big[0]
+    assert "presenter_mode" not in ClassStore(class_env).get(code).values
+
+
+def test_a_student_whose_leader_left_stays_put_with_a_notice(app_test, class_env):
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    _, code = _leading(app_test)
+    s = ClassStore(class_env)
+    s._db.execute("UPDATE classes SET leader_seen = leader_seen - 60")
+    student = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    student.query_params["class"] = code
+    student.run()
+    assert any("closed or asleep" in i.value for i in student.info)
+    assert student.toggle(key="class_follow").value is True and not student.exception

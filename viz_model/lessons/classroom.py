@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from viz_model import rope
 from viz_model.lessons import rope as rope_lesson
@@ -24,6 +25,13 @@ class Preset:
     prompt: str
     choices: list[str]
     answer: dict
+
+
+def attention_row(model, ids: Sequence[int], layer: int, head: int, query: int = -1) -> np.ndarray:
+    """One query's attention weights (T,) in head (layer, head): one traced pass of the model, now."""
+    with torch.no_grad():
+        trace = model(torch.tensor([list(ids)], device=model.device), trace=True).trace
+    return trace.layers[layer].probs[0, head, query].float().cpu().numpy()
 
 
 def attention_question(tokens: Sequence[str], row: np.ndarray, layer: int, head: int, query: int | None = None

@@ -23,7 +23,7 @@ from typing import Any
 import streamlit as st
 
 from viz_model.figures.classroom import answer_histogram
-from viz_model.lessons.classroom import Preset, attention_question, rope_question
+from viz_model.lessons.classroom import Preset, attention_question, attention_row, rope_question
 from viz_model.runtime.classroom import (
     CODE_LEN,
     MAX_CHOICES,
@@ -308,11 +308,6 @@ def panel() -> None:
         if st.session_state.get(_INSTRUCTOR):
             st.toggle("Lead the class", key=LEAD_KEY, on_change=_lead_changed,
                       help="Your page and settings become the class's view; students with the code follow it.")
-        else:
-            st.text_input("Instructor key", type="password", key=KEY_BOX, on_change=_check_key,
-                          help="Only for the instructor: the key the server was launched with.")
-            if st.session_state.pop(_KEY_BAD, False):
-                st.error("That is not the instructor key.")
         code = st.session_state.get(_CODE)
         if leading():
             _leader_panel(code)
@@ -321,6 +316,11 @@ def panel() -> None:
         else:
             st.text_input("Class code", key=CODE_BOX, on_change=_typed_code, max_chars=12,
                           placeholder="ABCD", help="The code on the projector: follow the instructor's view.")
+        if not st.session_state.get(_INSTRUCTOR):  # last: a student rarely needs it
+            st.text_input("Instructor key", type="password", key=KEY_BOX, on_change=_check_key,
+                          help="Only for the instructor: the key the server was launched with.")
+            if st.session_state.pop(_KEY_BAD, False):
+                st.error("That is not the instructor key.")
 
 
 def _leader_panel(code: str) -> None:
@@ -349,7 +349,7 @@ def _leader_status(code: str) -> None:
     if view is None:
         return
     following, present = store().counts(code)
-    st.caption(f"**{following}** student{'s' if following != 1 else ''} follow"
+    st.caption(f"**{following}** student{' follows' if following == 1 else 's follow'}"
                + (f" · {present - following} exploring on their own" if present > following else ""))
     q = view.question
     if q is None:
@@ -393,7 +393,6 @@ def _presets_here() -> dict[str, Any]:
 
 
 def _start_preset() -> Preset:
-    from viz_model.ui import start as start_view
     from viz_model.ui.models import is_folder_model
     from viz_model.ui.sidebar import current_model
     from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, encode_text, uses_bos
@@ -406,10 +405,9 @@ def _start_preset() -> Preset:
     enc = encode_text(ckpt, text, max_len=limit, bos=bos, notice=False)
     if len(enc.ids) < 2:
         raise ClassError("Type a sentence of at least two tokens on the Start page first.")
-    probs, _ = start_view.attention_of(ckpt, tuple(enc.ids))
     layer = min(int(st.session_state.get("start_layer", 0)), cfg.n_layers - 1)
     head = min(int(st.session_state.get("start_head", 0)), cfg.n_heads - 1)
-    return attention_question(enc.tokens, probs[layer, head, -1], layer, head)
+    return attention_question(enc.tokens, attention_row(ckpt.model, enc.ids, layer, head), layer, head)
 
 
 def _rope_preset() -> Preset:
@@ -457,9 +455,8 @@ def _student_panel(code: str) -> None:
     st.toggle("Follow the instructor", key=FOLLOW_KEY, on_change=_follow_changed,
               help="Your page and settings move with the instructor's. Changing a setting yourself stops it.")
     if not st.session_state.get(FOLLOW_KEY):
-        c1, c2 = st.columns([3, 2], vertical_alignment="center")
-        c1.caption("You are exploring on your own")
-        c2.button("Catch up", key="class_catch_up", on_click=_catch_up,
+        st.caption("You are exploring on your own ·")
+        st.button("Catch up", key="class_catch_up", on_click=_catch_up, type="primary",
                   help="Follow the instructor again: their page and settings now.")
         _student_poll_slow(code)
     else:
