@@ -359,7 +359,7 @@ def _leader_status(code: str) -> None:
     fig = answer_histogram(q.choices, counts, q.answer.get("correct") if q.revealed else None)
     chart.show(fig, key="class_histogram", name=f"class_{code}_q{q.qid}", exports=False)
     if q.revealed:
-        st.caption(_model_answer_text(q.choices, q.answer))
+        st.caption(chart.literal(_model_answer_text(q.choices, q.answer)))
         if st.button("Close the question", key="class_close"):
             store().close_question(code, tab_id())
             st.rerun(scope="fragment")
@@ -501,13 +501,13 @@ def _question(code: str, view: ClassView) -> None:
         correct = set(q.answer.get("correct") or [])
         st.markdown("  \n".join(f"{'✓ ' if i in correct else ''}{chart.literal(c)} — {n}"
                                 for i, (c, n) in enumerate(zip(q.choices, counts))))
-        st.caption(_model_answer_text(q.choices, q.answer))
+        st.caption(chart.literal(_model_answer_text(q.choices, q.answer)))
         return
     if store().has_answered(code, q.qid, tab_id()):
         st.caption("Your answer is in (anonymous). Wait for the reveal.")
         return
     pick = st.radio("Your answer", list(range(len(q.choices))), index=None, key=f"class_pick_{q.qid}",
-                    format_func=lambda i: q.choices[i])
+                    format_func=lambda i: chart.literal(q.choices[i]))  # a typed choice shows as typed
     if st.button("Answer", key=f"class_answer_{q.qid}", disabled=pick is None):
         store().answer(code, q.qid, tab_id(), int(pick))
         st.rerun(scope="fragment")
