@@ -63,3 +63,16 @@ def test_unknown_words_offer_the_english_model_with_the_same_sentence(app_test):
     assert at.session_state["start_text"] == "The animal didn't cross the street"
     assert not any("never seen" in c.value for c in at.caption)
     assert not [b for b in at.button if b.key == "unknown_to_english"]  # nothing left to offer
+
+
+def test_explorer_compares_the_english_bpe_with_the_word_tokenizer(app_test):
+    at = app_test()
+    at.session_state["model_key"] = "english"
+    at.switch_page("app_pages/explorer.py").run()
+    at.text_input(key="explorer_text").set_value("The animal didn't cross the street").run()
+    radio = at.radio(key="explorer_tokenizer")
+    assert radio.value == "bpe"  # this model's own, so nothing else is shown
+    radio.set_value("word").run()
+    table = next(d.value for d in at.dataframe if "word piece" in d.value.index)
+    assert "<unk>" in list(table.loc["word piece"]) and "animal" not in " ".join(map(str, table.loc["word piece"]))
+    assert any("knows only its corpus's words" in c.value for c in at.caption)

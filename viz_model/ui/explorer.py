@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import streamlit as st
+from tokenizers import decoders
 
 from viz_model import hf
 from viz_model.checkpoint import Checkpoint
@@ -264,19 +265,27 @@ def tokens_view(ckpt: Checkpoint, enc) -> None:
     if is_folder_model(ckpt):
         widgets.token_chips(enc)
         return
-    tok_choice = st.radio("Tokenizer", ["word", "bpe"], horizontal=True, key="explorer_tokenizer", **share.URL,
-                          help="The model always reads its own tokenizer's ids.")
+    own = "bpe" if isinstance(ckpt.tokenizer.decoder, decoders.ByteLevel) else "word"  # the English model: BPE
+    tok_choice = st.radio("Tokenizer", ["word", "bpe"], index=["word", "bpe"].index(own), horizontal=True,
+                          key="explorer_tokenizer", **share.URL,
+                          format_func=lambda k: f"{k} (this model's)" if k == own else k,
+                          help="The model always reads its own tokenizer's ids; the other one is shown beside them.")
     widgets.token_chips(enc)
-    if tok_choice != "bpe":
+    if tok_choice == own:
         return
-    table = widgets.tokenizer_comparison(st.session_state.get("explorer_text", ""), ckpt.tokenizer)
+    table = widgets.tokenizer_comparison(st.session_state.get("explorer_text", ""), ckpt.tokenizer, tok_choice)
     if table is None:
-        st.info("The BPE tokenizer is not installed, so there is nothing to compare.")
+        st.info(f"The shipped {tok_choice} tokenizer is not installed, so there is nothing to compare.")
+        return
+    st.dataframe(table.T, width="stretch")
+    if own == "word":
+        st.caption("BPE splits rare words into pieces, so the same text gets other tokens and other ids. A model only "
+                   "understands the ids of the tokenizer it was trained with: this model uses the word tokenizer, so "
+                   "the attention below is always computed on the word tokens.")
     else:
-        st.dataframe(table.T, width="stretch")
-    st.caption("BPE splits rare words into pieces, so the same text gets other tokens and other ids. A model only "
-               "understands the ids of the tokenizer it was trained with: the shipped models use the word "
-               "tokenizer, so the attention below is always computed on the word tokens.")
+        st.caption("The word tokenizer of the classroom models knows only its corpus's words: every other word is "
+                   "`<unk>`. This model was trained on byte-level BPE ids, so no text is unknown to it, and the "
+                   "attention below is computed on its own BPE tokens.")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

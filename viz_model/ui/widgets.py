@@ -251,17 +251,18 @@ def token_chips(enc: Encoded) -> None:
     st.dataframe(pa.table(cols), hide_index=True, width="stretch")
 
 
-def tokenizer_comparison(text: str, model_tok) -> pd.DataFrame | None:
-    """The same text under the shipped BPE tokenizer vs the model's own (word) tokenizer."""
+def tokenizer_comparison(text: str, model_tok, other: str = "bpe") -> pd.DataFrame | None:
+    """The same text under the model's own tokenizer and a shipped one (`other`: "bpe" or "word")."""
     try:
-        bpe = load_tokenizer("bpe")
+        theirs = load_tokenizer(other)
     except ValueError:
         return None
-    a, b = encode(model_tok, text, max_len=64), encode(bpe, text, max_len=64)
+    own = "word" if other == "bpe" else "bpe"
+    a, b = encode(model_tok, text, max_len=64), encode(theirs, text, max_len=64)
     n = max(len(a.ids), len(b.ids))
     pad = lambda xs: [*xs, *[""] * (n - len(xs))]  # noqa: E731
-    return pd.DataFrame({"word (the model's)": pad(a.pieces), "word id": pad([str(i) for i in a.ids]),
-                         "bpe piece": pad(b.pieces), "bpe id": pad([str(i) for i in b.ids])})
+    return pd.DataFrame({f"{own} (the model's)": pad(a.pieces), f"{own} id": pad([str(i) for i in a.ids]),
+                         f"{other} piece": pad(b.pieces), f"{other} id": pad([str(i) for i in b.ids])})
 
 
 ROW_SUM_TOL = 1e-5  # float32 softmax rows: |sum - 1| is about 1e-7; a ✓ beyond this tolerance would be false
