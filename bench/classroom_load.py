@@ -458,6 +458,8 @@ class BrowserStudent:
             idx = next((i for i, h in enumerate(hrefs) if h.rstrip("/").endswith("/" + step.page)), None)
             if idx is None and step.page == "start" and "/" in hrefs:
                 idx = hrefs.index("/")
+            if idx is None and step.page == "start" and hrefs:  # the default page's link has an empty href (it
+                idx = 0                                          # reads as the current page's URL); listed first
             if idx is None:
                 return f"no sidebar link to {step.page!r}"
             before = await pg.evaluate(self.MARK_JS)
