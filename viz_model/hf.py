@@ -25,9 +25,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -40,7 +40,6 @@ from viz_model.config import MAX_VOCAB, ModelConfig
 from viz_model.model import TinyTransformer
 from viz_model.rope import validate_scaling
 
-SUPPORTED_TYPES = ("gpt2", "llama", "mistral", "qwen2")
 ENV_VAR = "ATTENTION_LAB_MODEL_DIRS"
 HOME_VAR = "ATTENTION_LAB_MODELS_HOME"  # where `make models` puts models (default: models/ in the repository)
 MODELS_HOME = Path(__file__).resolve().parent.parent / "models"
@@ -93,15 +92,12 @@ def _number(hf: Mapping[str, Any], key: str, default: float) -> float:
 # -- config.json -> ModelConfig -----------------------------------------------------------------
 def hf_config(hf: Mapping[str, Any]) -> ModelConfig:
     """The ModelConfig that reproduces a config.json of a supported model_type (ValueError otherwise)."""
-    kind = hf.get("model_type")
-    if kind not in SUPPORTED_TYPES:
-        raise ValueError(f"this folder holds a {kind!r} model; the app reads only "
-                         f"{', '.join(SUPPORTED_TYPES[:-1])} and {SUPPORTED_TYPES[-1]} checkpoints.")
+    family = family_of(hf)
     vocab = hf.get("vocab_size")
     if isinstance(vocab, int) and vocab > MAX_VOCAB:
         raise ValueError(f"the model's vocabulary has {vocab:,} tokens; the app reads models with at most "
                          f"{MAX_VOCAB:,}.")
-    fields = _gpt2_fields(hf) if kind == "gpt2" else _llama_fields(hf)
+    fields = family.fields(hf)
     try:
         return ModelConfig(**fields)
     except ValueError as e:
@@ -135,13 +131,13 @@ def _llama_fields(hf: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"this model's MLP uses {hf.get('hidden_act')!r}; the app's SwiGLU uses 'silu'.")
     kv = _int(hf, "num_key_value_heads", heads)
     theta, scaling = rope_from_hf(hf)
-    qwen, bias = hf.get("model_type") == "qwen2", bool(hf.get("attention_bias", False))
+    bias = bool(hf.get("attention_bias", False))
+    biases = dict(attn_bias=bias, out_bias=bias, mlp_bias=bool(hf.get("mlp_bias", False)))
     return dict(vocab_size=_int(hf, "vocab_size"), d_model=d, n_heads=heads, n_kv_heads=None if kv == heads else kv,
                 n_layers=_int(hf, "num_hidden_layers"), d_ff=_int(hf, "intermediate_size"), max_len=_context(hf),
                 pos_encoding="rope", rope_base=theta, rope_scaling=scaling, norm="rmsnorm",
                 norm_eps=_number(hf, "rms_norm_eps", 1e-6), mlp="swiglu", embed_scale=False,
-                attn_bias=True if qwen else bias, out_bias=False if qwen else bias,
-                mlp_bias=False if qwen else bool(hf.get("mlp_bias", False)),
+                **{**biases, **FAMILIES[hf.get("model_type")].biases},
                 tie_weights=bool(hf.get("tie_word_embeddings", False)))
 
 
@@ -149,12 +145,7 @@ def _context(hf: Mapping[str, Any]) -> int:
     """max_position_embeddings, capped at the sliding window where one applies: within the window, sliding-window
     attention is plain causal attention (query i sees keys j > i - window), and the app has no sliding window."""
     n, window = _int(hf, "max_position_embeddings"), hf.get("sliding_window")
-    layer_types = hf.get("layer_types") or []
-    if hf.get("model_type") == "qwen2" and not layer_types:
-        slides = bool(hf.get("use_sliding_window"))
-    else:
-        slides = hf.get("model_type") == "mistral" or "sliding_attention" in layer_types
-    if slides and window is not None:
+    if FAMILIES[hf.get("model_type")].slides(hf) and window is not None:
         return min(n, _int(hf, "sliding_window"))
     return n
 
@@ -202,10 +193,11 @@ class Source:
 
 def weight_plan(cfg: ModelConfig, kind: str, names: set[str]) -> dict[str, Source]:
     """Our state_dict name -> its Source, for a GPT-2 or Llama-family checkpoint with these tensor names."""
-    prefix = "transformer." if kind == "gpt2" else "model."
+    family = FAMILIES[kind]
+    prefix = family.prefix
     if not any(n.startswith(prefix) for n in names):
         prefix = ""  # GPT2Model / LlamaModel saved without the LM head wrapper
-    plan = _gpt2_plan(cfg, prefix) if kind == "gpt2" else _llama_plan(cfg, prefix)
+    plan = family.plan(cfg, prefix)
     if not cfg.tie_weights:
         plan["head.weight"] = Source(("lm_head.weight",), ((cfg.vocab_size, cfg.d_model),))
     return plan
@@ -250,6 +242,45 @@ def _llama_plan(cfg: ModelConfig, p: str) -> dict[str, Source]:
             if cfg.mlp_bias:
                 plan[f"{b}mlp.{ours}.bias"] = Source((f"{h}mlp.{theirs}.bias",), ((shape[0],),))
     return plan
+
+
+def _layer_types_slide(hf: Mapping[str, Any]) -> bool:
+    return "sliding_attention" in (hf.get("layer_types") or [])
+
+
+def _qwen2_slides(hf: Mapping[str, Any]) -> bool:
+    return _layer_types_slide(hf) if hf.get("layer_types") else bool(hf.get("use_sliding_window"))
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family the app reads: how its config.json becomes ModelConfig fields and where its tensors are."""
+    fields: Callable[[Mapping[str, Any]], dict[str, Any]]    # config.json -> ModelConfig keyword arguments
+    plan: Callable[[ModelConfig, str], dict[str, Source]]     # our state_dict name -> their tensors, given a prefix
+    prefix: str                                              # the LM wrapper's prefix of their tensor names
+    slides: Callable[[Mapping[str, Any]], bool] = _layer_types_slide  # whether `sliding_window` applies
+    biases: dict[str, bool] = field(default_factory=dict)   # bias flags the family fixes, whatever config.json says
+
+
+# The single list of families: hf_config, weight_plan and the "which models" messages iterate it. A new family is one
+# row (with its fields and plan functions) plus its tests.
+FAMILIES: dict[str, Family] = {
+    "gpt2": Family(_gpt2_fields, _gpt2_plan, "transformer."),
+    "llama": Family(_llama_fields, _llama_plan, "model."),
+    "mistral": Family(_llama_fields, _llama_plan, "model.", slides=lambda hf: True),
+    "qwen2": Family(_llama_fields, _llama_plan, "model.", slides=_qwen2_slides,
+                    biases=dict(attn_bias=True, out_bias=False, mlp_bias=False)),
+}
+SUPPORTED_TYPES = tuple(FAMILIES)
+
+
+def family_of(hf: Mapping[str, Any]) -> Family:
+    """The family row of a config.json's model_type (ValueError naming the families the app reads)."""
+    kind = hf.get("model_type")
+    if kind not in FAMILIES:
+        raise ValueError(f"this folder holds a {kind!r} model; the app reads only "
+                         f"{', '.join(SUPPORTED_TYPES[:-1])} and {SUPPORTED_TYPES[-1]} checkpoints.")
+    return FAMILIES[kind]
 
 
 def _ignorable(name: str, cfg: ModelConfig) -> bool:
@@ -670,8 +701,8 @@ def find_model_dir(name: str, env: Mapping[str, str] | None = None) -> Path:
     raise ValueError(f"no model named {name!r} is offered; the instructor lists folders in {ENV_VAR} at launch.")
 
 
-__all__ = ["ENV_VAR", "HFModel", "HOME_VAR", "MODELS_HOME", "ModelDir", "SUPPORTED_TYPES", "Source", "StoredTensor",
-           "adds_bos", "available_bytes", "check_memory", "describe_folder", "find_model_dir", "half_to_interleaved",
-           "hf_config", "human_bytes", "model_dirs_from_env", "model_dirs_spec", "models_home", "prepare",
-           "read_hf_folder", "read_headers", "read_tokenizer", "rope_from_hf", "special_tokens", "weight_files",
-           "weight_plan"]
+__all__ = ["ENV_VAR", "FAMILIES", "Family", "HFModel", "HOME_VAR", "MODELS_HOME", "ModelDir", "SUPPORTED_TYPES",
+           "Source", "StoredTensor", "adds_bos", "available_bytes", "check_memory", "describe_folder", "family_of",
+           "find_model_dir", "half_to_interleaved", "hf_config", "human_bytes", "model_dirs_from_env",
+           "model_dirs_spec", "models_home", "prepare", "read_hf_folder", "read_headers", "read_tokenizer",
+           "rope_from_hf", "special_tokens", "weight_files", "weight_plan"]
