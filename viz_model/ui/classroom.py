@@ -185,15 +185,45 @@ def _moved(applied: dict) -> bool:
                for key, value in applied["values"].items())
 
 
-def _apply(values: dict[str, Any]) -> bool:
-    changed = False
+def _apply(values: dict[str, Any]) -> list[str]:
+    """Set the leader's values in session_state; the keys that changed."""
+    changed = []
     for key, value in values.items():
         if key in st.session_state and _jsonable(st.session_state[key]) == value:
             continue
         current = st.session_state.get(key)
         st.session_state[key] = tuple(value) if isinstance(current, tuple) and isinstance(value, list) else value
-        changed = True
+        changed.append(key)
     return changed
+
+
+def _rerun_views(keys: list[str]) -> None:
+    """Rerun what shows these settings: when they all live in one page fragment (the Layer and Head pickers of a
+    view), only that fragment, as the browser does when the student moves the picker; else the whole page. A
+    follower's full rerun cost the server several times a view's (measured by bench/class_follow.py), and a class
+    follows at once. Streamlit reruns another fragment only from a callback, so this asks the script runner the way
+    st.rerun does (its internals; any surprise falls back to a full rerun)."""
+    try:
+        from streamlit.commands.execution_control import _force_yield_point
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+        from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+
+        ctx = get_script_run_ctx()
+        state = ctx.session_state._state
+        fragments = set()
+        for key in keys:
+            meta = state._new_widget_state.widget_metadata.get(state._key_id_mapper.get_id_from_key(key, ""))
+            fragments.add(getattr(meta, "fragment_id", None))
+        (fragment,) = fragments if len(fragments) == 1 else (None,)
+        if not fragment or not ctx.fragment_storage.contains(fragment):
+            st.rerun()
+        ctx.script_requests.request_rerun(RerunData(
+            query_string=ctx.query_string, page_script_hash=ctx.page_script_hash, fragment_id_queue=[fragment],
+            is_fragment_scoped_rerun=True, cached_message_hashes=ctx.cached_message_hashes,
+            context_info=ctx.context_info))
+    except (AttributeError, ImportError, TypeError, ValueError, KeyError):
+        st.rerun()
+    _force_yield_point()
 
 
 def _student_seen(code: str) -> bool:
@@ -226,7 +256,7 @@ def _follow_step(view: ClassView, in_fragment: bool) -> None:
         # with query_params: a plain switch_page clears the URL and refuses while widgets are bound to it
         st.switch_page(_pages[target], query_params={**view.query, LINK_PARAM: view.code})
     elif changed and in_fragment:
-        st.rerun()
+        _rerun_views(changed)
 
 
 def begin(page_url: str, pages: dict[str, Any]) -> None:
