@@ -1,0 +1,220 @@
+"""One decoder stack (#27 item 2): the refactor keeps every number the old two stacks produced.
+
+The reference (tests/data/decoder_stack_reference.safetensors + .json) was recorded from the code before the
+refactor by `python tests/test_decoder_stack.py --record`: for both shipped translators and the classroom model,
+logits (traced and fast path), every traced tensor (self-attention and cross-attention q, k, v, scores, mask,
+probs, head_out, attn_out; residual streams), greedy and sampled translations with and without the cache, and
+`generate` steps; for freshly built models (seeded), their logits, so the initialisation order is unchanged too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from viz_model import ASSETS_DIR, checkpoint  # noqa: E402
+from viz_model.config import ModelConfig  # noqa: E402
+from viz_model.generate import Sampling, generate  # noqa: E402
+from viz_model.model import TinyTransformer  # noqa: E402
+from viz_model.seq2seq import (  # noqa: E402
+    Seq2SeqConfig,
+    Seq2SeqTransformer,
+    decode_steps,
+    encode_source,
+    greedy_batch,
+    translate,
+)
+
+DATA = Path(__file__).resolve().parent / "data"
+REF_TENSORS = DATA / "decoder_stack_reference.safetensors"
+REF_JSON = DATA / "decoder_stack_reference.json"
+TRANSLATORS = ("translate", "translate-guided")
+SENTENCES = ("The cat sat on the mat", "the old king thanked the children when they giggled", "the dog")
+TRACE_FIELDS = ("q", "k", "v", "scores", "mask", "probs", "head_out", "attn_out")
+PROMPT = "the cat sat on the"
+
+
+def _layers(out: dict, prefix: str, layers) -> None:
+    for i, lt in enumerate(layers):
+        if lt is None:
+            continue
+        for name in TRACE_FIELDS:
+            out[f"{prefix}.{i}.{name}"] = getattr(lt, name)
+
+
+def _padded_batch():
+    src = torch.tensor([[10, 11, 12, 13, 3, 0, 0], [14, 15, 16, 17, 18, 19, 3]])  # row 0 padded at 5, 6
+    tgt = torch.tensor([[2, 20, 21, 22, 0], [2, 24, 25, 26, 27]])                # row 0 padded at 4
+    return src, tgt, tgt != 0
+
+
+def _seq2seq_passes(model: Seq2SeqTransformer, prefix: str) -> dict[str, torch.Tensor]:
+    """Teacher forcing on a padded batch: traced (every tensor), fast path, padded target, loss."""
+    out: dict[str, torch.Tensor] = {}
+    src, tgt, tgt_pad = _padded_batch()
+    targets = torch.cat([tgt[:, 1:], torch.full((2, 1), 3)], 1)
+    with torch.no_grad():
+        traced = model(src, tgt, targets=targets, trace=True)
+        out[f"{prefix}.tf.logits"], out[f"{prefix}.tf.loss"] = traced.logits, traced.loss
+        _layers(out, f"{prefix}.tf.encoder", traced.trace.encoder)
+        _layers(out, f"{prefix}.tf.decoder", traced.trace.decoder)
+        _layers(out, f"{prefix}.tf.cross", traced.trace.cross)
+        for i, x in enumerate(traced.trace.encoder_residual):
+            out[f"{prefix}.tf.encoder_residual.{i}"] = x
+        for i, x in enumerate(traced.trace.decoder_residual):
+            out[f"{prefix}.tf.decoder_residual.{i}"] = x
+        out[f"{prefix}.fast.logits"] = model(src, tgt).logits
+        padded = model(src, tgt, tgt_padding_mask=tgt_pad, trace=True)
+        out[f"{prefix}.tgtpad.logits"] = padded.logits
+        out[f"{prefix}.tgtpad.fast_logits"] = model(src, tgt, tgt_padding_mask=tgt_pad).logits
+        _layers(out, f"{prefix}.tgtpad.decoder", padded.trace.decoder)
+    return out
+
+
+def _translator_outputs(name: str) -> tuple[dict[str, torch.Tensor], dict]:
+    ckpt = checkpoint.load_checkpoint(ASSETS_DIR / "models" / f"{name}.safetensors")
+    model, tok = ckpt.model.eval(), ckpt.tokenizer
+    tensors, strings = _seq2seq_passes(model, name), {"keys": sorted(model.state_dict())}
+    for j, text in enumerate(SENTENCES):
+        for cache in (True, False):
+            t = translate(model, tok, text, use_cache=cache)
+            key = f"{name}.translate.{j}.{'cache' if cache else 'nocache'}"
+            strings[key] = {"text": t.text, "tokens": t.tokens, "ids": t.token_ids, "stop": t.stop_reason}
+            tensors[f"{key}.cross"] = t.cross_attention
+            tensors[f"{key}.logits"] = torch.stack([d.step.logits for d in t.steps])
+            tensors[f"{key}.self"] = torch.stack([d.step.attention[..., -1] for d in t.steps])  # (n, L, H)
+        ids, _, _ = encode_source(model, tok, text)
+        naive = list(decode_steps(model, ids, use_cache=False, reuse_encoder=False, max_new_tokens=8))
+        strings[f"{name}.naive.{j}"] = [d.step.token_id for d in naive]
+        sampled = list(decode_steps(model, ids, strategy=Sampling(temperature=1.5, top_k=8), seed=j + 1,
+                                    max_new_tokens=10))
+        strings[f"{name}.sampled.{j}"] = [[d.step.token_id for d in sampled], sampled[-1].step.stop_reason]
+        tensors[f"{name}.sampled.{j}.filtered"] = torch.stack([d.step.filtered_probs for d in sampled])
+        short = list(decode_steps(model, ids, max_new_tokens=3, attention=False))
+        strings[f"{name}.short.{j}"] = [[d.step.token_id for d in short], short[-1].step.stop_reason,
+                                        short[-1].cross_attention is None]
+    sources = [encode_source(model, tok, s)[0] for s in SENTENCES]
+    strings[f"{name}.batch"] = greedy_batch(model, sources, max_new_tokens=12)
+    return tensors, strings
+
+
+def _classroom_outputs() -> tuple[dict[str, torch.Tensor], dict]:
+    ckpt = checkpoint.load_checkpoint(ASSETS_DIR / "models" / "classroom.safetensors")
+    model, tok = ckpt.model.eval(), ckpt.tokenizer
+    ids = torch.tensor([tok.encode(PROMPT).ids])
+    out, strings = {}, {"classroom.keys": sorted(model.state_dict())}
+    with torch.no_grad():
+        traced = model(ids, trace=True)
+        out["classroom.logits"], out["classroom.fast_logits"] = traced.logits, model(ids).logits
+        out["classroom.embeddings"], out["classroom.positional"] = traced.trace.embeddings, traced.trace.positional
+        _layers(out, "classroom.layers", traced.trace.layers)
+        for i, x in enumerate(traced.trace.residual):
+            out[f"classroom.residual.{i}"] = x
+        partial = model(ids, trace_layers=(0,), logits=False)
+        _layers(out, "classroom.partial", partial.trace.layers)
+        pad = torch.ones_like(ids, dtype=torch.bool)
+        pad[0, -1] = False
+        out["classroom.padded_logits"] = model(ids, key_padding_mask=pad).logits
+    for cache in (True, False):
+        steps = list(generate(model, ids[0], max_new_tokens=6, use_cache=cache, tokenizer=tok, stop_at_eos=False))
+        key = f"classroom.generate.{'cache' if cache else 'nocache'}"
+        strings[key] = [[s.token_id for s in steps], [s.token for s in steps], steps[-1].stop_reason]
+        out[f"{key}.logits"] = torch.stack([s.logits for s in steps])
+        out[f"{key}.attention_last"] = torch.stack([s.attention[..., -1] for s in steps])
+    steps = list(generate(model, ids[0], strategy=Sampling(temperature=1.2, top_p=0.9), seed=5, max_new_tokens=8))
+    strings["classroom.sampled"] = [[s.token_id for s in steps], steps[-1].stop_reason]
+    out["classroom.sampled.filtered"] = torch.stack([s.filtered_probs for s in steps])
+    long = list(generate(model, ids[0], max_new_tokens=200, attention=False, stop_at_eos=False))
+    strings["classroom.context"] = [len(long), long[-1].stop_reason, long[-1].attention is None]
+    return out, strings
+
+
+FRESH = {  # seeded new models: the same initialisation (same RNG draws in the same order) before and after
+    "fresh_rope_post": dict(pos_encoding="rope", norm_position="post", norm="rmsnorm", mlp="swiglu", n_kv_heads=2),
+    "fresh_sin_shared": dict(pos_encoding="sinusoidal", qkv="shared_qk", embed_scale=True),
+    "fresh_learned_dropout": dict(pos_encoding="learned", dropout=0.1, tie_weights=False),
+}
+
+
+def _fresh_outputs() -> tuple[dict[str, torch.Tensor], dict]:
+    out, strings = {}, {}
+    src, tgt, tgt_pad = _padded_batch()
+    for name, opts in FRESH.items():
+        torch.manual_seed(0)
+        cfg = Seq2SeqConfig(vocab_size=40, d_model=32, n_heads=4, n_layers=2, n_encoder_layers=2, d_ff=64,
+                            max_len=16, **opts)
+        model = Seq2SeqTransformer(cfg)
+        strings[f"{name}.keys"] = sorted(model.state_dict())
+        if cfg.dropout > 0:  # train mode: the dropout masks are drawn in the same order
+            torch.manual_seed(1)
+            tr = model.train()(src, tgt, targets=tgt, tgt_padding_mask=tgt_pad)
+            out[f"{name}.train.logits"], out[f"{name}.train.loss"] = tr.logits.detach(), tr.loss.detach()
+        out.update(_seq2seq_passes(model.eval(), name))
+        for n in (40, 15):  # past the context (limit 15: <bos> takes a position), and exactly at it
+            steps = list(decode_steps(model, [5, 6, 7, 3], max_new_tokens=n, eos_id=-1))
+            strings[f"{name}.limit.{n}"] = [[d.step.token_id for d in steps], steps[-1].step.stop_reason]
+            out[f"{name}.limit.{n}.cross"] = torch.stack([d.cross_attention for d in steps])
+        torch.manual_seed(0)
+        tiny = TinyTransformer(ModelConfig(vocab_size=40, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=16,
+                                           **opts))
+        with torch.no_grad():
+            out[f"{name}.tiny.logits"] = tiny.eval()(tgt).logits
+    return out, strings
+
+
+def compute() -> tuple[dict[str, torch.Tensor], dict]:
+    tensors, strings = {}, {}
+    for part in [*(_translator_outputs(n) for n in TRANSLATORS), _classroom_outputs(), _fresh_outputs()]:
+        tensors.update(part[0])
+        strings.update(part[1])
+    return {k: v.detach().float().cpu().contiguous() for k, v in tensors.items()}, strings
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    return compute()
+
+
+def test_every_recorded_tensor_is_unchanged(outputs):
+    tensors, _ = outputs
+    ref = load_file(REF_TENSORS)
+    assert sorted(tensors) == sorted(ref)
+    for key, want in ref.items():
+        got = tensors[key]
+        assert got.shape == want.shape, key
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5, msg=lambda m, k=key: f"{k}: {m}")
+
+
+def test_translations_tokens_and_state_dict_keys_are_unchanged(outputs):
+    _, strings = outputs
+    ref = json.loads(REF_JSON.read_text())
+    assert sorted(strings) == sorted(ref)
+    for key, want in ref.items():
+        assert json.loads(json.dumps(strings[key])) == want, key
+
+
+def test_cross_attention_keeps_its_shape(outputs):
+    tensors, _ = outputs
+    assert tensors["translate.tf.cross.0.probs"].shape == (2, 4, 5, 7)  # (B, H, T_tgt, T_src)
+    assert tensors["translate.tf.decoder.0.probs"].shape == (2, 4, 5, 5)
+    assert tensors["classroom.layers.0.probs"].shape[:2] == (1, 4)
+
+
+if __name__ == "__main__":
+    if "--record" not in sys.argv:
+        raise SystemExit("usage: python tests/test_decoder_stack.py --record  (overwrites the reference)")
+    torch.set_num_threads(1)  # as the suite runs (tests/conftest.py): the same kernels, the same rounding
+    torch.manual_seed(0)
+    tensors, strings = compute()
+    DATA.mkdir(exist_ok=True)
+    save_file(tensors, str(REF_TENSORS))
+    REF_JSON.write_text(json.dumps(strings, indent=0, sort_keys=True) + "\n")
+    print(f"recorded {len(tensors)} tensors, {len(strings)} string entries")
