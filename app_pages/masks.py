@@ -30,8 +30,8 @@ def gallery() -> None:
     layer = share.select(c1, "Layer", range(cfg.n_layers), "masks_layer")
     head = share.select(c2, "Head", range(cfg.n_heads), "masks_head")
     allowed = ui.gallery_mask(kind, T, "masks", ids, *pad_token(ckpt))
-    model_mask = "causal" if cfg.causal else "bidirectional"
-    if kind not in (model_mask, "padding"):
+    model_mask = cfg.mask_kind.replace("_", " ")  # the kind in the model's config (causal or bidirectional before)
+    if kind not in (cfg.mask_kind, "padding"):
         st.caption(f"This model was trained with a {model_mask} mask; under another mask it runs off-distribution. "
                    "The mask mechanics (exact zeros, rows summing to 1) hold for any mask.")
     ui.gallery(ckpt, ids, tokens, kind, allowed, layer, head)

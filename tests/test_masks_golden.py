@@ -5,6 +5,7 @@ Regenerate (only when a change of numbers is intended): `.venv/bin/python tests/
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import sys
@@ -14,12 +15,20 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import ROOT, assert_clean, plotly_array, spec  # noqa: E402
+from conftest import ROOT, assert_clean, spec  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "masks_gallery.json"
 KINDS = ["causal", "bidirectional", "padding", "sliding_window", "prefix_lm", "custom"]
 SENTENCES = {"plain": "The cat sat on the mat", "padded": "send report <PAD> <PAD>"}
 CHARTS = ("masks_panels", "masks_rowsums")
+
+
+def plotly_array(v, dtype=None) -> np.ndarray:
+    """A trace array from a figure's JSON ({"dtype", "bdata", "shape"}, base64), or a plain list as an array."""
+    if isinstance(v, dict) and "bdata" in v:
+        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        return flat.reshape([int(n) for n in str(v.get("shape", len(flat))).split(",")])
+    return np.asarray(v, dtype=dtype)
 
 
 def _plain(v):

@@ -38,7 +38,7 @@ class ModelConfig:
     rope_base: float = 10000.0
     rope_scaling: dict[str, Any] | None = None  # HF-style {"type": ..., "factor": ..., ...}
     norm_position: str = "pre"     # LayerNorm before ("pre") or after ("post") each sublayer
-    causal: bool = True            # decoder (causal) or encoder (bidirectional) attention
+    causal: bool = True            # decoder (causal) or encoder (bidirectional) attention; follows `mask` if named
     tie_weights: bool = True       # output projection shares the token-embedding matrix
     pad_id: int = 0                # id of <pad>; targets equal to -100 are ignored by the loss
     # Architecture options (defaults = the original model; GPT-2 / Llama checkpoints set them).
@@ -52,6 +52,11 @@ class ModelConfig:
     attn_bias: bool = True         # bias on the Q/K/V projections
     out_bias: bool = True          # bias on W_O
     mlp_bias: bool = True          # bias on the MLP's linear layers
+    # The attention mask by name, a kind of viz_model.masks.MASKS a model can use ("causal", "bidirectional",
+    # "sliding_window", "prefix_lm", "strided"). None (every checkpoint before #27): "causal" if causal else
+    # "bidirectional". When named, `causal` is set from the kind (whether a query never reads a later key).
+    mask: str | None = None
+    mask_params: dict[str, int] | None = None  # that kind's parameters, e.g. {"stride": 4} (None: its defaults)
 
     def __post_init__(self) -> None:
         _check_int("vocab_size", self.vocab_size, 2, MAX_VOCAB)
@@ -95,6 +100,17 @@ class ModelConfig:
                 raise ValueError(f"sinusoidal encoding is available up to d_model {MAX_DIM} and max_len "
                                  f"{MAX_POSITIONS:,}; use 'learned' or 'rope' for a larger model.")
         self._check_architecture()
+        self._check_mask()
+
+    def _check_mask(self) -> None:
+        if self.mask is None:
+            if self.mask_params is not None:
+                raise ValueError("mask_params needs a named mask (e.g. mask='strided').")
+            return
+        from viz_model.masks import MASKS, validate_model_mask  # local: masks imports torch, config stays light
+
+        self.mask_params = validate_model_mask(self.mask, self.mask_params)
+        self.causal = MASKS[self.mask].causal
 
     def _check_architecture(self) -> None:
         for name, value, allowed in (("qkv", self.qkv, QKV_MODES), ("norm", self.norm, NORMS),
@@ -126,8 +142,17 @@ class ModelConfig:
     def d_k(self) -> int:
         return self.d_model // self.n_heads
 
+    @property
+    def mask_kind(self) -> str:
+        """The attention mask's kind in viz_model.masks.MASKS, named or read from `causal`."""
+        return self.mask or ("causal" if self.causal else "bidirectional")
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Every field; an unnamed mask is left out, so a model saved as before writes the JSON it wrote before."""
+        out = dataclasses.asdict(self)
+        if self.mask is None:
+            del out["mask"], out["mask_params"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":

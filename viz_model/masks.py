@@ -6,6 +6,10 @@ a key padding mask is (B, T) with True for real tokens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 
 
@@ -38,6 +42,26 @@ def prefix_lm_mask(T: int, prefix_len: int, device: torch.device | str | None = 
     mask = causal_mask(T, device)
     mask[:prefix_len, :prefix_len] = True
     return mask
+
+
+def strided_mask(T: int, stride: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """The Sparse Transformer's strided pattern (Child et al. 2019, "Generating Long Sequences with Sparse
+    Transformers", section 4.2), its two heads' sets in one mask: query t sees key s if s <= t and either
+    t - s < stride (the local head: itself and the stride - 1 tokens before it) or (t - s) % stride == 0 (the strided
+    head: every stride-th token further back).  stride 1 (or >= T) is the causal mask.  (T, T) bool."""
+    if stride < 1:
+        raise ValueError(f"stride must be at least 1, got {stride}.")
+    idx = torch.arange(T, device=device)
+    offset = idx[:, None] - idx[None, :]  # (T, T): query - key
+    return (offset >= 0) & ((offset < stride) | (offset % stride == 0))
+
+
+def key_padding_causal_mask(T: int, real, device: torch.device | str | None = None) -> torch.Tensor:
+    """The causal mask with the pad keys' columns blocked: real (T,) bool, True for real tokens.  (T, T) bool."""
+    real = torch.as_tensor(real, dtype=torch.bool, device=device)
+    if real.shape != (T,):
+        raise ValueError(f"the padding mask needs one flag per token ({T}), got shape {tuple(real.shape)}.")
+    return causal_mask(T, device) & real[None, :]
 
 
 def custom_mask(cells, T: int | None = None) -> torch.Tensor:
@@ -84,22 +108,105 @@ def from_additive(additive: torch.Tensor) -> torch.Tensor:
     return torch.isfinite(additive)
 
 
-MASK_KINDS = ("causal", "bidirectional", "sliding_window", "prefix_lm", "custom")
+# -- the mask table -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MaskParam:
+    """One integer parameter of a mask kind; the gallery draws it as a slider from `low` to T."""
+    name: str      # the builder's keyword (and a ModelConfig.mask_params key)
+    key: str       # the gallery widget's key and URL parameter: masks_<key>
+    label: str
+    low: int
+    default: int   # cut to T on a shorter sentence
+    help: str
 
 
-def build_mask(kind: str, T: int, *, window: int = 3, prefix_len: int = 2, cells=None,
-               device: torch.device | str | None = None) -> torch.Tensor:
-    """One entry point for the mask gallery: (T, T) bool for a named kind."""
-    if kind == "causal":
-        return causal_mask(T, device)
-    if kind == "bidirectional":
-        return bidirectional_mask(T, device)
-    if kind == "sliding_window":
-        return sliding_window_mask(T, window, causal=True, device=device)
-    if kind == "prefix_lm":
-        return prefix_lm_mask(T, min(prefix_len, T), device)
-    if kind == "custom":
-        if cells is None:
-            raise ValueError("a custom mask needs its cells.")
-        return custom_mask(cells, T).to(device)
-    raise ValueError(f"unknown mask kind {kind!r}; choose one of {MASK_KINDS}.")
+@dataclass(frozen=True)
+class MaskKind:
+    """A kind of mask: its builder `build(T, device=..., **params)` -> (T, T) bool, and how the app may use it."""
+    label: str
+    build: Callable[..., torch.Tensor]
+    params: tuple[MaskParam, ...] = ()
+    causal: bool = True         # query t never reads a later key
+    needs: str | None = None    # "real": the sentence's real-token flags (padding) | "cells": an edited grid
+    model: bool = True          # a model may be built with it (ModelConfig.mask): it depends on T and params only
+
+
+_WINDOW = MaskParam("window", "window", "Window width", 1, 3,
+                    "Each query sees itself and the w − 1 tokens before it.")
+_PREFIX = MaskParam("prefix_len", "prefix", "Prefix length", 0, 3,
+                    "The prefix sees itself in both directions; the rest is causal.")
+_STRIDE = MaskParam("stride", "stride", "Stride", 1, 3,
+                    "Each query sees itself, the stride − 1 tokens before it, and every stride-th token further back "
+                    "(the Sparse Transformer's strided pattern).")
+
+
+def _prefix_lm(T: int, prefix_len: int, device=None) -> torch.Tensor:
+    return prefix_lm_mask(T, min(prefix_len, T), device)
+
+
+def _custom(T: int, cells=None, device=None) -> torch.Tensor:
+    if cells is None:
+        raise ValueError("a custom mask needs its cells.")
+    return custom_mask(cells, T).to(device)
+
+
+# The single list of mask kinds: build_mask, the Masks page's gallery (its options, labels and sliders) and
+# ModelConfig.mask all iterate it. A new kind is one row (and its builder) plus its tests.
+MASKS: dict[str, MaskKind] = {
+    "causal": MaskKind("Causal (decoder)", lambda T, device=None: causal_mask(T, device)),
+    "bidirectional": MaskKind("Bidirectional (encoder)", lambda T, device=None: bidirectional_mask(T, device),
+                              causal=False),
+    "padding": MaskKind("Padding", lambda T, real, device=None: key_padding_causal_mask(T, real, device),
+                        needs="real", model=False),
+    "sliding_window": MaskKind("Sliding window", lambda T, window, device=None: sliding_window_mask(
+        T, window, causal=True, device=device), params=(_WINDOW,)),
+    "prefix_lm": MaskKind("Prefix-LM", _prefix_lm, params=(_PREFIX,), causal=False),
+    "strided": MaskKind("Strided (sparse)", lambda T, stride, device=None: strided_mask(T, stride, device),
+                        params=(_STRIDE,)),
+    "custom": MaskKind("Custom (edit cells)", _custom, causal=False, needs="cells", model=False),
+}
+MASK_KINDS = tuple(MASKS)
+MODEL_MASKS = tuple(k for k, row in MASKS.items() if row.model)
+
+
+def mask_kind(kind: str) -> MaskKind:
+    if kind not in MASKS:
+        raise ValueError(f"unknown mask kind {kind!r}; choose one of {MASK_KINDS}.")
+    return MASKS[kind]
+
+
+def build_mask(kind: str, T: int, *, device: torch.device | str | None = None, **inputs: Any) -> torch.Tensor:
+    """One entry point for every kind: (T, T) bool. `inputs`: the kind's parameters (missing ones take the table's
+    default, cut to T) and what it needs (`real` for padding, `cells` for custom)."""
+    row = mask_kind(kind)
+    args = {p.name: min(p.default, T) for p in row.params}
+    args.update(inputs)
+    return row.build(T, device=device, **args)
+
+
+def validate_model_mask(kind: str, params: dict[str, Any] | None) -> dict[str, int] | None:
+    """ModelConfig.mask / mask_params checked against the table; the parameters as given (None: the defaults)."""
+    if kind not in MODEL_MASKS:
+        raise ValueError(f"a model's mask must be one of {MODEL_MASKS}, got {kind!r}.")
+    if params is None:
+        return None
+    if not isinstance(params, dict):
+        raise ValueError(f"mask_params must be a JSON object like {{'stride': 3}}, got {params!r}.")
+    known = {p.name: p for p in MASKS[kind].params}
+    for name, value in params.items():
+        if name not in known:
+            raise ValueError(f"the {kind!r} mask has no parameter {name!r}; it takes {tuple(known) or 'none'}.")
+        if isinstance(value, bool) or not isinstance(value, int) or value < known[name].low:
+            raise ValueError(f"the {kind!r} mask's {name} must be a whole number >= {known[name].low}, "
+                             f"got {value!r}.")
+    return dict(params)
+
+
+def model_mask(config, T: int, past_len: int = 0, device: torch.device | str | None = None) -> torch.Tensor | None:
+    """The (T, past_len + T) mask of a model whose config names a mask kind, for T queries after past_len cached
+    keys; None for causal and bidirectional, which the model builds itself (its fast path)."""
+    kind = getattr(config, "mask", None)
+    if kind is None or kind in ("causal", "bidirectional"):
+        return None
+    Tk = past_len + T
+    return build_mask(kind, Tk, device=device, **(config.mask_params or {}))[past_len:]

@@ -256,6 +256,7 @@ class TinyTransformer(nn.Module):
     def _mask(self, T, past_len, key_padding_mask, attn_mask):
         """Boolean mask broadcastable to (B, H, T, past_len+T), and whether it is exactly causal."""
         Tk = past_len + T
+        attn_mask = masks.model_mask(self.config, T, past_len, self.device) if attn_mask is None else attn_mask
         if attn_mask is None and key_padding_mask is None and past_len == 0:
             return (None, self.config.causal and T > 1)  # fast path: SDPA's built-in causal kernel
         if attn_mask is None:

@@ -18,8 +18,7 @@ from viz_model.ui.cache import cached, cached_trace, input_key, mask_bits, model
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.widgets import check_line, encode_text, pad_token, uses_bos
 
-GALLERY = {"causal": "Causal (decoder)", "bidirectional": "Bidirectional (encoder)", "padding": "Padding",
-           "sliding_window": "Sliding window", "prefix_lm": "Prefix-LM", "custom": "Custom (edit cells)"}
+GALLERY = {kind: row.label for kind, row in masks.MASKS.items()}  # the mask table's kinds, in its order
 MAX_GALLERY_T = 16   # the custom editor and four panels stay readable up to here
 MAX_DEP_T = 12       # one backward pass per output coordinate: bounded for a 2-core server
 MAX_DEP_PARAMS = 5_000_000  # T * d_model backward passes through the whole model: real checkpoints are too big
@@ -27,30 +26,33 @@ POSITION_MODELS = ("enc-none", "enc-sinusoidal", "enc-learned", "enc-rope")
 
 
 def gallery_mask(kind: str, T: int, prefix: str, ids: list[int], pad_id: int, pad_name: str = PAD) -> np.ndarray:
-    """The (T, T) bool mask of the chosen kind; its own controls (slider, editor) are drawn here. pad_id / pad_name:
-    the model's own padding token (a model folder's may be an embedding row no text can produce)."""
-    if kind == "sliding_window":
-        share.valid(f"{prefix}_window", range(1, T + 1), min(3, T))  # T follows the sentence
-        w = st.slider("Window width", 1, T, min(3, T), key=f"{prefix}_window", **share.URL,
-                      help="Each query sees itself and the w − 1 tokens before it.")
-        return masks.sliding_window_mask(T, w).numpy()
-    if kind == "prefix_lm":
-        share.valid(f"{prefix}_prefix", range(T + 1), min(3, T))
-        p = st.slider("Prefix length", 0, T, min(3, T), key=f"{prefix}_prefix", **share.URL,
-                      help="The prefix sees itself in both directions; the rest is causal.")
-        return masks.prefix_lm_mask(T, p).numpy()
-    if kind == "padding":
-        real = np.array(ids) != pad_id
-        if real.all() and pad_name == PAD:
-            st.caption("No `<pad>` in this sentence: type one (e.g. the example *send report <PAD> <PAD>*) "
-                       "to see its column blocked.")
-        elif real.all():
-            st.caption(f"No pad in this sentence: this model pads with `{pad_name}` (id {pad_id}). The Padding tab "
-                       "below pads a batch with it.")
-        return masks.causal_mask(T).numpy() & real[None, :]
-    if kind == "custom":
-        return custom_editor(T, prefix)
-    return masks.build_mask(kind, T).numpy()
+    """The (T, T) bool mask of the chosen kind, built by the mask table; its own controls (a slider per parameter,
+    the editor) are drawn here. pad_id / pad_name: the model's own padding token (a model folder's may be an
+    embedding row no text can produce)."""
+    row = masks.MASKS[kind]
+    inputs = {p.name: param_slider(p, T, prefix) for p in row.params}
+    if row.needs == "real":
+        inputs["real"] = np.array(ids) != pad_id
+        padding_notice(bool(inputs["real"].all()), pad_id, pad_name)
+    elif row.needs == "cells":
+        inputs["cells"] = custom_editor(T, prefix)
+    return masks.build_mask(kind, T, **inputs).numpy()
+
+
+def param_slider(param: masks.MaskParam, T: int, prefix: str) -> int:
+    """One parameter of a mask kind as a URL-bound slider from its lowest value to T (the sentence's length)."""
+    key = f"{prefix}_{param.key}"
+    share.valid(key, range(param.low, T + 1), min(param.default, T))  # T follows the sentence
+    return st.slider(param.label, param.low, T, min(param.default, T), key=key, help=param.help, **share.URL)
+
+
+def padding_notice(no_pad: bool, pad_id: int, pad_name: str) -> None:
+    if no_pad and pad_name == PAD:
+        st.caption("No `<pad>` in this sentence: type one (e.g. the example *send report <PAD> <PAD>*) "
+                   "to see its column blocked.")
+    elif no_pad:
+        st.caption(f"No pad in this sentence: this model pads with `{pad_name}` (id {pad_id}). The Padding tab "
+                   "below pads a batch with it.")
 
 
 def custom_editor(T: int, prefix: str) -> np.ndarray:
