@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
@@ -12,6 +13,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -53,6 +55,23 @@ def _one_torch_thread():
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session")
+def tok():
+    """The shipped word tokenizer (the classroom models' vocabulary)."""
+    from viz_model.tokenizer import load_tokenizer
+
+    return load_tokenizer("word")
+
+
+def plotly_array(v, dtype=None) -> np.ndarray:
+    """A trace array from a figure's JSON: Plotly stores numpy arrays as {"dtype", "bdata"(, "shape")} (base64);
+    a plain list is returned as an array (dtype=float turns None into NaN)."""
+    if isinstance(v, dict) and "bdata" in v:
+        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        return flat.reshape([int(n) for n in str(v.get("shape", len(flat))).split(",")])
+    return np.asarray(v, dtype=dtype)
 
 
 @pytest.fixture

@@ -1,22 +1,16 @@
 """AppTest of the Explorer and Masks pages: main widgets, live checks, awkward input, no tracebacks."""
 
-import base64
+from functools import partial
 
 import numpy as np
 import pytest
-from conftest import assert_clean, open_tab, spec, texts
+from conftest import assert_clean, open_tab, plotly_array, spec, texts
 
 from viz_model.ui import widgets
 
+arr = partial(plotly_array, dtype=float)  # NaN where Plotly sent None (a masked hole)
+
 AWKWARD = ["", "   ", "x " * 2500, "I 😀 like <b>cats</b> &amp; <pad>", "<script>alert(1)</script>"]
-
-
-def arr(v) -> np.ndarray:
-    """Plotly's JSON stores numpy arrays as {"dtype", "bdata", "shape"}; decode them (NaN = masked hole)."""
-    if isinstance(v, dict) and "bdata" in v:
-        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        return flat.reshape([int(n) for n in str(v.get("shape", len(flat))).split(",")])
-    return np.array(v, dtype=float)
 
 
 def named(fig: dict, name: str) -> dict:

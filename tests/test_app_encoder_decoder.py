@@ -1,17 +1,19 @@
 """AppTest of the Encoder–decoder page: the translation and its reference, step-by-step decoding, the three
 attention kinds with their masks, the alignment view, encoder reuse, held-out scores and awkward input."""
 
-import base64
+from functools import partial
 
 import conftest
 import numpy as np
 import pytest
 import torch
-from conftest import assert_clean, spec, texts
+from conftest import assert_clean, plotly_array, spec, texts
 
 from viz_model import ASSETS_DIR, checkpoint, data
 from viz_model.lessons import encoder_decoder as lesson
 from viz_model.seq2seq import translate
+
+arr = partial(plotly_array, dtype=float)  # NaN where Plotly sent None (a masked hole)
 
 PAGE = "app_pages/encoder_decoder.py"
 SHIPPED = ASSETS_DIR / "models" / "translate.safetensors"
@@ -64,14 +66,6 @@ def open_page(model_path: str, mode: str = "run"):
 @pytest.fixture(scope="module")
 def page(model_path):
     return open_page(model_path)
-
-
-def arr(v) -> np.ndarray:
-    """Plotly's JSON stores numpy arrays as {"dtype", "bdata", "shape"}; decode them (NaN = masked hole)."""
-    if isinstance(v, dict) and "bdata" in v:
-        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        return flat.reshape([int(n) for n in str(v.get("shape", len(flat))).split(",")])
-    return np.array(v, dtype=float)
 
 
 def panel(fig: dict, prefix: str) -> dict:
@@ -249,7 +243,6 @@ def test_the_page_says_clearly_when_the_translator_is_missing(monkeypatch, tmp_p
 
 def open_tab(at, label: str):
     return conftest.open_tab(at, "ed_tab", label)
-
 
 
 def link_session(query: dict[str, str]):

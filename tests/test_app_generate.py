@@ -1,11 +1,13 @@
 """AppTest of the Generate page: step mode grows the table one row per click, run mode, strategy widgets."""
 
-import base64
 import json
 import re
+from functools import partial
 
-import numpy as np
 import pytest
+from conftest import plotly_array
+
+values = partial(plotly_array, dtype=float)  # NaN where Plotly sent None (a masked hole)
 
 PAGE = "app_pages/generate.py"
 
@@ -20,14 +22,6 @@ def sentence(at) -> str:
 
 def chart(at, key):
     return json.loads(at.get_by_key(key).proto.spec)
-
-
-def values(arr) -> np.ndarray:
-    """Plotly JSON stores numpy arrays as {"dtype", "bdata"(, "shape")}; plain lists stay lists."""
-    if isinstance(arr, dict):
-        out = np.frombuffer(base64.b64decode(arr["bdata"]), dtype=arr["dtype"])
-        return out.reshape([int(n) for n in str(arr["shape"]).split(",")]) if "shape" in arr else out
-    return np.asarray(arr, dtype=float)
 
 
 @pytest.fixture(scope="module")

@@ -2,25 +2,19 @@
 check shows exactly 0.0 for LayerNorm and more for BatchNorm; a button run fills the residual and pre/post-norm
 charts (runs kept tiny: 2 training steps); the batch dimension shows the live model's shapes and its loss terms."""
 
-import base64
 import re
+from functools import partial
 
 import conftest
 import numpy as np
 import pytest
-from conftest import assert_clean, spec, texts
+from conftest import assert_clean, plotly_array, spec, texts
 
 from viz_model.ui import normalization as ui
 
+arr = partial(plotly_array, dtype=float)  # NaN where Plotly sent None (a masked hole)
+
 TABS = ["Which axis", "Four reasons", "Residual connections", "Pre- vs post-norm", "The batch dimension"]
-
-
-def arr(v) -> np.ndarray:
-    """Plotly's JSON stores numpy arrays as {"dtype", "bdata", "shape"}; decode them."""
-    if isinstance(v, dict) and "bdata" in v:
-        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        return flat.reshape([int(n) for n in str(v.get("shape", len(flat))).split(",")])
-    return np.array(v, dtype=float)
 
 
 @pytest.fixture(scope="module")

@@ -1,25 +1,17 @@
 """AppTest of the Sinusoidal and RoPE pages: they run, their live checks pass, the widgets change what is shown."""
 
-import base64
 import json
 
-import numpy as np
 import pytest
-from conftest import open_tab
+from conftest import open_tab, plotly_array
 
 from viz_model import rope
+
+arr = plotly_array
 
 
 def chart(at, key):
     return json.loads(at.get_by_key(key).proto.spec)
-
-
-def arr(value):
-    """A Plotly array from the JSON spec: a plain list, or {'dtype', 'bdata', 'shape'} for numpy data."""
-    if isinstance(value, dict):
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        return flat.reshape([int(n) for n in str(value.get("shape", len(flat))).split(",")])
-    return np.asarray(value)
 
 
 def frame(at, text):

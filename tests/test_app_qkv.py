@@ -1,29 +1,23 @@
 """AppTest of the Q, K and V page: it opens fast on the lookup, its pickers change what is computed, every tab
 renders, the claims are measured rows, bad input is a message, and the Train button opens the ablation."""
 
-import base64
 import json
 import re
 
 import conftest
 import numpy as np
 import pytest
+from conftest import plotly_array
 
 from viz_model.checkpoint import load_checkpoint
 from viz_model.lessons import qkv as lesson
 from viz_model.ui.cache import _built
 from viz_model.ui.models import MODELS_DIR
 
+arr = plotly_array
+
 PAGE = "app_pages/qkv.py"
 TABS = ["Database lookup", "Four variants", "Minimal pairs", "Held-out loss", "Claims"]
-
-
-def arr(value):
-    """A Plotly array from the JSON spec: a plain list, or {'dtype', 'bdata', 'shape'} for numpy data."""
-    if isinstance(value, dict):
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        return flat.reshape([int(n) for n in str(value.get("shape", len(flat))).split(",")])
-    return np.asarray(value)
 
 
 def chart(at, key):

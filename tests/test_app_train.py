@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import time
 
-import numpy as np
 import pytest
 import streamlit as st
-from conftest import assert_clean, open_tab
+from conftest import assert_clean, open_tab, plotly_array
+
+
+def values(v) -> list:
+    return plotly_array(v).tolist()
 
 
 @pytest.fixture(autouse=True)
@@ -44,13 +46,6 @@ def configure(at, steps: int, every: int, task: str = "induction"):
     at.select_slider(key="train_batch").set_value(4)
     at.number_input(key="train_steps").set_value(steps)
     at.number_input(key="train_every").set_value(every).run()
-
-
-def values(v) -> list:
-    """Plotly 7 sends numeric arrays as {"dtype", "bdata"} (base64); decode them."""
-    if isinstance(v, dict) and "bdata" in v:
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
-    return list(v)
 
 
 def chart(at, title: str) -> dict:

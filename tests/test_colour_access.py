@@ -11,7 +11,6 @@ Bounds, in CIEDE2000 (viz_model.figures.colour.delta_e):
 
 from __future__ import annotations
 
-import base64
 from itertools import combinations
 
 import numpy as np
@@ -19,6 +18,7 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+from conftest import plotly_array
 from test_figures_roundtrip import CAUSAL, SAMPLES, TOKENS, probs
 
 from viz_model.figures import (
@@ -45,6 +45,8 @@ from viz_model.figures.colour import (
     to_rgb,
 )
 from viz_model.figures.export import presenter_style
+
+array_of = plotly_array
 
 VISIONS = ("normal", *CVD_KINDS)
 DISTINCT = 10.0
@@ -246,14 +248,6 @@ def text_colours(node, path: str = "") -> list[tuple[str, str]]:
         for i, v in enumerate(node):
             found += text_colours(v, f"{path}[{i}]")
     return found
-
-
-def array_of(values) -> np.ndarray:
-    """A trace array; a figure copied from another's to_dict() may hold it as Plotly's {'dtype', 'bdata'} form."""
-    if isinstance(values, dict) and "bdata" in values:
-        flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"])
-        return flat.reshape([int(n) for n in str(values["shape"]).split(",")]) if "shape" in values else flat
-    return np.asarray(values)
 
 
 def heatmap_cell_colours(t) -> np.ndarray:

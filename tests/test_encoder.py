@@ -11,15 +11,10 @@ from viz_model.config import ModelConfig
 from viz_model.lessons import encoder
 from viz_model.mlm import N_SPECIAL, fill_mask, mask_tokens, mask_words, run_masked
 from viz_model.model import TinyTransformer
-from viz_model.tokenizer import SPECIAL_TOKENS, load_tokenizer
+from viz_model.tokenizer import SPECIAL_TOKENS
 
 SHIPPED = ASSETS_DIR / "models" / "encoder-mlm.safetensors"
 V = 300
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("word")
 
 
 @pytest.fixture(scope="module")

@@ -27,11 +27,6 @@ SHIPPED = ASSETS_DIR / "models" / "translate.safetensors"
 
 
 @pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("word")
-
-
-@pytest.fixture(scope="module")
 def model(tok):
     torch.manual_seed(0)
     cfg = Seq2SeqConfig(vocab_size=tok.get_vocab_size(), d_model=32, n_heads=4, n_layers=2, n_encoder_layers=2,

@@ -65,11 +65,6 @@ def build(seed: int = 0, **kw) -> TinyTransformer:
 
 
 @pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("word")
-
-
-@pytest.fixture(scope="module")
 def copy_data(tok):
     return TaskData("copy", tok, seed=0, batch_size=4, heldout_size=8)
 

@@ -8,12 +8,6 @@ import torch
 from viz_model.config import ModelConfig
 from viz_model.lessons import normalization as N
 from viz_model.model import TinyTransformer
-from viz_model.tokenizer import load_tokenizer
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("word")
 
 
 @pytest.fixture

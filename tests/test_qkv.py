@@ -14,16 +14,10 @@ from viz_model.config import QKV_MODES, ModelConfig
 from viz_model.data import TaskData
 from viz_model.lessons import qkv
 from viz_model.model import TinyTransformer
-from viz_model.tokenizer import load_tokenizer
 from viz_model.train import evaluate
 
 torch.set_num_threads(1)
 TEXT = "the cat sat on the mat"
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("word")
 
 
 def build(tok, qkv_mode: str, pos_encoding: str = "rope", seed: int = 0) -> TinyTransformer:

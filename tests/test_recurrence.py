@@ -15,13 +15,7 @@ from viz_model.data import RECALL_KEYS, TaskData, recall_example
 from viz_model.lessons import recurrence
 from viz_model.model import TinyTransformer
 from viz_model.rnn import RecurrentConfig, RecurrentLM
-from viz_model.tokenizer import load_tokenizer
 from viz_model.train import TrainConfig, Trainer, accuracy_by_distance
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("word")
 
 
 # -- gradients by distance -----------------------------------------------------------------------------

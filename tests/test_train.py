@@ -7,7 +7,6 @@ import threading
 import pytest
 import torch
 
-from viz_model.tokenizer import load_tokenizer
 from viz_model.train import (
     AttentionSnapshot,
     DivergedEvent,
@@ -22,11 +21,6 @@ from viz_model.train import (
 )
 
 QUIET = dict(eval_every=0, snapshot_every=0, sample_every=0)
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return load_tokenizer("word")
 
 
 def fresh(tok, steps=20, **kw):
