@@ -282,7 +282,9 @@ def _three_checks(ckpt, src: Source, steps: list[StepView], run: dict, pad: int)
                 "over the whole output")
     if pad:
         plain = traced(ckpt, src.ids, tuple(decoder_input(ckpt, steps)[0]), 0)["cross"][0]
-        verdict(float(np.abs(plain - cp[..., :real]).max()), 1e-6,
+        # 1e-5 like the other float32 checks: a padded pass sums over more (zero-weight) keys in another order, and
+        # its rounding differs by up to ~1e-6 after two layers (6.6e-7 on two threads, above 1e-6 on one)
+        verdict(float(np.abs(plain - cp[..., :real]).max()), 1e-5,
                 f"Adding {pad} pads changes nothing the real tokens see")
 
 
