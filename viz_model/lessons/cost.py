@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import math
 import os
 import statistics
@@ -403,12 +402,13 @@ def kv_model_from_config(name: str, config: Any, dtype_bytes: int = 4) -> KVMode
 def shipped_kv_models(models_dir: str | Path | None = None) -> list[KVModel]:
     """The shipped checkpoints' shapes, read from their JSON configs (no weights loaded)."""
     from viz_model import ASSETS_DIR
+    from viz_model.checkpoint import read_metadata
 
     folder = Path(models_dir) if models_dir is not None else ASSETS_DIR / "models"
     models = []
     for path in sorted(folder.glob("*.json")):
         try:
-            config = json.loads(path.read_text())["config"]
+            config = read_metadata(path.with_suffix(".safetensors"))["config"]
             models.append(kv_model_from_config(path.stem, config, dtype_bytes=4))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not a checkpoint's JSON

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 
 import numpy as np
@@ -52,8 +51,8 @@ def device() -> str:
 def _bidirectional(path: str, mtime: float) -> bool:
     """A TinyTransformer checkpoint trained without the causal mask (its JSON config says causal: false)."""
     try:
-        doc = json.loads(checkpoint.json_path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+        doc = checkpoint.read_metadata(path)
+    except (OSError, ValueError):
         return False
     return doc.get("kind", "transformer") == "transformer" and (doc.get("config") or {}).get("causal") is False
 

@@ -10,7 +10,6 @@ process."""
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -62,11 +61,12 @@ def _shipped() -> list[ModelEntry]:
 def _read_shipped(folder: str, stamp: tuple) -> tuple[ModelEntry, ...]:
     entries = []
     for js in sorted(Path(folder).glob("*.json")):
+        weights = js.with_suffix(".safetensors")
         try:
-            doc = json.loads(js.read_text())
-        except (OSError, json.JSONDecodeError):
+            doc = checkpoint.read_metadata(weights)
+        except (OSError, ValueError):
             continue
-        meta, weights = doc.get("metadata", {}), js.with_suffix(".safetensors")
+        meta = doc["metadata"] or {}
         if weights.exists():
             entries.append(ModelEntry(js.stem, meta.get("title", js.stem), meta.get("description", ""), str(weights),
                                       doc.get("kind", "transformer")))
@@ -165,8 +165,8 @@ def is_folder_model(ckpt: Checkpoint) -> bool:
 def _kind(path: str) -> str:
     """The model kind a checkpoint's JSON names (older ones name none: a transformer)."""
     try:
-        return json.loads(checkpoint.json_path(path).read_text()).get("kind", "transformer")
-    except (OSError, json.JSONDecodeError):
+        return checkpoint.read_metadata(path)["kind"]
+    except (OSError, ValueError):
         return "transformer"
 
 
