@@ -23,7 +23,7 @@ PAGES = [
     ("Position", "app_pages/rope.py", "RoPE", ":material/rotate_right:", "rope"),
     ("Architectures", "app_pages/encoder.py", "Encoder", ":material/join_inner:", "encoder"),
     ("Architectures", "app_pages/encoder_decoder.py", "Encoder–decoder", ":material/translate:", "encoder-decoder"),
-    ("Why it trains", "app_pages/recurrence.py", "RNN vs Transformer", ":material/timeline:", "rnn-vs-transformer"),
+    ("Why it trains", "app_pages/recurrence.py", "RNN vs Transformer", ":material/timeline:", "recurrence"),
     ("Why it trains", "app_pages/normalization.py", "Normalization", ":material/equalizer:", "normalization"),
     ("Lab", "app_pages/train.py", "Train", ":material/model_training:", "train"),
     ("Lab", "app_pages/generate.py", "Generate", ":material/edit_note:", "generate"),
@@ -36,6 +36,11 @@ torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 
+# Old URLs still open their page: a hidden page at the old path runs the same file (url -> old paths). /start: the
+# default page is served at "/" only (#26); /rnn-vs-transformer: the lesson's URL before it took its one name (#27).
+OLD_URLS = {"start": ("start",), "recurrence": ("rnn-vs-transformer",)}
+ALIASES = {old for olds in OLD_URLS.values() for old in olds}
+
 sections: dict[str, list] = {}
 for section, file, title, icon, url in PAGES:
     if (ROOT / file).exists():
@@ -45,17 +50,17 @@ for section, file, title, icon, url in PAGES:
             st.Page(str(ROOT / file), title=title, icon=icon, url_path="home" if url == "start" else url,
                     default=(url == "start"))
         )
-        if url == "start":
-            sections[section].append(st.Page(str(ROOT / file), title=title, icon=icon, url_path=url,
+        for old in OLD_URLS.get(url, ()):
+            sections[section].append(st.Page(str(ROOT / file), title=title, icon=icon, url_path=old,
                                               visibility="hidden"))
 # Streamlit's own sidebar menu puts each section's <li> items in <div>s inside its <ul> (axe: "list", "listitem",
 # serious, #29), which screen readers announce as a broken list. The menu is hidden and the same pages are listed
 # with st.page_link (sidebar.lesson_links): a link still switches page inside the session, keeping every setting.
 page = st.navigation(sections, position="hidden")
 # Class mode (#28): a student following the instructor takes their page and settings before any widget is drawn
-classroom.begin(page.url_path, {p.url_path: p for ps in sections.values() for p in ps if p.url_path != "start"})
+classroom.begin(page.url_path, {p.url_path: p for ps in sections.values() for p in ps if p.url_path not in ALIASES})
 with st.sidebar:
-    sidebar.lesson_links({name: [p for p in pages if p.url_path != "start"] for name, pages in sections.items()})
+    sidebar.lesson_links({name: [p for p in pages if p.url_path not in ALIASES] for name, pages in sections.items()})
 
 link = share.opened_link()  # before any widget takes its value from it
 with guard("the sidebar"):

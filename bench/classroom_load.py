@@ -117,9 +117,9 @@ LESSON = [
     Step("encoder-decoder", "set", "ed_text", ["the little dog slept under the old table", "The cat sat on the mat",
                                                "the keys near the dog are on the table"], "ed: a sentence"),
     Step("encoder-decoder", "click", "ed_next", None, "encoder-decoder: next word"),
-    Step("rnn-vs-transformer", "open"),
-    Step("rnn-vs-transformer", "set", "recurrence_tab", "2 · Gradient by distance", "rnn: open a tab"),
-    Step("rnn-vs-transformer", "set", "recurrence_distance", list(range(4, 61)), "rnn: distance",
+    Step("recurrence", "open"),
+    Step("recurrence", "set", "recurrence_tab", "2 · Gradient by distance", "rnn: open a tab"),
+    Step("recurrence", "set", "recurrence_distance", list(range(4, 61)), "rnn: distance",
          needs=("recurrence_tab", "2 · Gradient by distance")),
     Step("normalization", "open"),
     Step("normalization", "set", "norm_seed", list(range(0, 100)), "normalization: seed"),
@@ -130,7 +130,7 @@ LESSON = [
 SATURATION_ACTION = {"start": "start_layer", "explorer": "explorer_layer", "masks": "masks_kind",
                      "sinusoidal": "sinusoidal_k", "rope": "rope_t", "generate": "generate_text",
                      "qkv": "qkv_query", "encoder": "encoder_topk", "encoder-decoder": "ed_text",
-                     "rnn-vs-transformer": "recurrence_distance", "normalization": "norm_seed",
+                     "recurrence": "recurrence_distance", "normalization": "norm_seed",
                      "cost": "cost_kv_layers", "train": None}
 SATURATION_BAR = 0.8   # a page should rerun at least this fast relative to the matched bare page
 TRAIN_START = Step("train", "click", "train_start", None, "start training")

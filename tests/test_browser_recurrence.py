@@ -26,7 +26,7 @@ def wait_chart(page, prefix: str, timeout: float = 120_000):
 
 
 def test_depth_and_a_tiny_timing_render_without_console_errors(page):
-    open_page(page, "rnn-vs-transformer?recurrence_lengths=16&recurrence_lengths=32")
+    open_page(page, "recurrence?recurrence_lengths=16&recurrence_lengths=32")
     depth = wait_chart(page, "Longest chain")
     assert {t["name"].split(" (")[0] for t in depth} == {"RNN", "transformer"}
     assert traces(page, "Forward + backward") is None  # nothing timed on open
@@ -40,7 +40,7 @@ def test_depth_and_a_tiny_timing_render_without_console_errors(page):
 
 
 def test_w_hh_slider_changes_the_trained_rnn_gradient(page):
-    open_page(page, "rnn-vs-transformer")
+    open_page(page, "recurrence")
     page.get_by_role("tab", name="2 · Gradient by distance").click()
     before = wait_chart(page, "Trained RNN")
     assert wait_chart(page, "How far back") and wait_chart(page, "Linear regime")
@@ -59,4 +59,14 @@ def test_w_hh_slider_changes_the_trained_rnn_gradient(page):
     acc = wait_chart(page, "Recall accuracy")
     assert len(acc) == 3
     screenshot(page, "recurrence_recall")
+    assert page.console.errors() == []
+
+
+def test_the_old_url_still_opens_the_lesson_with_its_settings(page):
+    """#27 item 6: the lesson is `recurrence` in every layer and its URL; /rnn-vs-transformer links still open it."""
+    open_page(page, "rnn-vs-transformer?recurrence_lengths=16&recurrence_lengths=32")
+    assert page.get_by_text("Page not found").count() == 0
+    depth = wait_chart(page, "Longest chain")
+    assert {t["name"].split(" (")[0] for t in depth} == {"RNN", "transformer"}
+    assert page.locator('[data-testid="stSidebar"] a[href$="recurrence"]').count() == 1  # the sidebar's one name
     assert page.console.errors() == []

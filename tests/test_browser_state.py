@@ -158,7 +158,7 @@ def test_a_fragment_setting_is_in_the_link_at_once(page):
     ("generate", "text=The next-token distribution", ("button", "Next token ▶")),
     ("encoder", "text=What the encoder would write", ("select", "Layer", "1")),
     ("encoder-decoder", "text=Source sentence", ("button", "Next word ▶")),
-    ("rnn-vs-transformer", "text=Sequential dependency", ("tab", "2 · Gradient by distance")),
+    ("recurrence", "text=Sequential dependency", ("tab", "2 · Gradient by distance")),
     ("normalization", "text=Normalization", ("number", "Random seed")),
     ("cost", "text=Cost", ("key", "Layers of the lecture-sized models")),
 ])
