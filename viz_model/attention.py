@@ -2,6 +2,8 @@
 
 Two paths with the same math (nanoGPT's idea): the traced path materialises every
 intermediate for the figures; the fast path calls F.scaled_dot_product_attention.
+Self-attention and an encoder-decoder's cross-attention (cross=True: Q from the decoder, K and V from the
+encoder output) are one module and share both paths.
 """
 
 from __future__ import annotations
@@ -63,16 +65,22 @@ class MultiHeadAttention(nn.Module):
     Parameters per mode: "separate" attn.qkv (one fused Linear for Q|K|V, as before); "shared_qk" attn.qk
     (Q = K) and attn.v; "shared_kv" attn.q and attn.kv (K = V); "none" no projection (Q = K = V = X).
     With n_kv_heads < n_heads, K/V have n_kv_heads heads (the cache keeps that many) and are repeated per group.
+
+    cross=True is cross-attention: attn.q projects the decoder stream, attn.kv (K|V, 2 x d_model) the encoder
+    output once per source (memory_kv); forward(..., memory=(k, v)) then attends from every target position to
+    every source token (no RoPE, no cache, no causal mask: the mask is the source padding only).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, *, qkv: str = "separate",
-                 n_kv_heads: int | None = None, bias: bool = True, out_bias: bool = True):
+                 n_kv_heads: int | None = None, bias: bool = True, out_bias: bool = True, cross: bool = False):
         super().__init__()
         self.n_heads, self.d_k = n_heads, d_model // n_heads
-        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        self.mode = qkv
+        self.n_kv_heads = n_heads if n_kv_heads is None or cross else n_kv_heads
+        self.mode = "cross" if cross else qkv
         d_kv = self.n_kv_heads * self.d_k  # width of K (and of V)
-        if qkv == "separate":
+        if cross:
+            self.q, self.kv = nn.Linear(d_model, d_model, bias=bias), nn.Linear(d_model, 2 * d_model, bias=bias)
+        elif qkv == "separate":
             self.qkv = nn.Linear(d_model, d_model + 2 * d_kv, bias=bias)
         elif qkv == "shared_qk":  # one W for Q and K: needs as many K heads as Q heads
             self.qk, self.v = nn.Linear(d_model, d_model, bias=bias), nn.Linear(d_model, d_model, bias=bias)
@@ -102,6 +110,12 @@ class MultiHeadAttention(nn.Module):
             q = k = v = x
         return self.split_heads(q), self.split_heads(k), self.split_heads(v)
 
+    def memory_kv(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-attention's K and V of the encoder output (B, T_src, d_model): (B, H, T_src, d_k) each, once per
+        source."""
+        k, v = self.kv(memory).chunk(2, dim=-1)  # (B, T_src, d_model) each
+        return self.split_heads(k), self.split_heads(v)
+
     def expand_kv(self, t: torch.Tensor) -> torch.Tensor:
         """(B, H_kv, Tk, d_k) -> (B, H, Tk, d_k): each K/V head serves n_heads / n_kv_heads query heads
         (Llama's repeat_kv: query heads h and h' share a K/V head when h // group == h' // group)."""
@@ -117,13 +131,16 @@ class MultiHeadAttention(nn.Module):
         trace: bool = False,
         scale: float | None = None,
         is_causal: bool = False,                  # fast path hint: mask is exactly causal
+        *,
+        memory: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross=True: the encoder's (k, v), memory_kv
     ) -> tuple[torch.Tensor, LayerTrace | None, tuple[torch.Tensor, torch.Tensor]]:
         B, T, C = x.shape
-        q, k, v = self.project(x)  # q (B, H, T, d_k); k, v (B, H_kv, T, d_k)
-        if rope is not None:  # Q and K only, per head; never V
-            q, k = rotate_interleaved(q, *rope), rotate_interleaved(k, *rope)
-        if past is not None:
-            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, H_kv, Tk, d_k)
+        if self.mode == "cross":  # q (B, H, T_tgt, d_k) from the decoder; k, v (B, H, T_src, d_k) from the encoder
+            if memory is None:
+                raise ValueError("cross-attention needs the encoder's K and V (memory=attn.memory_kv(encoder_out)).")
+            q, (k, v) = self.split_heads(self.q(x)), memory
+        else:
+            q, k, v = self._self_qkv(x, rope, past)
         cache = (k, v)  # the cache keeps n_kv_heads heads: grouped-query attention's memory saving
         k, v = self.expand_kv(k), self.expand_kv(v)  # (B, H, Tk, d_k)
         if trace:
@@ -144,3 +161,12 @@ class MultiHeadAttention(nn.Module):
         if trace:
             record = LayerTrace(q, k, v, inner.scores, inner.mask, inner.probs, head_out, y)
         return y, record, cache
+
+    def _self_qkv(self, x: torch.Tensor, rope, past) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention's q (B, H, T, d_k) and k, v (B, H_kv, Tk, d_k): projected, rotated, after the cache."""
+        q, k, v = self.project(x)  # q (B, H, T, d_k); k, v (B, H_kv, T, d_k)
+        if rope is not None:  # Q and K only, per head; never V
+            q, k = rotate_interleaved(q, *rope), rotate_interleaved(k, *rope)
+        if past is not None:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)  # (B, H_kv, Tk, d_k)
+        return q, k, v

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from viz_model.attention import LayerTrace
 from viz_model.model import TinyTransformer
 
 EOS_ID = 3  # <eos> in every tokenizer of this project (tokenizer.SPECIAL_TOKENS)
@@ -179,38 +181,61 @@ def generate(
     if stop_at_eos and eos_id in prompt[1:]:  # [1:]: a model may start a text with its end token (GPT-2)
         raise ValueError(f"the prompt holds the end token (id {eos_id}) at position {prompt.index(eos_id, 1)}: "
                          "a text ends there, so there is nothing to continue. Remove it from the prompt.")
+
+    def stop(index: int, seq: list[int], token_id: int) -> str | None:
+        if stop_at_eos and token_id == eos_id:
+            return "eos"
+        if len(seq) >= max_len:
+            return "context"
+        return "length" if index == max_new_tokens - 1 else None
+
+    def forward(feed: list[int], cache):
+        return model(torch.tensor([feed], device=model.device), trace=attention, past=cache, use_cache=use_cache)
+
+    for step, _ in decode_loop(forward, prompt, stop, strategy=s, steps=max_new_tokens, seed=seed,
+                               use_cache=use_cache, layers=(lambda out: out.trace.layers) if attention else None,
+                               tokenizer=tokenizer):
+        yield step
+
+
+def last_rows(layers: Sequence[LayerTrace]) -> torch.Tensor:
+    """(L, H, Tk): the newest query's attention row in every layer (batch row 0), float32 on the CPU."""
+    return torch.stack([lt.probs[0, :, -1, :] for lt in layers]).float().cpu()
+
+
+def decode_loop(forward: Callable[[list[int], Any], Any], prompt: list[int],
+                stop: Callable[[int, list[int], int], str | None], *, strategy: Sampling | str, steps: int,
+                seed: int = 0, use_cache: bool = True, layers: Callable[[Any], Sequence[LayerTrace]] | None = None,
+                tokenizer=None) -> Iterator[tuple[GenStep, Any]]:
+    """The one sampling loop of generate() and seq2seq.decode_steps: (GenStep, model output) per new token.
+
+    forward(feed, cache) runs the model on `feed` (the whole sequence, or with use_cache the tokens after the
+    cached ones) and returns an output with .logits (1, T, V) and .cache. stop(index, seq, token_id) names the
+    stop reason of the step that appended token_id, or None; the loop ends after a step with one, or after
+    `steps`. layers(out): the traced self-attention layers whose newest row is GenStep.attention.
+    """
+    s = as_sampling(strategy)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     seq, cache, feed = list(prompt), None, list(prompt)
-    for index in range(max_new_tokens):
-        x = torch.tensor([feed if use_cache else seq], device=model.device)  # (1, T)
+    for index in range(steps):
         t0 = time.perf_counter()
         with torch.no_grad():
-            out = model(x, trace=attention, past=cache, use_cache=use_cache)
+            out = forward(feed if use_cache else seq, cache)
         logits = out.logits[0, -1].float().cpu()  # (V,)
         seconds = time.perf_counter() - t0
         probs, filtered = filter_distribution(logits, s)
-        if s.is_greedy:
-            token_id = int(torch.argmax(filtered))
-        else:
-            token_id = int(torch.multinomial(filtered, 1, generator=gen))
-        att = None
-        if attention:
-            att = torch.stack([lt.probs[0, :, -1, :] for lt in out.trace.layers]).float().cpu()  # (L, H, T)
+        pick = torch.argmax(filtered) if s.is_greedy else torch.multinomial(filtered, 1, generator=gen)
+        token_id = int(pick)
         seq.append(token_id)
-        stop = None
-        if stop_at_eos and token_id == eos_id:
-            stop = "eos"
-        elif len(seq) >= max_len:
-            stop = "context"
-        elif index == max_new_tokens - 1:
-            stop = "length"
+        reason = stop(index, seq, token_id)
         yield GenStep(
             index=index, position=len(seq) - 1, token_id=token_id, token=_text(tokenizer, token_id),
             logits=logits, probs=probs, filtered_probs=filtered,
             logprob=float(torch.log(probs[token_id])), filtered_logprob=float(torch.log(filtered[token_id])),
-            attention=att, seconds=seconds, use_cache=use_cache, stop_reason=stop,
-        )
-        if stop:
+            attention=last_rows(layers(out)) if layers is not None else None, seconds=seconds,
+            use_cache=use_cache, stop_reason=reason,
+        ), out
+        if reason:
             return
         cache, feed = out.cache, [token_id]
 
@@ -359,7 +384,8 @@ def strategy_scores(samples: Sequence[Sequence[int]], logprobs: Sequence[Sequenc
 
 
 __all__ = [
-    "EOS_ID", "GREEDY", "GenStep", "STOP_MESSAGES", "Sampling", "as_sampling", "average_logprob", "distinct_n",
-    "filter_distribution", "generate", "sci_from_log", "score", "score_stepwise", "sequence_logprob", "sequence_prob",
-    "sequence_sentence", "stop_message", "strategy_scores", "top_k_mask", "top_p_mask",
+    "EOS_ID", "GREEDY", "GenStep", "STOP_MESSAGES", "Sampling", "as_sampling", "average_logprob", "decode_loop",
+    "distinct_n", "filter_distribution", "generate", "last_rows", "sci_from_log", "score", "score_stepwise",
+    "sequence_logprob", "sequence_prob", "sequence_sentence", "stop_message", "strategy_scores", "top_k_mask",
+    "top_p_mask"
 ]

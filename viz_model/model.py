@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -86,51 +87,66 @@ class ModelOutput:
     cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (k, v), (B, n_kv_heads, T, d_k)
 
 
+class BlockOutput(NamedTuple):
+    x: torch.Tensor                         # (B, T, d_model) the stream after the block
+    trace: LayerTrace | None                # self-attention internals, when traced
+    cache: tuple[torch.Tensor, torch.Tensor]  # self-attention (k, v) with the past, (B, n_kv_heads, Tk, d_k)
+    cross_trace: LayerTrace | None = None   # cross-attention internals (cross blocks, when traced)
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Mean next-token cross-entropy; targets equal to pad_id or IGNORE_INDEX are left out."""
+    targets = targets.masked_fill(targets == pad_id, IGNORE_INDEX)  # loss mask: no pad targets
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX)
+
+
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    """One layer: self-attention, then the MLP. cross=True (a decoder layer of the encoder-decoder) puts
+    cross-attention to the encoder output between them (ln_cross, cross). Each sublayer is x + f(LN(x)) (pre)
+    or LN(x + f(x)) (post, the 2017 layout)."""
+
+    def __init__(self, cfg: ModelConfig, cross: bool = False):
         super().__init__()
         self.pre, self.residual = cfg.norm_position == "pre", cfg.residual
-        self.ln1, self.ln2 = make_norm(cfg), make_norm(cfg)
+        self.ln1 = make_norm(cfg)
+        self.ln_cross = make_norm(cfg) if cross else None
+        self.ln2 = make_norm(cfg)
         self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, qkv=cfg.qkv, n_kv_heads=cfg.n_kv_heads,
                                        bias=cfg.attn_bias, out_bias=cfg.out_bias)
+        self.cross = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, bias=cfg.attn_bias,
+                                        out_bias=cfg.out_bias, cross=True) if cross else None
         self.mlp = make_mlp(cfg)
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
 
-    def forward(self, x, mask, rope_cs, past, trace, scale, is_causal):
-        if self.pre:  # x + f(LN(x))
-            a, rec, kv = self.attn(self.ln1(x), mask, rope_cs, past, trace, scale, is_causal)
-            x = self._add(x, self.drop(a))
-            x = self._add(x, self.drop(self.mlp(self.ln2(x))))
-        else:  # LN(x + f(x)), the original 2017 layout
-            a, rec, kv = self.attn(x, mask, rope_cs, past, trace, scale, is_causal)
-            x = self.ln1(self._add(x, self.drop(a)))
-            x = self.ln2(self._add(x, self.drop(self.mlp(x))))
-        return x, rec, kv
+    def forward(self, x, mask, rope_cs, past, trace, scale, is_causal, *, memory=None, memory_mask=None
+                ) -> BlockOutput:
+        """memory: this layer's cross-attention K, V of the encoder output; memory_mask: the source padding."""
+        a, rec, kv = self.attn(self._in(x, self.ln1), mask, rope_cs, past, trace, scale, is_causal)
+        x = self._out(x, a, self.ln1)
+        cross_rec = None
+        if self.cross is not None:
+            c, cross_rec, _ = self.cross(self._in(x, self.ln_cross), memory_mask, trace=trace, memory=memory)
+            x = self._out(x, c, self.ln_cross)
+        x = self._out(x, self.mlp(self._in(x, self.ln2)), self.ln2)
+        return BlockOutput(x, rec, kv, cross_rec)
+
+    def _in(self, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+        return norm(x) if self.pre else x  # what a sublayer reads: LN(x) pre, x post
+
+    def _out(self, x: torch.Tensor, fx: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+        y = self._add(x, self.drop(fx))
+        return y if self.pre else norm(y)  # (B, T, d_model)
 
     def _add(self, x: torch.Tensor, fx: torch.Tensor) -> torch.Tensor:
         return x + fx if self.residual else fx  # (B, T, d_model); residual=False: no bypass, only f(...)
 
 
-class TinyTransformer(nn.Module):
-    def __init__(self, config: ModelConfig):
-        super().__init__()
-        self.config = cfg = config
-        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
-        if cfg.pos_encoding == "sinusoidal":  # config caps this at 8192 x 1024
-            self.register_buffer("pe_table", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False)
-        if cfg.pos_encoding == "rope":
-            # seq_len=max_len as before; only the first ROPE_TABLE_LEN rows are kept (the rest on demand)
-            cos, sin = self._rope_tables(torch.arange(min(cfg.max_len, ROPE_TABLE_LEN)), cfg.max_len)
-            self.register_buffer("rope_cos", cos, persistent=False)  # (min(max_len, 4096), d_k/2)
-            self.register_buffer("rope_sin", sin, persistent=False)
-        self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.ln_f = make_norm(cfg) if cfg.norm_position == "pre" else nn.Identity()
-        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.apply(self._init)
-        if cfg.tie_weights:
-            self.head.weight = self.tok_emb.weight  # weight tying: one matrix for input and output
+class SequenceModel(nn.Module):
+    """What TinyTransformer and the encoder-decoder share: the initialisation, token embeddings plus positions
+    (`embed`), the RoPE and sinusoidal tables and the self-attention mask. A subclass sets `config`, `tok_emb`
+    and `drop`, and calls `_position_tables()` where the model registered its buffers before."""
+
+    config: ModelConfig
 
     @staticmethod
     def _init(m: nn.Module) -> None:
@@ -147,6 +163,16 @@ class TinyTransformer(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     # -- positions ------------------------------------------------------------------------------
+    def _position_tables(self) -> None:
+        cfg = self.config
+        if cfg.pos_encoding == "sinusoidal":  # config caps this at 8192 x 1024
+            self.register_buffer("pe_table", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False)
+        if cfg.pos_encoding == "rope":
+            # seq_len=max_len as before; only the first ROPE_TABLE_LEN rows are kept (the rest on demand)
+            cos, sin = self._rope_tables(torch.arange(min(cfg.max_len, ROPE_TABLE_LEN)), cfg.max_len)
+            self.register_buffer("rope_cos", cos, persistent=False)  # (min(max_len, 4096), d_k/2)
+            self.register_buffer("rope_sin", sin, persistent=False)
+
     def _rope_tables(self, positions: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = self.config
         freqs, factor = rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=seq_len)
@@ -161,8 +187,13 @@ class TinyTransformer(nn.Module):
         cos, sin = self._rope_tables(positions, seq_len=end)
         return cos.to(self.device), sin.to(self.device)
 
-    def positional_input(self, positions: torch.Tensor) -> torch.Tensor:
-        """What is added to the token embeddings for position: (T, d_model)."""
+    def _current_inv_freq(self, seq_len: int) -> torch.Tensor:
+        cfg = self.config
+        return rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=seq_len)[0]
+
+    def positional_input(self, positions: torch.Tensor, table: nn.Embedding | None = None) -> torch.Tensor:
+        """What is added to the token embeddings for position: (T, d_model). table: the learned positions
+        (default self.pos_emb; the encoder-decoder has one per side)."""
         cfg = self.config
         if cfg.pos_encoding == "learned":
             if int(positions.max()) >= cfg.max_len:
@@ -170,12 +201,61 @@ class TinyTransformer(nn.Module):
                     f"this model learned positions 0..{cfg.max_len - 1} only; "
                     f"a learned table cannot go to position {int(positions.max())}."
                 )
-            return self.pos_emb(positions)
+            return (self.pos_emb if table is None else table)(positions)
         if cfg.pos_encoding == "sinusoidal":
             end = int(positions.max()) + 1
             table = self.pe_table if end <= cfg.max_len else sinusoidal_encoding(end, cfg.d_model).to(self.device)
             return table[positions]
         return torch.zeros(len(positions), cfg.d_model, device=self.device)
+
+    def embed(self, ids: torch.Tensor, positions: torch.Tensor, table: nn.Embedding | None = None):
+        """ids (B, T) at positions (T,) -> (token embeddings, positional input, the stream entering the first
+        block, RoPE's (cos, sin) or None)."""
+        emb = self.tok_emb(ids)  # (B, T, d_model)
+        if self.config.embed_scale:
+            emb = emb * math.sqrt(self.config.d_model)  # the paper's scaling (GPT-2 and Llama do not scale)
+        pos = self.positional_input(positions, table)  # (T, d_model)
+        x = self.drop(emb + pos)
+        rope_cs = self.rope_cos_sin(positions) if self.config.pos_encoding == "rope" else None
+        return emb, pos, x, rope_cs
+
+    def _mask(self, T, past_len, key_padding_mask, attn_mask):
+        """Boolean mask broadcastable to (B, H, T, past_len+T), and whether it is exactly causal."""
+        Tk = past_len + T
+        attn_mask = masks.model_mask(self.config, T, past_len, self.device) if attn_mask is None else attn_mask
+        if attn_mask is None and key_padding_mask is None and past_len == 0:
+            return (None, self.config.causal and T > 1)  # fast path: SDPA's built-in causal kernel
+        if attn_mask is None:
+            if self.config.causal:
+                q_pos = torch.arange(past_len, Tk, device=self.device)[:, None]
+                attn_mask = q_pos >= torch.arange(Tk, device=self.device)[None, :]  # (T, Tk)
+            else:
+                attn_mask = torch.ones(T, Tk, dtype=torch.bool, device=self.device)
+        elif attn_mask.shape != (T, Tk):
+            raise ValueError(f"the attention mask must be {T}x{Tk}, got {tuple(attn_mask.shape)}.")
+        attn_mask = attn_mask.to(self.device)
+        if key_padding_mask is None:
+            if attn_mask.all():
+                return None, False
+            exact_causal = past_len == 0 and bool((attn_mask == masks.causal_mask(T, self.device)).all())
+            return masks.combine(attn_mask), exact_causal
+        return masks.combine(attn_mask, key_padding_mask.to(self.device)), False
+
+
+class TinyTransformer(SequenceModel):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = cfg = config
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model) if cfg.pos_encoding == "learned" else None
+        self._position_tables()
+        self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = make_norm(cfg) if cfg.norm_position == "pre" else nn.Identity()
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(self._init)
+        if cfg.tie_weights:
+            self.head.weight = self.tok_emb.weight  # weight tying: one matrix for input and output
 
     # -- forward --------------------------------------------------------------------------------
     def forward(
@@ -209,12 +289,7 @@ class TinyTransformer(nn.Module):
         past_len = past[0][0].shape[2] if past else 0
         positions = torch.arange(past_len, past_len + T, device=self.device)  # (T,)
 
-        emb = self.tok_emb(ids)  # (B, T, d_model)
-        if cfg.embed_scale:
-            emb = emb * math.sqrt(cfg.d_model)  # the paper's scaling (GPT-2 and Llama do not scale)
-        pos = self.positional_input(positions)             # (T, d_model)
-        x = self.drop(emb + pos)
-        rope_cs = self.rope_cos_sin(positions) if cfg.pos_encoding == "rope" else None
+        emb, pos, x, rope_cs = self.embed(ids, positions)
 
         mask, is_causal = self._mask(T, past_len, key_padding_mask, attn_mask)
         scale = (1.0 / math.sqrt(cfg.d_k) if scale_scores else 1.0) / temperature
@@ -224,7 +299,7 @@ class TinyTransformer(nn.Module):
             record.rope_angles = rope.rope_angles(positions.cpu(), self._current_inv_freq(past_len + T))
         cache = []
         for i, block in enumerate(self.blocks[:n_run]):
-            x, layer, kv = block(x, mask, rope_cs, past[i] if past else None, i in traced, scale, is_causal)
+            x, layer, kv, _ = block(x, mask, rope_cs, past[i] if past else None, i in traced, scale, is_causal)
             cache.append(kv)
             if record is not None:
                 record.layers.append(layer)
@@ -233,10 +308,7 @@ class TinyTransformer(nn.Module):
             return ModelOutput(None, None, record, cache if use_cache else None)
         out = self.head(self.ln_f(x))  # (B, T, vocab)
 
-        loss = None
-        if targets is not None:
-            targets = targets.masked_fill(targets == cfg.pad_id, IGNORE_INDEX)  # loss mask: no pad targets
-            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX)
+        loss = None if targets is None else lm_loss(out, targets, cfg.pad_id)
         return ModelOutput(out, loss, record, cache if use_cache else None)
 
     def _traced_layers(self, trace: bool, trace_layers: Collection[int] | None) -> frozenset[int]:
@@ -248,29 +320,3 @@ class TinyTransformer(nn.Module):
         if any(not 0 <= i < n for i in picked):
             raise ValueError(f"trace_layers must be layer numbers 0..{n - 1}, got {sorted(picked)}.")
         return picked
-
-    def _current_inv_freq(self, seq_len: int) -> torch.Tensor:
-        cfg = self.config
-        return rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=seq_len)[0]
-
-    def _mask(self, T, past_len, key_padding_mask, attn_mask):
-        """Boolean mask broadcastable to (B, H, T, past_len+T), and whether it is exactly causal."""
-        Tk = past_len + T
-        attn_mask = masks.model_mask(self.config, T, past_len, self.device) if attn_mask is None else attn_mask
-        if attn_mask is None and key_padding_mask is None and past_len == 0:
-            return (None, self.config.causal and T > 1)  # fast path: SDPA's built-in causal kernel
-        if attn_mask is None:
-            if self.config.causal:
-                q_pos = torch.arange(past_len, Tk, device=self.device)[:, None]
-                attn_mask = q_pos >= torch.arange(Tk, device=self.device)[None, :]  # (T, Tk)
-            else:
-                attn_mask = torch.ones(T, Tk, dtype=torch.bool, device=self.device)
-        elif attn_mask.shape != (T, Tk):
-            raise ValueError(f"the attention mask must be {T}x{Tk}, got {tuple(attn_mask.shape)}.")
-        attn_mask = attn_mask.to(self.device)
-        if key_padding_mask is None:
-            if attn_mask.all():
-                return None, False
-            exact_causal = past_len == 0 and bool((attn_mask == masks.causal_mask(T, self.device)).all())
-            return masks.combine(attn_mask), exact_causal
-        return masks.combine(attn_mask, key_padding_mask.to(self.device)), False

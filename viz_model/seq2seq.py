@@ -8,25 +8,26 @@ Encoder: bidirectional self-attention over the source (source padding masked). D
 then cross-attention with Q from the decoder and K, V from the encoder output (no causal mask, source padding
 masked), then the MLP. Decoding encodes the source once, projects each layer's cross-attention K and V once,
 and keeps a KV cache for the decoder's self-attention.
+
+One stack: an encoder layer is model.Block, a decoder layer is Block(cfg, cross=True) (cross-attention is
+attention.MultiHeadAttention's cross mode), the embedding and positions are model.SequenceModel's, and
+decode_steps drives generate.decode_loop, the sampling loop of generate().
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from viz_model import masks, rope
-from viz_model.attention import LayerTrace, MultiHeadAttention, attention
+from viz_model import masks
+from viz_model.attention import LayerTrace
 from viz_model.config import ModelConfig, _check_int
-from viz_model.generate import GenStep, Sampling, as_sampling, filter_distribution
-from viz_model.model import IGNORE_INDEX, Block, TinyTransformer, make_mlp, make_norm
-from viz_model.positional import sinusoidal_encoding
+from viz_model.generate import GenStep, Sampling, decode_loop, last_rows
+from viz_model.model import IGNORE_INDEX, Block, SequenceModel, lm_loss, make_norm
 
 KV = tuple[torch.Tensor, torch.Tensor]
 
@@ -48,74 +49,6 @@ class Seq2SeqConfig(ModelConfig):
             raise ValueError("an encoder-decoder's decoder predicts left to right: causal must be True.")
         if self.rope_scaling is not None:
             raise ValueError("the encoder-decoder uses plain RoPE (no rope_scaling).")
-
-
-# -- attention pieces -------------------------------------------------------------------------------------
-class CrossAttention(nn.Module):
-    """softmax(Q_dec K_enc^T / sqrt(d_k) + source padding) V_enc: every target position sees every source token."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.n_heads, self.d_k, self.dropout = cfg.n_heads, cfg.d_k, cfg.dropout
-        self.q = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.attn_bias)
-        self.kv = nn.Linear(cfg.d_model, 2 * cfg.d_model, bias=cfg.attn_bias)
-        self.out = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.out_bias)  # W_O
-
-    def heads(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.shape
-        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
-
-    def memory_kv(self, memory: torch.Tensor) -> KV:
-        """K and V of the encoder output, (B, H, T_src, d_k) each: computed once per source."""
-        k, v = self.kv(memory).chunk(2, dim=-1)  # (B, T_src, d_model) each
-        return self.heads(k), self.heads(v)
-
-    def forward(self, x: torch.Tensor, kv: KV, mask: torch.Tensor | None, trace: bool = False,
-                ) -> tuple[torch.Tensor, LayerTrace | None]:
-        B, T, C = x.shape                     # x: (B, T_tgt, d_model) decoder stream
-        q, (k, v) = self.heads(self.q(x)), kv  # q (B, H, T_tgt, d_k); k, v (B, H, T_src, d_k)
-        if trace:
-            inner = attention(q, k, v, mask)  # mask (B, 1, 1, T_src): padding only, never causal
-            head_out = inner.out
-        else:
-            head_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                                      dropout_p=self.dropout if self.training else 0.0)
-        y = self.out(head_out.transpose(1, 2).reshape(B, T, C))  # (B, T_tgt, d_model)
-        if not trace:
-            return y, None
-        return y, LayerTrace(q, k, v, inner.scores, inner.mask, inner.probs, head_out, y)
-
-
-class DecoderBlock(nn.Module):
-    """Causal self-attention, then cross-attention to the encoder, then the MLP; each with norm + residual."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.pre, self.residual = cfg.norm_position == "pre", cfg.residual
-        self.ln1, self.ln_cross, self.ln2 = make_norm(cfg), make_norm(cfg), make_norm(cfg)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, qkv=cfg.qkv, n_kv_heads=cfg.n_kv_heads,
-                                       bias=cfg.attn_bias, out_bias=cfg.out_bias)
-        self.cross = CrossAttention(cfg)
-        self.mlp = make_mlp(cfg)
-        self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
-
-    def _add(self, x: torch.Tensor, fx: torch.Tensor) -> torch.Tensor:
-        return x + self.drop(fx) if self.residual else self.drop(fx)  # (B, T, d_model)
-
-    def forward(self, x, mask, rope_cs, past, is_causal, cross_kv, cross_mask, trace):
-        if self.pre:  # x + f(LN(x)) for each of the three sublayers
-            a, rec, kv = self.attn(self.ln1(x), mask, rope_cs, past, trace, None, is_causal)
-            x = self._add(x, a)
-            c, crec = self.cross(self.ln_cross(x), cross_kv, cross_mask, trace)
-            x = self._add(x, c)
-            x = self._add(x, self.mlp(self.ln2(x)))
-        else:  # LN(x + f(x)), the 2017 layout
-            a, rec, kv = self.attn(x, mask, rope_cs, past, trace, None, is_causal)
-            x = self.ln1(self._add(x, a))
-            c, crec = self.cross(x, cross_kv, cross_mask, trace)
-            x = self.ln_cross(self._add(x, c))
-            x = self.ln2(self._add(x, self.mlp(x)))
-        return x, rec, crec, kv
 
 
 # -- outputs ----------------------------------------------------------------------------------------------
@@ -151,7 +84,7 @@ class Seq2SeqOutput:
 
 
 # -- the model --------------------------------------------------------------------------------------------
-class Seq2SeqTransformer(nn.Module):
+class Seq2SeqTransformer(SequenceModel):
     kind = "seq2seq"  # the checkpoint JSON's "kind" (checkpoint.MODEL_KINDS)
 
     def __init__(self, config: Seq2SeqConfig):
@@ -160,48 +93,28 @@ class Seq2SeqTransformer(nn.Module):
             raise ValueError("an encoder-decoder needs a Seq2SeqConfig (a ModelConfig with n_encoder_layers).")
         self.config = cfg = config
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)  # shared by source, target and the output
-        if cfg.pos_encoding == "learned":
-            self.src_pos_emb, self.tgt_pos_emb = nn.Embedding(cfg.max_len, cfg.d_model), nn.Embedding(cfg.max_len,
-                                                                                                      cfg.d_model)
-        if cfg.pos_encoding == "sinusoidal":
-            self.register_buffer("pe_table", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False)
-        if cfg.pos_encoding == "rope":  # in both stacks' self-attention; cross-attention compares two sequences
-            freqs, factor = rope.inv_freq(cfg.d_k, cfg.rope_base)
-            cos, sin = rope.rope_cos_sin(torch.arange(cfg.max_len), freqs, factor)
-            self.register_buffer("rope_cos", cos, persistent=False)  # (max_len, d_k/2)
-            self.register_buffer("rope_sin", sin, persistent=False)
+        if cfg.pos_encoding == "learned":  # one table per side
+            self.src_pos_emb = nn.Embedding(cfg.max_len, cfg.d_model)
+            self.tgt_pos_emb = nn.Embedding(cfg.max_len, cfg.d_model)
+        self._position_tables()  # RoPE in both stacks' self-attention; cross-attention compares two sequences
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
         self.encoder = nn.ModuleList(Block(cfg) for _ in range(cfg.n_encoder_layers))  # bidirectional: by mask
         self.ln_enc = make_norm(cfg) if cfg.norm_position == "pre" else nn.Identity()
-        self.decoder = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.n_layers))
+        self.decoder = nn.ModuleList(Block(cfg, cross=True) for _ in range(cfg.n_layers))
         self.ln_f = make_norm(cfg) if cfg.norm_position == "pre" else nn.Identity()
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.apply(TinyTransformer._init)
+        self.apply(self._init)
         if cfg.tie_weights:
             self.head.weight = self.tok_emb.weight
 
-    @property
-    def device(self) -> torch.device:
-        return self.tok_emb.weight.device
-
-    def num_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
-
-    def _embed(self, ids: torch.Tensor, start: int, side: str):
-        """Token embeddings plus absolute position (learned / sinusoidal), and RoPE's cos/sin for this slice."""
-        cfg, T = self.config, ids.shape[1]
-        if start + T > cfg.max_len:
-            raise ValueError(f"the {side} has {start + T} tokens; this model reads at most {cfg.max_len}.")
-        positions = torch.arange(start, start + T, device=self.device)  # (T,)
-        x = self.tok_emb(ids)  # (B, T, d_model)
-        if cfg.embed_scale:
-            x = x * math.sqrt(cfg.d_model)
-        if cfg.pos_encoding == "learned":
-            x = x + (self.src_pos_emb if side == "source" else self.tgt_pos_emb)(positions)
-        elif cfg.pos_encoding == "sinusoidal":
-            x = x + self.pe_table[positions]
-        rope_cs = (self.rope_cos[positions], self.rope_sin[positions]) if cfg.pos_encoding == "rope" else None
-        return self.drop(x), rope_cs
+    def _stream(self, ids: torch.Tensor, start: int, side: str):
+        """(the stream entering the first block, RoPE's cos/sin) for the source or target ids at start.."""
+        T = ids.shape[1]
+        if start + T > self.config.max_len:
+            raise ValueError(f"the {side} has {start + T} tokens; this model reads at most {self.config.max_len}.")
+        table = getattr(self, "src_pos_emb" if side == "source" else "tgt_pos_emb", None)
+        _, _, x, rope_cs = self.embed(ids, torch.arange(start, start + T, device=self.device), table)
+        return x, rope_cs
 
     def encode(self, src: torch.Tensor, src_padding_mask: torch.Tensor | None = None,
                trace: bool = False) -> EncoderState:
@@ -212,27 +125,17 @@ class Seq2SeqTransformer(nn.Module):
         padding = (src != self.config.pad_id) if src_padding_mask is None else src_padding_mask.to(self.device)
         if not bool(padding.any(-1).all()):
             raise ValueError("every source sentence needs at least one real (non-padding) token.")
-        x, rope_cs = self._embed(src, 0, "source")
+        x, rope_cs = self._stream(src, 0, "source")
         T = src.shape[1]
         mask = None if bool(padding.all()) else masks.combine(masks.bidirectional_mask(T, self.device), padding)
         record = Seq2SeqTrace() if trace else None
         for block in self.encoder:
-            x, layer, _ = block(x, mask, rope_cs, None, trace, None, False)  # (B, T_src, d_model)
+            x, layer, _, _ = block(x, mask, rope_cs, None, trace, None, False)  # (B, T_src, d_model)
             if record is not None:
                 record.encoder.append(layer)
                 record.encoder_residual.append(x)
         memory = self.ln_enc(x)
         return EncoderState(memory, padding, [blk.cross.memory_kv(memory) for blk in self.decoder], record)
-
-    def _self_mask(self, T: int, past_len: int, tgt_padding_mask: torch.Tensor | None):
-        """Decoder self-attention: (mask, is_causal). Causal over past + new tokens, and target padding."""
-        if tgt_padding_mask is None and past_len == 0:
-            return None, T > 1  # SDPA's causal kernel
-        q_pos = torch.arange(past_len, past_len + T, device=self.device)[:, None]
-        allowed = q_pos >= torch.arange(past_len + T, device=self.device)[None, :]  # (T, T_past+T)
-        if tgt_padding_mask is None:
-            return (None if bool(allowed.all()) else allowed), False
-        return masks.combine(allowed, tgt_padding_mask.to(self.device)), False
 
     def decode(self, tgt: torch.Tensor, state: EncoderState, *, tgt_padding_mask: torch.Tensor | None = None,
                targets: torch.Tensor | None = None, past: list[KV] | None = None, trace: bool = False,
@@ -242,27 +145,23 @@ class Seq2SeqTransformer(nn.Module):
         if tgt.shape[1] == 0:
             raise ValueError("the target has no tokens (it starts with <bos>).")
         past_len = past[0][0].shape[2] if past else 0
-        x, rope_cs = self._embed(tgt, past_len, "target")
-        mask, is_causal = self._self_mask(tgt.shape[1], past_len, tgt_padding_mask)
+        x, rope_cs = self._stream(tgt, past_len, "target")
+        mask, is_causal = self._mask(tgt.shape[1], past_len, tgt_padding_mask, None)  # causal, target padding
         record = None
         if trace:  # the encoder's layers (when it was traced) come first; the lists are new, never shared
             enc = state.trace or Seq2SeqTrace()
             record = Seq2SeqTrace(list(enc.encoder), encoder_residual=list(enc.encoder_residual))
         cache = []
         for i, block in enumerate(self.decoder):
-            x, rec, crec, kv = block(x, mask, rope_cs, past[i] if past else None, is_causal,
-                                     state.cross_kv[i], state.cross_mask, trace)
+            x, rec, kv, crec = block(x, mask, rope_cs, past[i] if past else None, trace, None, is_causal,
+                                     memory=state.cross_kv[i], memory_mask=state.cross_mask)
             cache.append(kv)
             if record is not None:
                 record.decoder.append(rec)
                 record.cross.append(crec)
                 record.decoder_residual.append(x)
         logits = self.head(self.ln_f(x))  # (B, T_tgt, vocab)
-        loss = None
-        if targets is not None:
-            targets = targets.masked_fill(targets == self.config.pad_id, IGNORE_INDEX)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                                   ignore_index=IGNORE_INDEX)
+        loss = None if targets is None else lm_loss(logits, targets, self.config.pad_id)
         return Seq2SeqOutput(logits, loss, record, cache if use_cache else None)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor, src_padding_mask: torch.Tensor | None = None,
@@ -309,51 +208,30 @@ def decode_steps(model: Seq2SeqTransformer, src_ids: Sequence[int] | torch.Tenso
     use_cache: decoder self-attention KV cache (one new token per step). reuse_encoder (default: use_cache):
     the source is encoded once and its cross K/V reused; False re-encodes the source at every step.
     """
-    s, reuse = as_sampling(strategy), use_cache if reuse_encoder is None else reuse_encoder
+    reuse = use_cache if reuse_encoder is None else reuse_encoder
     if use_cache and not reuse:
         raise ValueError("a decoder KV cache needs the encoder output kept (reuse_encoder=True).")
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}.")
     src = torch.as_tensor([int(i) for i in (src_ids.flatten().tolist() if torch.is_tensor(src_ids) else src_ids)],
                           device=model.device)[None]  # (1, T_src)
-    gen = torch.Generator(device="cpu").manual_seed(int(seed))
     limit = min(max_new_tokens, model.config.max_len - 1)  # <bos> takes target position 0
-    seq, cache = [bos_id], None
     with torch.no_grad():
         state = model.encode(src) if reuse else None
-        for index in range(limit):
-            t0 = time.perf_counter()
-            if not reuse:
-                state = model.encode(src)  # the naive decoder: the whole source again, every step
-            feed = seq[-1:] if use_cache else seq
-            out = model.decode(torch.tensor([feed], device=model.device), state, past=cache, trace=attention,
-                               use_cache=use_cache)
-            logits = out.logits[0, -1].float().cpu()  # (V,)
-            seconds = time.perf_counter() - t0
-            probs, filtered = filter_distribution(logits, s)
-            pick = torch.argmax(filtered) if s.is_greedy else torch.multinomial(filtered, 1, generator=gen)
-            token_id = int(pick)
-            seq.append(token_id)
-            stop = "eos" if token_id == eos_id else ("length" if index == max_new_tokens - 1 else
-                                                     ("context" if index == limit - 1 else None))
-            yield _step(out, index, seq, logits, probs, filtered, seconds, use_cache, stop, attention, tokenizer)
-            if stop:
-                return
-            cache = out.cache
 
+    def forward(feed: list[int], cache: list[KV] | None) -> Seq2SeqOutput:  # the naive decoder re-encodes
+        return model.decode(torch.tensor([feed], device=model.device), state if reuse else model.encode(src),
+                            past=cache, trace=attention, use_cache=use_cache)
 
-def _step(out: Seq2SeqOutput, index: int, seq: list[int], logits, probs, filtered, seconds: float,
-          use_cache: bool, stop: str | None, attention: bool, tokenizer) -> DecodeStep:
-    token_id = seq[-1]
-    self_att = cross = None
-    if attention:  # the newest query's row in every layer
-        self_att = torch.stack([lt.probs[0, :, -1, :] for lt in out.trace.decoder]).float().cpu()  # (L, H, T)
-        cross = torch.stack([lt.probs[0, :, -1, :] for lt in out.trace.cross]).float().cpu()      # (L, H, T_src)
-    return DecodeStep(GenStep(
-        index=index, position=len(seq) - 1, token_id=token_id, token=_label(tokenizer, token_id), logits=logits,
-        probs=probs, filtered_probs=filtered, logprob=float(torch.log(probs[token_id])),
-        filtered_logprob=float(torch.log(filtered[token_id])), attention=self_att, seconds=seconds,
-        use_cache=use_cache, stop_reason=stop), cross)
+    def stop(index: int, seq: list[int], token_id: int) -> str | None:
+        if token_id == eos_id:
+            return "eos"
+        return "length" if index == max_new_tokens - 1 else ("context" if index == limit - 1 else None)
+
+    for step, out in decode_loop(forward, [bos_id], stop, strategy=strategy, steps=limit, seed=seed,
+                                 use_cache=use_cache, layers=(lambda o: o.trace.decoder) if attention else None,
+                                 tokenizer=tokenizer):
+        yield DecodeStep(step, last_rows(out.trace.cross) if attention else None)
 
 
 @torch.no_grad()
@@ -381,13 +259,6 @@ def greedy_batch(model: Seq2SeqTransformer, sources: Sequence[Sequence[int]], *,
     model.train(was_training)
     rows = torch.stack(out_ids, 1).tolist() if out_ids else [[] for _ in sources]  # (B, steps)
     return [row[: row.index(eos_id)] if eos_id in row else row for row in rows]
-
-
-def _label(tokenizer, token_id: int) -> str:
-    if tokenizer is None:
-        return f"#{token_id}"
-    from viz_model.tokenizer import display_token
-    return display_token(tokenizer, token_id)
 
 
 @dataclass
@@ -438,6 +309,6 @@ def translate(model: Seq2SeqTransformer, tokenizer, text: str, max_new_tokens: i
                        steps[-1].step.stop_reason, unknown, seconds)
 
 
-__all__ = ["CrossAttention", "DecodeStep", "DecoderBlock", "EncoderState", "Seq2SeqConfig", "Seq2SeqOutput",
-           "Seq2SeqTrace", "Seq2SeqTransformer", "Translation", "decode_steps", "encode_source", "greedy_batch",
-           "guided_alignment_loss", "guided_head", "translate"]
+__all__ = ["DecodeStep", "EncoderState", "Seq2SeqConfig", "Seq2SeqOutput", "Seq2SeqTrace", "Seq2SeqTransformer",
+           "Translation", "decode_steps", "encode_source", "greedy_batch", "guided_alignment_loss", "guided_head",
+           "translate"]
