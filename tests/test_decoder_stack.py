@@ -9,6 +9,7 @@ probs, head_out, attn_out; residual streams), greedy and sampled translations wi
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from pathlib import Path
@@ -21,9 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from viz_model import ASSETS_DIR, checkpoint  # noqa: E402
+from viz_model.attention import MultiHeadAttention  # noqa: E402
 from viz_model.config import ModelConfig  # noqa: E402
 from viz_model.generate import Sampling, generate  # noqa: E402
-from viz_model.model import TinyTransformer  # noqa: E402
+from viz_model.model import Block, TinyTransformer  # noqa: E402
 from viz_model.seq2seq import (  # noqa: E402
     Seq2SeqConfig,
     Seq2SeqTransformer,
@@ -206,6 +208,49 @@ def test_cross_attention_keeps_its_shape(outputs):
     assert tensors["translate.tf.cross.0.probs"].shape == (2, 4, 5, 7)  # (B, H, T_tgt, T_src)
     assert tensors["translate.tf.decoder.0.probs"].shape == (2, 4, 5, 5)
     assert tensors["classroom.layers.0.probs"].shape[:2] == (1, 4)
+
+
+def _fresh_seq2seq(**opts) -> Seq2SeqTransformer:
+    torch.manual_seed(0)
+    return Seq2SeqTransformer(Seq2SeqConfig(vocab_size=40, d_model=32, n_heads=4, n_layers=2, n_encoder_layers=1,
+                                            d_ff=64, max_len=16, **opts)).eval()
+
+
+def test_a_decoder_layer_is_a_block_with_a_cross_attention_sublayer():
+    model = _fresh_seq2seq(n_kv_heads=2)
+    assert all(type(b) is Block and isinstance(b.cross, MultiHeadAttention) for b in model.decoder)
+    assert all(type(b) is Block and b.cross is None and b.ln_cross is None for b in model.encoder)
+    cross = model.decoder[0].cross
+    assert cross.mode == "cross" and cross.n_kv_heads == 4  # K/V of the source: every head, whatever n_kv_heads
+    assert not any("cross" in k for k in TinyTransformer(ModelConfig(vocab_size=40, d_model=32, n_heads=4,
+                                                                      n_layers=1, d_ff=64)).state_dict())
+
+
+def test_cross_attention_fast_path_equals_the_traced_path():
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(32, 4, cross=True).eval()
+    x, memory = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
+    padding = torch.ones(2, 7, dtype=torch.bool)
+    padding[0, 5:] = False
+    with torch.no_grad():
+        kv, mask = attn.memory_kv(memory), padding[:, None, None, :]  # (B, 1, 1, T_src)
+    with torch.no_grad():
+        fast, _, _ = attn(x, mask, memory=kv)
+        traced, rec, _ = attn(x, mask, trace=True, memory=kv)
+    torch.testing.assert_close(fast, traced, atol=1e-6, rtol=1e-5)
+    assert rec.probs.shape == (2, 4, 5, 7) and float(rec.probs[0, :, :, 5:].abs().max()) == 0.0
+    with pytest.raises(ValueError, match="encoder's K and V"):
+        attn(x, mask)
+
+
+def test_seq2seq_has_no_attention_math_of_its_own_and_no_long_function():
+    source = (ROOT / "viz_model" / "seq2seq.py").read_text()
+    assert len(source.splitlines()) <= 330
+    assert "softmax" not in source and "scaled_dot_product_attention" not in source
+    for name in ("attention", "model", "seq2seq", "generate"):
+        tree = ast.parse((ROOT / "viz_model" / f"{name}.py").read_text())
+        long = [f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.end_lineno - f.lineno >= 60]
+        assert not long, f"{name}.py: {long}"
 
 
 if __name__ == "__main__":
