@@ -106,8 +106,10 @@ class MultiHeadAttention(nn.Module):
         elif self.mode == "shared_kv":
             q = self.q(x)
             k = v = self.kv(x)  # (B, T, d_kv)
-        else:  # "none": the block input itself, split into heads
+        elif self.mode == "none":  # the block input itself, split into heads
             q = k = v = x
+        else:  # cross: K and V come from the encoder (memory_kv), not from x
+            raise ValueError("cross-attention projects Q from x and K, V from the encoder output: use memory_kv.")
         return self.split_heads(q), self.split_heads(k), self.split_heads(v)
 
     def memory_kv(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
