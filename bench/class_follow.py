@@ -251,7 +251,7 @@ async def browser_follower(url: str, code: str, run: Run, t_end: float) -> None:
             try:
                 await page.wait_for_function(
                     """(w) => { const el = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
-                                return el && el.layout && el.layout.title.text.includes(w); }""",
+                                return (el?.layout?.title?.text || '').includes(w); }""",
                     arg=want, timeout=CHANGE_EVERY_S * 1000, polling=20)
                 run.browser_lags.append(time.monotonic() - ch.at)
             except Exception:  # noqa: BLE001 - a change not shown before the next one

@@ -56,10 +56,17 @@ def lead(page) -> str:
     box = sidebar(page).get_by_role("textbox", name="Instructor key", exact=True)
     box.fill(KEY)
     box.press("Enter")
-    toggle(page, "Lead the class").wait_for()
-    toggle(page, "Lead the class").click(force=True)
+    switch = toggle(page, "Lead the class")
+    switch.wait_for()
     code = sidebar(page).get_by_text(re.compile(r"Class code: [A-Z]{4}"))
-    code.wait_for()
+    for _ in range(3):  # a click that lands while a run redraws the sidebar can be lost: click again, once settled
+        if not switch.is_checked():
+            switch.click(force=True)
+        try:
+            code.wait_for(timeout=20_000)
+            break
+        except PlaywrightTimeout:
+            settled(page)
     return code.inner_text().split(":")[1].strip()
 
 
@@ -72,7 +79,7 @@ def shots(page, name: str) -> None:
 
 
 def main_title(page) -> str:
-    return page.locator('[data-testid="stMain"] .js-plotly-plot').first.evaluate("el => el.layout.title.text")
+    return page.locator('[data-testid="stMain"] .js-plotly-plot').first.evaluate("el => el.layout?.title?.text || ''")
 
 
 def pick(page, label: str, option: str, where: str = "stMain") -> None:
@@ -94,7 +101,7 @@ def pick(page, label: str, option: str, where: str = "stMain") -> None:
 def wait_title(page, pattern: str) -> None:
     page.wait_for_function(
         """(p) => { const el = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
-                    return el && el.layout && new RegExp(p, 'i').test(el.layout.title.text); }""",
+                    return new RegExp(p, 'i').test(el?.layout?.title?.text || ''); }""",
         arg=pattern, timeout=FOLLOW_TIMEOUT)
 
 

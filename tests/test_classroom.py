@@ -334,3 +334,19 @@ def test_a_student_whose_leader_left_stays_put_with_a_notice(app_test, class_env
     student.run()
     assert any("closed or asleep" in i.value for i in student.info)
     assert student.toggle(key="class_follow").value is True and not student.exception
+
+
+def test_a_student_who_types_the_code_joins_and_follows(app_test, class_env):
+    _, code = _leading(app_test)
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    student = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    student.run()
+    student.text_input(key="class_code_box").input("nope").run()
+    assert any("4 letters" in e.value for e in student.error)
+    student.text_input(key="class_code_box").input(code.lower()).run()
+    assert student.toggle(key="class_follow").value is True
+    assert student.query_params["class"] == code and not student.exception
+    student.button(key="class_leave").click().run()
+    assert "class" not in student.query_params and student.session_state["class_follow"] is False

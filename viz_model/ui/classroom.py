@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import time
 from typing import Any
 
@@ -36,6 +37,7 @@ from viz_model.runtime.classroom import (
     parse_code,
 )
 from viz_model.ui import chart, presenter
+from viz_model.ui.errors import guard
 
 KEY_ENV = "ATTENTION_LAB_INSTRUCTOR_KEY"
 LINK_PARAM = "class"
@@ -266,6 +268,13 @@ def begin(page_url: str, pages: dict[str, Any]) -> None:
     st.session_state[_PAGE] = page_url if page_url in pages else ""
     if not enabled():
         return
+    try:
+        _begin()
+    except sqlite3.Error as e:  # the page still runs; the expander says why the class is not reachable
+        st.session_state[_ERROR] = f"The class store cannot be read just now ({e}); your page is not affected."
+
+
+def _begin() -> None:
     raw = st.query_params.get(LINK_PARAM)
     linked = parse_code(raw)
     if raw and linked is None:
@@ -293,7 +302,10 @@ def begin(page_url: str, pages: dict[str, Any]) -> None:
 def end() -> None:
     """app.py, after the page: the leader publishes the view just drawn."""
     if enabled() and leading():
-        _publish(force=False)
+        try:
+            _publish(force=False)
+        except sqlite3.Error as e:
+            st.session_state[_ERROR] = f"The class store cannot be written just now ({e})."
 
 
 def _publish(force: bool) -> None:
@@ -369,12 +381,18 @@ def _leader_panel(code: str) -> None:
 @st.fragment(run_every=LEAD_POLL_S)
 def _leader_publish() -> None:
     """Republish the view (a picker inside a page's fragment does not rerun app.py) and keep the heartbeat."""
-    if leading():
-        _publish(force=False)
+    with guard("the class"):
+        if leading():
+            _publish(force=False)
 
 
 @st.fragment(run_every=STATUS_POLL_S)
 def _leader_status(code: str) -> None:
+    with guard("the class"):
+        _leader_status_body(code)
+
+
+def _leader_status_body(code: str) -> None:
     view = store().get(code)
     if view is None:
         return
@@ -491,9 +509,7 @@ def _student_panel(code: str) -> None:
         _student_poll_slow(code)
     else:
         _student_poll(code)
-    if st.button("Leave the class", key="class_leave"):
-        _leave()
-        st.rerun()
+    st.button("Leave the class", key="class_leave", on_click=_leave)
 
 
 def _student_body(code: str, in_fragment: bool = True) -> None:
@@ -512,13 +528,15 @@ def _student_body(code: str, in_fragment: bool = True) -> None:
 
 @st.fragment(run_every=FOLLOW_POLL_S)
 def _student_poll(code: str) -> None:
-    _student_body(code)
+    with guard("the class"):
+        _student_body(code)
 
 
 @st.fragment(run_every=STATUS_POLL_S)
 def _student_poll_slow(code: str) -> None:
     """An exploring student: no view to follow, but the class's question still reaches them."""
-    _student_body(code)
+    with guard("the class"):
+        _student_body(code)
 
 
 def _question(code: str, view: ClassView) -> None:
