@@ -63,7 +63,7 @@ def custom_editor(T: int, prefix: str) -> np.ndarray:
                             column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in cols})
     st.caption("Tick a cell to let query *i* (row) read key *j* (column). A row with no tick would have no key "
                "to read; the model then lets that query see itself so its softmax is defined.")
-    return edited.to_numpy(dtype=bool)
+    return edited.to_numpy(dtype=bool, copy=True)  # writable: torch warns on a read-only array
 
 
 def gallery(ckpt: Checkpoint, ids: list[int], tokens: list[str], kind: str, allowed: np.ndarray,
