@@ -259,3 +259,21 @@ def test_clamp_steps_keeps_counts_within_the_limits_and_says_what_it_changed():
     assert clamp_steps(20000) == (hi, f"20,000 steps is more than the {hi:,} this page allows on a shared server; "
                                       f"training {hi:,}.")
     assert clamp_steps(0) == (lo, f"0 steps is fewer than the {lo} a run needs; training {lo}.")
+
+
+def test_a_training_setup_is_a_link(app_test):
+    """#27 item 4: every setting of the form is URL-bound: a link opens the same set-up (the preset's own batch,
+    context and steps only where the link names none)."""
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.query_params.update({"train_preset": "tiny", "train_steps": "300", "train_batch": "8", "train_lr": "0.01",
+                            "train_pos": "sinusoidal", "train_qkv": "shared Q = K", "train_causal": "false"})  # a label
+    at.switch_page("app_pages/train.py").run()
+    assert not at.exception
+    got = {k: at.session_state[k] for k in ("train_steps", "train_batch", "train_lr", "train_pos", "train_qkv",
+                                            "train_causal", "train_seq")}
+    assert got == {"train_steps": 300, "train_batch": 8, "train_lr": 0.01, "train_pos": "sinusoidal",
+                   "train_qkv": "shared_qk", "train_causal": False, "train_seq": 32}  # seq: the tiny preset's

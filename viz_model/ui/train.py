@@ -28,7 +28,7 @@ from viz_model.runtime import jobs as J
 from viz_model.runtime.runs import checkpoint_zip, import_upload, model_key, runs_dir, safe_name, save_run
 from viz_model.runtime.train_process import make_events
 from viz_model.tokenizer import typed_specials
-from viz_model.ui import chart
+from viz_model.ui import chart, share
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import JOB_KEY
 from viz_model.ui.models import register_user_model
@@ -53,53 +53,57 @@ QKV_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K",
 def config_form() -> TrainSpec:
     """Widgets -> TrainSpec (validated later, before anything starts)."""
     c0, c1, c2, c3 = st.columns(4)
-    kind = c0.selectbox("Model kind", ARCHS, key="train_arch", format_func=ARCH_LABELS.get,
+    kind = c0.selectbox("Model kind", ARCHS, key="train_arch", **share.URL, format_func=ARCH_LABELS.get,
                         help="A transformer, or torch's own nn.RNN / nn.LSTM (no attention: a hidden state "
                              "carried step by step). The RNN ignores the transformer switches below.")
     preset = c1.selectbox("Size", ["tiny", "classroom", "custom"], key="train_preset", on_change=_apply_preset,
+                          **share.URL,
                           help="tiny trains in seconds; classroom is the lecture model; custom lets you pick.")
-    task = c2.selectbox("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task")
-    device = c3.selectbox("Device", ["auto", *available_devices()], key="train_device")
+    task = c2.selectbox("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="train_task", **share.URL)
+    device = c3.selectbox("Device", ["auto", *available_devices()], key="train_device", **share.URL)
     arch = {}
     if preset == "custom":
         a1, a2, a3 = st.columns(3)
-        arch = dict(n_layers=a1.slider("Layers", 1, 6, 2, key="train_layers"),
-                    n_heads=a2.slider("Heads", 1, 8, 2, key="train_heads"),
+        arch = dict(n_layers=a1.slider("Layers", 1, 6, 2, key="train_layers", **share.URL),
+                    n_heads=a2.slider("Heads", 1, 8, 2, key="train_heads", **share.URL),
                     d_model=a3.select_slider("d_model", [16, 24, 32, 48, 64, 96, 128, 192, 256], 64,
-                                             key="train_dmodel"))
+                                             key="train_dmodel", **share.URL))
     p1, p2, p3, p4 = st.columns(4)
-    pos = p1.selectbox("Positional encoding", POS_ENCODINGS, index=3, key="train_pos")
-    base = p2.number_input("RoPE base", 2.0, 1e6, 10000.0, key="train_base", disabled=pos != "rope")
-    norm = p3.radio("LayerNorm", ["pre", "post"], horizontal=True, key="train_norm")
-    causal = p4.toggle("Causal mask", True, key="train_causal")
-    tie = p4.toggle("Tie input/output weights", True, key="train_tie")
+    pos = p1.selectbox("Positional encoding", POS_ENCODINGS, index=3, key="train_pos", **share.URL)
+    base = p2.number_input("RoPE base", 2.0, 1e6, 10000.0, key="train_base", **share.URL, disabled=pos != "rope")
+    norm = p3.radio("LayerNorm", ["pre", "post"], horizontal=True, key="train_norm", **share.URL)
+    causal = p4.toggle("Causal mask", True, key="train_causal", **share.URL)
+    tie = p4.toggle("Tie input/output weights", True, key="train_tie", **share.URL)
     q1, q2, q3, q4 = st.columns(4)
-    qkv = q1.selectbox("Q, K and V", QKV_MODES, key="train_qkv", format_func=QKV_LABELS.get,
+    qkv = q1.selectbox("Q, K and V", QKV_MODES, key="train_qkv", **share.URL, format_func=QKV_LABELS.get,
                        help="Separate projections, one shared by Q and K, one shared by K and V, or none (XXᵀ).")
-    norm_kind = q2.selectbox("Normalization", NORMS, key="train_norm_kind",
+    norm_kind = q2.selectbox("Normalization", NORMS, key="train_norm_kind", **share.URL,
                              help="LayerNorm: each token over its features; BatchNorm: each feature over the "
                                   "batch and positions (padding included); RMSNorm: no mean subtracted (Llama).")
-    residual = q3.toggle("Residual connections", True, key="train_residual")
-    warmup = q4.toggle("Learning-rate warm-up", True, key="train_warmup")
+    residual = q3.toggle("Residual connections", True, key="train_residual", **share.URL)
+    warmup = q4.toggle("Learning-rate warm-up", True, key="train_warmup", **share.URL)
     for k, v in PRESET_FORM[preset].items():
-        st.session_state.setdefault(k, v)  # a first visit: the preset's values (a switch sets them: _apply_preset)
+        # a link's value wins; else a first visit takes the preset's (a switch of preset: _apply_preset)
+        if k not in st.query_params:
+            st.session_state.setdefault(k, v)
     h1, h2, h3, h4, h5, h6 = st.columns(6)
-    lr = h1.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1], 3e-3, key="train_lr")
-    batch = h2.select_slider("Batch", [1, 4, 8, 16, 32, 64], key="train_batch")
-    seq = h3.select_slider("Context length", [32, 48, 64, 96, 128], key="train_seq")
+    lr = h1.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1], 3e-3, key="train_lr", **share.URL)
+    batch = h2.select_slider("Batch", [1, 4, 8, 16, 32, 64], key="train_batch", **share.URL)
+    seq = h3.select_slider("Context length", [32, 48, 64, 96, 128], key="train_seq", **share.URL)
     # no min or max: the widget would refuse a typed count and keep the old one; clamp_steps says what runs
-    steps, _ = lesson.clamp_steps(h4.number_input("Steps", step=10, key="train_steps", help=STEPS_HELP))
-    seed = h5.number_input("Seed", 0, 10_000, 0, key="train_seed")
-    every = h6.number_input("Snapshot every", 5, 500, 20, 5, key="train_every",
+    steps, _ = lesson.clamp_steps(h4.number_input("Steps", step=10, key="train_steps", **share.URL, help=STEPS_HELP))
+    seed = h5.number_input("Seed", 0, 10_000, 0, key="train_seed", **share.URL)
+    every = h6.number_input("Snapshot every", 5, 500, 20, 5, key="train_every", **share.URL,
                             help="Held-out loss, attention snapshot and a greedy sample every N steps.")
     align = 0.0
     if task == "translate":
         g1, g2 = st.columns([2, 3])
-        if g1.toggle("Guide one head toward the alignment", False, key="train_guide",
+        if g1.toggle("Guide one head toward the alignment", False, key="train_guide", **share.URL,
                      help="Guided alignment (Garg et al. 2019): an extra loss, -log(attention on the aligned source "
                           "word), for head 0 of the last decoder layer. Off, every head finds its own way: none "
                           "is told to align."):
-            align = float(g2.select_slider("Guide weight", GUIDE_WEIGHTS, GUIDE_WEIGHT, key="train_guide_weight"))
+            align = float(g2.select_slider("Guide weight", GUIDE_WEIGHTS, GUIDE_WEIGHT, key="train_guide_weight",
+                                           **share.URL))
     return TrainSpec(preset=preset, task=task, arch=kind, pos_encoding=pos, rope_base=float(base), norm_position=norm,
                      causal=causal, tie_weights=tie, qkv=qkv, norm=norm_kind, residual=residual, warmup=warmup,
                      lr=float(lr), batch_size=int(batch), seq_len=int(seq),
@@ -242,7 +246,7 @@ def attention(job) -> None:
                                  title=f"Probe {what} now (step {h.snap_steps[-1]})"),
                    key="train_attn_now", name="train_attention", container=d1, exports=False)
         if h.roles:
-            role = d2.selectbox("Head role", list(h.roles), key="train_role",
+            role = d2.selectbox("Head role", list(h.roles), key="train_role", **share.URL,
                                 index=list(h.roles).index("induction") if "induction" in h.roles else 0)
             chart.show(role_timeline(h.snap_steps, h.roles[role], role, h.steps, h.loss),
                        key="train_roles", name="train_roles", container=d2, exports=False)
@@ -322,7 +326,7 @@ def teacher_forcing(job) -> None:
 def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
 
 
-    kind = st.radio("Vary", ABLATIONS, horizontal=True, key="train_ablation_kind")
+    kind = st.radio("Vary", ABLATIONS, horizontal=True, key="train_ablation_kind", **share.URL)
     try:
         specs = ablation_specs(spec, kind)
     except ValueError as e:
