@@ -111,3 +111,22 @@ def test_hf_reads_exactly_the_families_in_its_table():
         hf.hf_config({"model_type": "bert"})
     assert hf.FAMILIES["qwen2"].biases == dict(attn_bias=True, out_bias=False, mlp_bias=False)
     assert hf.FAMILIES["mistral"].slides({}) and not hf.FAMILIES["llama"].slides({})
+
+
+def test_the_strided_mask_gets_the_four_panel_figure_with_blocked_cells_as_holes():
+    import numpy as np
+
+    from viz_model.figures.masks import mask_panels
+    from viz_model.lessons.masks import mask_effects
+
+    T, allowed = 7, masks.strided_mask(7, 3)
+    scores = torch.randn(T, T, generator=torch.Generator().manual_seed(3))
+    probs = torch.softmax(scores.masked_fill(~allowed, float("-inf")), -1)
+    fig = mask_panels(allowed, scores, probs, [f"t{i}" for i in range(T)], title="Strided (sparse) mask")
+    traces = {t.name: t for t in fig.data}
+    assert np.array_equal(np.asarray(traces["mask"].z), allowed.numpy().astype(float))
+    p = np.asarray(traces["probs"].z, dtype=float)
+    assert np.isnan(p[~allowed.numpy()]).all() and np.allclose(np.nansum(p, 1), 1, atol=1e-6)
+    assert (np.asarray(traces["additive"].text)[~allowed.numpy()] == "−∞").all()
+    eff = mask_effects(scores, allowed)
+    assert float((eff.row_sums - 1).abs().max()) < 1e-6 and float(eff.row_sums_multiplied.min()) < 1
