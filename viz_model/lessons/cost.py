@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import math
 import os
 import statistics
 import threading
@@ -13,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from viz_model.attention import MultiHeadAttention
 from viz_model.device import resolve_device
+from viz_model.lessons.common import fit_slope
 
 PATHS = ("materialised", "sdpa")          # traced path (keeps the T×T matrix) | F.scaled_dot_product_attention
 MODES = ("forward", "forward+backward")
@@ -150,15 +149,6 @@ def device_name(device: torch.device) -> str:
         pass
     n = torch.get_num_threads()
     return f"{model}, {n} thread{'s' if n > 1 else ''}"
-
-
-def fit_slope(Ts: Sequence[int], ys: Sequence[float]) -> float | None:
-    """Least-squares slope of log y on log T; None with fewer than two usable points."""
-    pts = [(math.log(t), math.log(y)) for t, y in zip(Ts, ys) if y is not None and y > 0]
-    if len(pts) < 2:
-        return None
-    x, y = np.array(pts).T  # (n,), (n,)
-    return float(np.polyfit(x, y, 1)[0])
 
 
 # -- one measurement ------------------------------------------------------------------------------------------

@@ -9,18 +9,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from viz_model.lessons.common import decimate  # noqa: F401  (the sinusoidal lesson's tables use it)
 from viz_model.model import TinyTransformer
 from viz_model.positional import MAX_DIM, MAX_POSITIONS, shift_matrix, sinusoidal_encoding
 
 
 # -- shared ---------------------------------------------------------------------------------------------
-def decimate(n: int, cap: int) -> np.ndarray:
-    """At most `cap` evenly spaced indices of range(n), always including 0 (keeps big heatmaps light)."""
-    if n <= cap:
-        return np.arange(n)
-    return np.unique(np.linspace(0, n - 1, cap).round().astype(int))
-
-
 def check_table_size(n_pos: int, d: int) -> None:
     if not 1 <= n_pos <= MAX_POSITIONS or not 2 <= d <= MAX_DIM or d % 2:
         raise ValueError(f"choose 1–{MAX_POSITIONS:,} positions and an even dimension between 2 and {MAX_DIM}.")

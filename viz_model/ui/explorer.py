@@ -10,7 +10,6 @@ import pyarrow as pa
 import streamlit as st
 from tokenizers import decoders
 
-from viz_model import hf
 from viz_model.checkpoint import Checkpoint
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.common import head_name
@@ -30,32 +29,6 @@ ROLES_ASKED = "explorer_roles_asked"  # session_state: model ids whose head role
 
 
 # -- the model -------------------------------------------------------------------------------------
-def model_card(ckpt: Checkpoint, device: str) -> dict[str, str]:
-    """What the model is, one value per row of the Start page's card (a model folder's also: K/V heads, dtype,
-    memory, norm, MLP, RoPE theta and scaling)."""
-    model, cfg, meta = ckpt.model, ckpt.model.config, ckpt.metadata or {}
-    attention = "causal (decoder)" if cfg.causal else "bidirectional (encoder)"
-    if not is_folder_model(ckpt):
-        return {"parameters": f"{model.num_params():,}", "layers": str(cfg.n_layers),
-                "heads per layer": str(cfg.n_heads), "d_model (d_k per head)": f"{cfg.d_model} ({cfg.d_k})",
-                "context length": str(cfg.max_len), "position encoding": cfg.pos_encoding,
-                "attention": attention, "device": device}
-    position = cfg.pos_encoding
-    if cfg.pos_encoding == "rope":
-        scaling = cfg.rope_scaling
-        position = f"RoPE, θ = {cfg.rope_base:,.0f}" + (
-            f", {scaling['type']} scaling ×{scaling['factor']:g}" if scaling else "")
-    kv = str(cfg.kv_heads) + (f" (grouped-query: {cfg.n_heads // cfg.kv_heads} query heads share each)"
-                              if cfg.kv_heads != cfg.n_heads else " (one per query head)")
-    return {"model": f"{meta.get('name')} ({meta.get('architecture') or meta.get('model_type')})",
-            "parameters": f"{meta.get('n_params', model.num_params()):,}", "layers": str(cfg.n_layers),
-            "heads per layer": str(cfg.n_heads), "K/V heads": kv,
-            "d_model (d_k per head)": f"{cfg.d_model} ({cfg.d_k})", "context length": f"{cfg.max_len:,}",
-            "position encoding": position, "norm · MLP": f"{cfg.norm} · {cfg.mlp}",
-            "dtype": str(meta.get("dtype")), "memory": hf.human_bytes(int(meta.get("memory_bytes") or 0)),
-            "attention": attention, "device": device}
-
-
 def kv_group(cfg) -> int:
     """Query heads per K/V head: query heads h and h' share K and V when h // kv_group == h' // kv_group."""
     return cfg.n_heads // cfg.kv_heads

@@ -20,7 +20,7 @@ from viz_model.device import describe, resolve_device
 from viz_model.figures import recurrence as figs
 from viz_model.figures.common import to_numpy
 from viz_model.lessons import recurrence as lesson
-from viz_model.lessons.cost import fit_slope
+from viz_model.lessons.common import fit_slope
 from viz_model.train import RECALL_DISTANCES
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, input_key, shared_results

@@ -16,7 +16,7 @@ from viz_model.figures import rope as rfigs
 from viz_model.figures.attention import attention_heatmap
 from viz_model.lecture import ROPE_Q, ROPE_SENTENCE
 from viz_model.lessons import rope as lesson
-from viz_model.lessons import sinusoidal as sin_lesson
+from viz_model.lessons.common import decimate
 from viz_model.tokenizer import special_ids
 from viz_model.ui import share
 from viz_model.ui.chart import show
@@ -115,7 +115,7 @@ def pair_rotation(d_k: int, base: float) -> None:
 def angles_and_wavelengths(d_k: int, base: float) -> None:
     ctx = st.slider("context length (positions)", 16, 8192, 512, step=16, key="rope_ctx", **share.URL)
     theta = rope.default_inv_freq(d_k, base)
-    idx = sin_lesson.decimate(ctx, 256)
+    idx = decimate(ctx, 256)
     wl = rope.wavelengths(theta).numpy()
     left, right = st.columns(2)
     with left:

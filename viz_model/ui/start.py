@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 import torch
 
+from viz_model import hf
 from viz_model.checkpoint import Checkpoint
 from viz_model.english import load_heldout
 from viz_model.figures.attention import attention_heatmap
@@ -14,7 +15,34 @@ from viz_model.lessons import english as english_lesson
 from viz_model.ui import chart
 from viz_model.ui.cache import cached, input_key, model_id, shared_results
 from viz_model.ui.errors import section
+from viz_model.ui.models import is_folder_model
 from viz_model.ui.widgets import ROW_SUM_TOL, check_line, layer_head, verdict
+
+
+def model_card(ckpt: Checkpoint, device: str) -> dict[str, str]:
+    """What the model is, one value per row of the Start page's card (a model folder's also: K/V heads, dtype,
+    memory, norm, MLP, RoPE theta and scaling)."""
+    model, cfg, meta = ckpt.model, ckpt.model.config, ckpt.metadata or {}
+    attention = "causal (decoder)" if cfg.causal else "bidirectional (encoder)"
+    if not is_folder_model(ckpt):
+        return {"parameters": f"{model.num_params():,}", "layers": str(cfg.n_layers),
+                "heads per layer": str(cfg.n_heads), "d_model (d_k per head)": f"{cfg.d_model} ({cfg.d_k})",
+                "context length": str(cfg.max_len), "position encoding": cfg.pos_encoding,
+                "attention": attention, "device": device}
+    position = cfg.pos_encoding
+    if cfg.pos_encoding == "rope":
+        scaling = cfg.rope_scaling
+        position = f"RoPE, θ = {cfg.rope_base:,.0f}" + (
+            f", {scaling['type']} scaling ×{scaling['factor']:g}" if scaling else "")
+    kv = str(cfg.kv_heads) + (f" (grouped-query: {cfg.n_heads // cfg.kv_heads} query heads share each)"
+                              if cfg.kv_heads != cfg.n_heads else " (one per query head)")
+    return {"model": f"{meta.get('name')} ({meta.get('architecture') or meta.get('model_type')})",
+            "parameters": f"{meta.get('n_params', model.num_params()):,}", "layers": str(cfg.n_layers),
+            "heads per layer": str(cfg.n_heads), "K/V heads": kv,
+            "d_model (d_k per head)": f"{cfg.d_model} ({cfg.d_k})", "context length": f"{cfg.max_len:,}",
+            "position encoding": position, "norm · MLP": f"{cfg.norm} · {cfg.mlp}",
+            "dtype": str(meta.get("dtype")), "memory": hf.human_bytes(int(meta.get("memory_bytes") or 0)),
+            "attention": attention, "device": device}
 
 
 def attention_of(ckpt: Checkpoint, ids: tuple[int, ...], layer: int) -> tuple[np.ndarray, np.ndarray]:
