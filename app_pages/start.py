@@ -7,7 +7,6 @@ from viz_model.data import TASK_LABELS
 from viz_model.device import describe
 from viz_model.ui import share
 from viz_model.ui import start as start_view
-from viz_model.ui.explorer import model_card
 from viz_model.ui.models import is_folder_model
 from viz_model.ui.sidebar import current_model
 from viz_model.ui.widgets import (
@@ -30,7 +29,7 @@ ckpt = current_model()
 model, cfg = ckpt.model, ckpt.model.config
 
 st.header("The model")
-card = model_card(ckpt, describe(model.device))
+card = start_view.model_card(ckpt, describe(model.device))
 folder = is_folder_model(ckpt)
 rows = [list(card)[:6], list(card)[6:]] if folder else [list(card)]  # a real model's card: two rows that fit
 for names in rows:
