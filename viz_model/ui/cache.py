@@ -37,10 +37,28 @@ def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes 
     ids = tuple(ids)
     layers = None if layers is None else tuple(sorted({int(i) for i in layers}))
     key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature), layers)
-    return _trace(_model, key, ids, attn_mask, bool(scale_scores), float(temperature), layers)
+    return _widen(_trace(_model, key, ids, attn_mask, bool(scale_scores), float(temperature), layers))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+PER_LAYER = ("q", "k", "v", "scores", "probs", "head_out", "attn_out", "x_in", "entropy")
+
+
+def _widen(data: dict) -> dict:
+    """The cache keeps only the traced layers' arrays (a GPT-2 small pass of one layer at T = 32: 0.6 MB instead of
+    7.5 MB, so a class's passes fit); the caller gets them at their layer numbers, (L, ...) with NaN elsewhere.
+    In place: st.cache_data hands every caller its own copy."""
+    layers, n = data["layers"], data.pop("n_layers")
+    if len(layers) == n:
+        return data
+    for name in PER_LAYER:
+        kept = data[name]
+        data[name] = np.full((n, *kept.shape[1:]), np.nan, dtype=kept.dtype)
+        data[name][list(layers)] = kept
+    return data
+
+
+# A class on a 12-layer model: 6 sentences x 2 masks x (3 grid pages + 12 single layers) = 180 passes
+@st.cache_data(max_entries=256, show_spinner=False)
 def _trace(_model, key: str, _ids: tuple[int, ...], _attn_mask: bytes | None, _scale_scores: bool,
            _temperature: float, _layers: tuple[int, ...] | None = None) -> dict:
     model, ids, T = _model, _ids, len(_ids)
@@ -53,12 +71,8 @@ def _trace(_model, key: str, _ids: tuple[int, ...], _attn_mask: bytes | None, _s
         traced = [i for i, lt in enumerate(tr.layers) if lt is not None]
         n_layers = model.config.n_layers
 
-        def stack(layer_arrays):  # (L, ...) float32, NaN where a layer was not traced
-            first = layer_arrays(traced[0])
-            arr = np.full((n_layers, *first.shape), np.nan, dtype=np.float32)
-            for i in traced:
-                arr[i] = layer_arrays(i).float().cpu().numpy()
-            return arr
+        def stack(layer_arrays):  # (len(traced), ...) float32: the traced layers only (_widen places them)
+            return torch.stack([layer_arrays(i) for i in traced]).float().cpu().numpy()
 
         data = {n: stack(lambda i, n=n: getattr(tr.layers[i], n)[0])
                 for n in ("q", "k", "v", "scores", "probs", "head_out", "attn_out")}  # (L, H, T, .), (L, T, d_model)
@@ -67,7 +81,7 @@ def _trace(_model, key: str, _ids: tuple[int, ...], _attn_mask: bytes | None, _s
         data["allowed"] = torch.isfinite(first.mask).expand(first.probs.shape)[0, 0].cpu().numpy()
         data["entropy"] = lesson.row_entropy(torch.from_numpy(data["probs"])).numpy()  # (L, H, T)
         data["scale"] = lesson.score_scale(model, _scale_scores, _temperature)
-        data["layers"] = tuple(traced)
+        data["layers"], data["n_layers"] = tuple(traced), n_layers
     return data
 
 
