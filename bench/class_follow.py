@@ -125,6 +125,7 @@ class Run:
     browser_lags: list[float] = field(default_factory=list)
     missed: int = 0
     browser_missed: int = 0
+    notes: list[str] = field(default_factory=list)
     other: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     follower_ticks: int = 0
@@ -254,8 +255,13 @@ async def browser_follower(url: str, code: str, run: Run, t_end: float) -> None:
                                 return (el?.layout?.title?.text || '').includes(w); }""",
                     arg=want, timeout=CHANGE_EVERY_S * 1000, polling=20)
                 run.browser_lags.append(time.monotonic() - ch.at)
-            except Exception:  # noqa: BLE001 - a change not shown before the next one
+            except Exception as e:  # noqa: BLE001 - a change not shown before the next one
                 run.browser_missed += 1
+                if run.browser_missed == 1:
+                    title = await page.evaluate("() => document.querySelector('[data-testid=\"stMain\"] "
+                                                ".js-plotly-plot')?.layout?.title?.text")
+                    run.notes.append(f"Chromium: {want!r} not shown in {CHANGE_EVERY_S:.0f} s; its chart read "
+                                     f"{title!r} at {page.url} ({str(e).splitlines()[0][:80]})")
         await b.close()
     except Exception as e:  # noqa: BLE001
         run.errors.append(f"browser follower: {e}")
@@ -296,7 +302,8 @@ async def scenario(urls: list[str], k: int, duration: float, browser: bool, stic
             "missed": run.missed, "ticks": run.follower_ticks,
             "other_n": len(run.other), "other_p50": pct(run.other, 50), "other_p95": pct(run.other, 95),
             "base_n": len(base), "base_p50": pct(base, 50), "base_p95": pct(base, 95),
-            "errors": len(run.errors) + len(base_err), "error_examples": sorted(set(run.errors + base_err))[:5]}
+            "notes": run.notes, "errors": len(run.errors) + len(base_err),
+            "error_examples": sorted(set(run.errors + base_err))[:5]}
 
 
 def render(res: dict) -> str:
@@ -318,6 +325,8 @@ def render(res: dict) -> str:
            f"class ({OTHERS} of them, moving Layer/Head every 3-8 s); the last column is the same students on the "
            "same server just before the class started.", "", table(head, rows), ""]
     for r in res["scenarios"]:
+        for note in r.get("notes", []):
+            out.append(f"Note at K={r['k']}: {note}")
         if r["error_examples"]:
             out.append(f"Errors at K={r['k']}: " + "; ".join(r["error_examples"]))
     return "\n".join(out) + "\n"

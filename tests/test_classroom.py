@@ -350,3 +350,22 @@ def test_a_student_who_types_the_code_joins_and_follows(app_test, class_env):
     assert student.query_params["class"] == code and not student.exception
     student.button(key="class_leave").click().run()
     assert "class" not in student.query_params and student.session_state["class_follow"] is False
+
+
+def test_a_second_tab_with_the_key_takes_over_and_the_first_is_told(app_test, class_env):
+    first, code = _leading(app_test)
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    second = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
+    second.query_params["class"] = code
+    second.run()
+    second.text_input(key="class_key").input("s3cret").run()
+    second.toggle(key="class_lead").set_value(True).run()
+    assert second.session_state["_class_code"] == code
+    assert ClassStore(class_env).get(code).leader == second.session_state["_class_tab"]
+    first.session_state["_class_beat_at"] = 0.0  # its heartbeat is due (the 0.5 s fragment in a browser)
+    first.run()  # its publish is refused ...
+    first.run()  # ... so it is told, and leads no more
+    assert any(f"leads class {code}" in i.value for i in first.info)
+    assert first.toggle(key="class_lead").value is False and not first.exception

@@ -52,7 +52,7 @@ KEY_BOX, LEAD_KEY, FOLLOW_KEY, CODE_BOX = "class_key", "class_lead", "class_foll
 _TAB, _CODE, _INSTRUCTOR, _KEY_BAD = "_class_tab", "_class_code", "_class_instructor", "_class_key_bad"
 _PAGE, _APPLIED, _PUBLISHED, _ON_OWN = "_class_page", "_class_applied", "_class_published", "_class_on_own"
 _GONE, _ERROR, _SEEN_AT, _BEAT_AT = "_class_gone", "_class_error", "_class_seen_at", "_class_beat_at"
-_LOST = "_class_lost"
+_LOST, _DEMOTED = "_class_lost", "_class_demoted"
 _pages: dict[str, Any] = {}  # url path -> st.Page, set by app.py (the same for every session)
 
 
@@ -71,7 +71,8 @@ def tab_id() -> str:
 
 
 def leading() -> bool:
-    return bool(st.session_state.get(_INSTRUCTOR) and st.session_state.get(LEAD_KEY) and st.session_state.get(_CODE))
+    ss = st.session_state
+    return bool(ss.get(_INSTRUCTOR) and ss.get(LEAD_KEY) and ss.get(_CODE) and not ss.get(_DEMOTED))
 
 
 def _jsonable(value: Any) -> Any:
@@ -156,8 +157,8 @@ def _lead_changed() -> None:
                 code = store().create(tab_id())
             st.session_state[_CODE] = code
             st.session_state[FOLLOW_KEY] = False
-            st.session_state.pop(_PUBLISHED, None)
-            st.session_state.pop(_GONE, None)
+            for key in (_PUBLISHED, _GONE, _DEMOTED):
+                st.session_state.pop(key, None)
         elif code:
             store().stop_leading(code, tab_id())
     except ClassError as e:
@@ -275,6 +276,9 @@ def begin(page_url: str, pages: dict[str, Any]) -> None:
 
 
 def _begin() -> None:
+    if st.session_state.pop(_DEMOTED, False):  # another tab took the class over: this one is a student now
+        st.session_state[LEAD_KEY] = False
+        st.session_state[FOLLOW_KEY] = False
     raw = st.query_params.get(LINK_PARAM)
     linked = parse_code(raw)
     if raw and linked is None:
@@ -321,8 +325,8 @@ def _publish(force: bool) -> None:
     except ClassError as e:
         st.session_state[_ERROR] = str(e)
         return
-    if version is None:  # another tab took the class over, or it is gone
-        st.session_state[LEAD_KEY] = False
+    if version is None:  # another tab took the class over, or it is gone (the toggle is set off on the next run)
+        st.session_state[_DEMOTED] = True
         st.session_state[_LOST] = code
         return
     st.session_state[_PUBLISHED], st.session_state[_BEAT_AT] = text, now
