@@ -186,6 +186,7 @@ def test_a_questions_histogram_counts_each_student_once(browser, class_url):
             for student in (s1, s2):
                 expect(sidebar(student).get_by_text("Which layer sees the subject?")).to_be_visible(
                     timeout=FOLLOW_TIMEOUT)
+            shots(s2, "class_student_question")
             answer(s1, "layer 1")
             answer(s2, "both")
             # a second answer from the same tab is not offered, and would not be counted
