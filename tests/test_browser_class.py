@@ -189,8 +189,10 @@ def test_a_questions_histogram_counts_each_student_once(browser, class_url):
             shots(s2, "class_student_question")
             answer(s1, "layer 1")
             answer(s2, "both")
-            # a second answer from the same tab is not offered, and would not be counted
+            # a second answer from the same browser is not offered, even after a reload, and would not be counted
             assert sidebar(s1).get_by_role("button", name="Answer", exact=True).count() == 0
+            s1.reload()
+            expect(sidebar(s1).get_by_text("Your answer is in")).to_be_visible(timeout=FOLLOW_TIMEOUT)
             leader.wait_for_function(
                 """() => { const el = document.querySelector('[data-testid="stSidebar"] .js-plotly-plot');
                            return el && el._fullData && Array.from(el._fullData[0].x).join() === '0,1,1'; }""",

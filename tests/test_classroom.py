@@ -369,3 +369,13 @@ def test_a_second_tab_with_the_key_takes_over_and_the_first_is_told(app_test, cl
     first.run()  # ... so it is told, and leads no more
     assert any(f"leads class {code}" in i.value for i in first.info)
     assert first.toggle(key="class_lead").value is False and not first.exception
+
+
+def test_a_browsers_student_id_is_stable_anonymous_and_unlinked_by_a_restart(db):
+    store = ClassStore.open_for_server(db)
+    a = store.student_id("eebdeebf87ed4759212915cb3c83357e")
+    assert a == store.student_id("eebdeebf87ed4759212915cb3c83357e") != store.student_id("00" * 16)
+    assert len(a) == 16 and a not in "eebdeebf87ed4759212915cb3c83357e"
+    assert ClassStore(db).student_id("eebdeebf87ed4759212915cb3c83357e") == a  # the other process agrees
+    store._db.execute("UPDATE servers SET pid = 999999999 - pid")
+    assert ClassStore.open_for_server(db).student_id("eebdeebf87ed4759212915cb3c83357e") != a

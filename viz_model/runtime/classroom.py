@@ -55,6 +55,7 @@ QUESTION_KINDS = ("attention", "rope", "free")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS servers (pid INTEGER PRIMARY KEY, started REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS classes (
     code TEXT PRIMARY KEY, created REAL NOT NULL, leader TEXT, leader_seen REAL NOT NULL,
     page TEXT, view TEXT NOT NULL DEFAULT '{}', version INTEGER NOT NULL DEFAULT 0);
@@ -182,12 +183,22 @@ class ClassStore:
             pids = [p for (p,) in db.execute("SELECT pid FROM servers") if p != os.getpid()]
             alive = [p for p in pids if _pid_alive(p)]
             if not alive:
-                for table in ("classes", "followers", "questions", "answers", "servers"):
+                for table in ("classes", "followers", "questions", "answers", "servers", "meta"):
                     db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed table names)
             else:
                 db.execute(f"DELETE FROM servers WHERE pid NOT IN ({','.join('?' * len(alive))})", alive)
             db.execute("INSERT OR REPLACE INTO servers VALUES (?, ?)", (os.getpid(), store.clock()))
         return store
+
+    def student_id(self, browser_token: str) -> str:
+        """An anonymous id for a browser from a secret it already holds (its XSRF token): keyed by this store's own
+        random salt, so a reload keeps the id (one answer per browser, not per tab) while the id tells nothing about
+        the token, and a restart (a new salt) unlinks it."""
+        if not getattr(self, "_salt", None):
+            with self._tx() as db:
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('salt', ?)", (secrets.token_hex(16),))
+                (self._salt,) = db.execute("SELECT v FROM meta WHERE k = 'salt'").fetchone()
+        return hmac.new(self._salt.encode(), browser_token.encode(), hashlib.sha256).hexdigest()[:16]
 
     def close(self) -> None:
         with self._lock:

@@ -52,7 +52,7 @@ KEY_BOX, LEAD_KEY, FOLLOW_KEY, CODE_BOX = "class_key", "class_lead", "class_foll
 _TAB, _CODE, _INSTRUCTOR, _KEY_BAD = "_class_tab", "_class_code", "_class_instructor", "_class_key_bad"
 _PAGE, _APPLIED, _PUBLISHED, _ON_OWN = "_class_page", "_class_applied", "_class_published", "_class_on_own"
 _GONE, _ERROR, _SEEN_AT, _BEAT_AT = "_class_gone", "_class_error", "_class_seen_at", "_class_beat_at"
-_LOST, _DEMOTED = "_class_lost", "_class_demoted"
+_LOST, _DEMOTED, _STUDENT = "_class_lost", "_class_demoted", "_class_student"
 _pages: dict[str, Any] = {}  # url path -> st.Page, set by app.py (the same for every session)
 
 
@@ -68,6 +68,25 @@ def enabled() -> bool:
 
 def tab_id() -> str:
     return st.session_state.setdefault(_TAB, new_id())
+
+
+def student_id() -> str:
+    """This browser's anonymous id in the class: from Streamlit's XSRF cookie (the token under its per-request mask
+    is the same for every tab and reload of one browser), hashed with the store's salt; the tab's random id where
+    there is no such cookie."""
+    sid = st.session_state.get(_STUDENT)
+    if sid is None:
+        token = None
+        try:
+            parts = (st.context.cookies.get("_streamlit_xsrf") or "").split("|")
+            if len(parts) == 4 and parts[0] == "2":
+                mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+                token = bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex() if mask else None
+        except (ValueError, AttributeError):
+            token = None
+        sid = store().student_id(token) if token else tab_id()
+        st.session_state[_STUDENT] = sid
+    return sid
 
 
 def leading() -> bool:
@@ -234,7 +253,7 @@ def _student_seen(code: str) -> bool:
     if now - st.session_state.get(_SEEN_AT, 0.0) < SEEN_EVERY_S:
         return True
     st.session_state[_SEEN_AT] = now
-    return store().seen(code, tab_id(), bool(st.session_state.get(FOLLOW_KEY)))
+    return store().seen(code, student_id(), bool(st.session_state.get(FOLLOW_KEY)))
 
 
 def _follow_step(view: ClassView, in_fragment: bool) -> None:
@@ -555,11 +574,11 @@ def _question(code: str, view: ClassView) -> None:
                                 for i, (c, n) in enumerate(zip(q.choices, counts))))
         st.caption(chart.literal(_model_answer_text(q.choices, q.answer)))
         return
-    if store().has_answered(code, q.qid, tab_id()):
+    if store().has_answered(code, q.qid, student_id()):
         st.caption("Your answer is in (anonymous). Wait for the reveal.")
         return
     pick = st.radio("Your answer", list(range(len(q.choices))), index=None, key=f"class_pick_{q.qid}",
                     format_func=lambda i: chart.literal(q.choices[i]))  # a typed choice shows as typed
     if st.button("Answer", key=f"class_answer_{q.qid}", disabled=pick is None):
-        store().answer(code, q.qid, tab_id(), int(pick))
+        store().answer(code, q.qid, student_id(), int(pick))
         st.rerun(scope="fragment")
