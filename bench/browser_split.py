@@ -72,7 +72,7 @@ async def main_async(args) -> str:
         procs.kill_all()
     med = statistics.median
     lines = [f"Explorer, type a sentence of {args.words} words, one Chromium tab per model on one server, no other "
-             f"load; median (max) of {len(sentences)} sentences. GPT-2 small is “{label}”.", "",
+             f"student; median (max) of {len(sentences)} sentences. GPT-2 small is “{label}”.", "",
              "| model | server caches | finished ms | drawn ms |", "|---|---|---|---|"]
     for (name, state), v in rows.items():
         lines.append(f"| {name} | {state} | {1000 * med(f for f, _ in v):.0f} ({1000 * max(f for f, _ in v):.0f}) | "
