@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import threading
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -46,12 +47,22 @@ def literal(words: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$:])", r"\\\1", str(words))
 
 
+# A cached figure is one object for every session, and Plotly builds a fast_figure's trace objects from its dicts on
+# the first read of .data (popping keys as it goes): two sessions reading a new figure at once failed with
+# KeyError('type') or "dictionary changed size" (class mode's bench, 60 followers). The first reads of a figure, its
+# summary and its dict, take this lock; once both are kept on the figure, reads are plain reads.
+_FIRST_READ = threading.RLock()
+
+
 def _summary(fig: go.Figure) -> str:
     """figures.describe.summary, once per figure object (the cached figures are shown on every rerun)."""
     words = fig.__dict__.get("_lab_summary")
     if words is None:
-        words = summary(fig)
-        object.__setattr__(fig, "_lab_summary", words)  # the figure is never changed after it is shown
+        with _FIRST_READ:
+            words = fig.__dict__.get("_lab_summary")
+            if words is None:
+                words = summary(fig)
+                object.__setattr__(fig, "_lab_summary", words)  # the figure is never changed after it is shown
     return words
 
 
@@ -102,6 +113,14 @@ class _Serialized(BaseFigure):
     def __init__(self, fig: go.Figure):  # BaseFigure.__init__ not called (see above)
         spec = fig.__dict__.get("_lab_dict")
         if spec is None:
+            with _FIRST_READ:
+                spec = self._first(fig)
+        object.__setattr__(self, "_spec", spec)
+
+    @staticmethod
+    def _first(fig: go.Figure) -> dict:
+        spec = fig.__dict__.get("_lab_dict")
+        if spec is None:
             spec = fig.to_dict()
             if any(t.get("type") == "heatmap" and t.get("texttemplate") and t.get("text") is not None
                    for t in spec["data"]):  # numbers on cells in black or white per cell (a copy: the figure stays)
@@ -109,7 +128,7 @@ class _Serialized(BaseFigure):
             else:  # what the validating copy gave, without validating every property again (the 48 heatmaps
                 spec = _as_validated(spec)  # of GPT-2's grid page: 46 ms of a 220 ms Explorer rerun)
             object.__setattr__(fig, "_lab_dict", spec)  # the figure is never changed after it is shown
-        object.__setattr__(self, "_spec", spec)
+        return spec
 
     def to_dict(self) -> dict:
         return self._spec
