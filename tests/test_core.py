@@ -313,3 +313,33 @@ def test_scaled_rope_model_runs_and_changes_attention():
     a = base(x, trace=True).trace.layers[0].probs
     b = scaled(x, trace=True).trace.layers[0].probs
     assert (a - b).abs().max() > 1e-4
+
+
+def test_eval_mode_restores_the_models_own_mode_even_after_an_error():
+    from viz_model.model import eval_mode
+
+    model = TinyTransformer(ModelConfig(vocab_size=16, dropout=0.1)).train()
+    with eval_mode(model):
+        assert not model.training and not any(m.training for m in model.modules())
+    assert model.training
+    with pytest.raises(RuntimeError), eval_mode(model):
+        raise RuntimeError("inside")
+    assert model.training
+    model.eval()
+    with eval_mode(model, training=True):
+        assert model.training
+    assert not model.training
+
+
+def test_trace_stack_and_allowed_are_the_layers_own_tensors():
+    model = TinyTransformer(ModelConfig(vocab_size=16)).eval()
+    trace = model(torch.randint(5, 16, (2, 6)), trace=True).trace
+    probs = trace.stack("probs")
+    assert probs.shape == (model.config.n_layers, 2, model.config.n_heads, 6, 6) and probs.device.type == "cpu"
+    assert torch.equal(probs[1], trace.layers[1].probs.float())
+    allowed = trace.allowed(0)
+    assert allowed.shape == (2, model.config.n_heads, 6, 6)
+    assert torch.equal(allowed[0, 0], torch.tril(torch.ones(6, 6, dtype=torch.bool)))  # causal
+    partial = model(torch.randint(5, 16, (1, 6)), trace_layers=(1,)).trace
+    with pytest.raises(ValueError):
+        partial.stack("probs")

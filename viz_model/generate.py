@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from viz_model.attention import LayerTrace
-from viz_model.model import TinyTransformer
+from viz_model.model import TinyTransformer, eval_mode
 
 EOS_ID = 3  # <eos> in every tokenizer of this project (tokenizer.SPECIAL_TOKENS)
 
@@ -246,16 +246,14 @@ def greedy_ids(model: TinyTransformer, ids: Sequence[int], max_new_tokens: int, 
     """The one greedy loop for training samples and the Train page: the argmax continuation of `ids` (without
     them), stopping before <eos> or at the context length. Unlike generate() it has no KV cache and re-reads the
     whole sequence each step, so it also runs a model trained without the causal mask (the no-mask demo)."""
-    was_training = model.training
-    model.eval()
-    seq, new = [int(i) for i in ids], []
-    while len(new) < max_new_tokens and len(seq) < model.config.max_len:
-        nxt = int(model(torch.tensor([seq], device=model.device)).logits[0, -1].argmax())
-        if nxt == eos_id:
-            break
-        seq.append(nxt)
-        new.append(nxt)
-    model.train(was_training)
+    with eval_mode(model):
+        seq, new = [int(i) for i in ids], []
+        while len(new) < max_new_tokens and len(seq) < model.config.max_len:
+            nxt = int(model(torch.tensor([seq], device=model.device)).logits[0, -1].argmax())
+            if nxt == eos_id:
+                break
+            seq.append(nxt)
+            new.append(nxt)
     return new
 
 

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from viz_model.model import eval_mode
 from viz_model.rnn import RecurrentLM
 
 # A forward hook and eval() act on the module itself, which the app's sessions share: a second thread's hook would
@@ -70,16 +71,13 @@ def gradient_norms(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 
 def _gradient_norms(model: nn.Module, ids: torch.Tensor, capture, captured: list[torch.Tensor]) -> torch.Tensor:
     handle = model.tok_emb.register_forward_hook(capture)
-    was_training = model.training
-    model.eval()
     try:
-        with torch.enable_grad():
+        with eval_mode(model), torch.enable_grad():
             logits = model(ids).logits[:, -1].float()  # (B, vocab)
             loss = F.cross_entropy(logits, logits.argmax(-1).detach(), reduction="sum")
             (grad,) = torch.autograd.grad(loss, captured[0])  # (B, T, d_model)
     finally:
         handle.remove()
-        model.train(was_training)
     return grad.norm(dim=-1).detach().cpu()  # (B, T)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from viz_model.data import TaskData, pronoun_examples, toy_example
-from viz_model.model import TinyTransformer
+from viz_model.model import TinyTransformer, eval_mode
 
 ROLES = ("previous-token", "first-token", "self", "coreference", "induction")
 # A head earns a role when its score clears the bar; the role with the largest score/bar ratio wins.
@@ -36,11 +36,9 @@ def _probs(model: TinyTransformer, seqs: list[list[int]], pad_id: int) -> torch.
     ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
         ids[i, : len(s)] = torch.tensor(s)
-    was_training = model.training
-    model.eval()
-    trace = model(ids.to(model.device), trace=True).trace
-    model.train(was_training)
-    return torch.stack([lt.probs.float().cpu() for lt in trace.layers])
+    with eval_mode(model):
+        trace = model(ids.to(model.device), trace=True).trace
+    return trace.stack("probs")  # (L, B, H, T, T)
 
 
 def positional_scores(probs: torch.Tensor, lengths: list[int]) -> dict[str, torch.Tensor]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from viz_model.model import IGNORE_INDEX, TinyTransformer
+from viz_model.model import IGNORE_INDEX, TinyTransformer, eval_mode
 from viz_model.tokenizer import MASK, SPECIAL_TOKENS, display_token, encode
 
 N_SPECIAL = len(SPECIAL_TOKENS)  # ids 0..4 are <pad> <unk> <bos> <eos> <mask> in every tokenizer here
@@ -72,11 +72,9 @@ def run_masked(model: TinyTransformer, tokenizer, text: str, top_k: int = 5, tra
         raise ValueError("there is nothing to fill in: write <mask> where a word should be predicted.")
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}.")
-    was_training = model.training
-    model.eval()
-    x = torch.tensor([ids], device=model.device)  # (1, T)
-    out = model(x, trace=trace)
-    model.train(was_training)
+    with eval_mode(model):
+        x = torch.tensor([ids], device=model.device)  # (1, T)
+        out = model(x, trace=trace)
     probs = torch.softmax(out.logits[0, positions].float(), dim=-1).cpu()  # (n_masks, V)
     top = torch.topk(probs, min(top_k, probs.shape[-1]), dim=-1)
     fills = [[(display_token(tokenizer, int(i)), float(p)) for p, i in zip(ps, ix)]

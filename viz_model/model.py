@@ -9,8 +9,9 @@ the last traced layer (nothing on screen depends on them: for GPT-2 small at T =
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -78,6 +79,17 @@ class Trace:
     rope_angles: torch.Tensor | None = None  # (T, d_k/2) m * theta_i when RoPE is used
     positions: torch.Tensor | None = None    # (T,) absolute positions of this pass
 
+    def stack(self, name: str = "probs") -> torch.Tensor:
+        """One internal of every layer stacked, as float32 on the CPU: probs -> (L, B, H, T, T)."""
+        if any(lt is None for lt in self.layers):
+            raise ValueError("some layers were not traced (trace_layers): stack the traced ones from .layers.")
+        return torch.stack([getattr(lt, name).detach().float().cpu() for lt in self.layers])
+
+    def allowed(self, layer: int = 0) -> torch.Tensor:
+        """Where a query may attend in `layer`: (B, H, T, Tk) bool, True = the mask lets it through."""
+        lt = self.layers[layer]
+        return torch.isfinite(lt.mask).expand(lt.probs.shape)
+
 
 @dataclass
 class ModelOutput:
@@ -85,6 +97,18 @@ class ModelOutput:
     loss: torch.Tensor | None = None
     trace: Trace | None = None
     cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None  # per layer (k, v), (B, n_kv_heads, T, d_k)
+
+
+@contextlib.contextmanager
+def eval_mode(model: nn.Module, training: bool = False) -> Iterator[nn.Module]:
+    """The model in eval mode (or train mode with training=True) inside the block, its own mode restored after,
+    also when the block raises."""
+    was_training = model.training
+    model.train(training)
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 class BlockOutput(NamedTuple):

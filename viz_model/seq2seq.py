@@ -27,7 +27,7 @@ from viz_model import masks
 from viz_model.attention import LayerTrace
 from viz_model.config import ModelConfig, _check_int
 from viz_model.generate import GenStep, Sampling, decode_loop, last_rows
-from viz_model.model import IGNORE_INDEX, Block, SequenceModel, lm_loss, make_norm
+from viz_model.model import IGNORE_INDEX, Block, SequenceModel, eval_mode, lm_loss, make_norm
 
 KV = tuple[torch.Tensor, torch.Tensor]
 
@@ -242,21 +242,19 @@ def greedy_batch(model: Seq2SeqTransformer, sources: Sequence[Sequence[int]], *,
     src = torch.full((len(sources), max(len(s) for s in sources)), pad, dtype=torch.long)
     for i, s in enumerate(sources):
         src[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
-    was_training = model.training
-    model.eval()
-    state = model.encode(src.to(model.device))  # (B, T_src) right-padded: padding masked in both attentions
-    feed = torch.full((len(sources), 1), bos_id, dtype=torch.long, device=model.device)  # (B, 1)
-    out_ids, cache = [], None
-    done = torch.zeros(len(sources), dtype=torch.bool, device=model.device)
-    for _ in range(min(max_new_tokens, model.config.max_len - 1)):
-        out = model.decode(feed, state, past=cache, use_cache=True)
-        feed = out.logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
-        out_ids.append(feed[:, 0])
-        done |= feed[:, 0] == eos_id
-        cache = out.cache
-        if bool(done.all()):
-            break
-    model.train(was_training)
+    with eval_mode(model):
+        state = model.encode(src.to(model.device))  # (B, T_src) right-padded: padding masked in both attentions
+        feed = torch.full((len(sources), 1), bos_id, dtype=torch.long, device=model.device)  # (B, 1)
+        out_ids, cache = [], None
+        done = torch.zeros(len(sources), dtype=torch.bool, device=model.device)
+        for _ in range(min(max_new_tokens, model.config.max_len - 1)):
+            out = model.decode(feed, state, past=cache, use_cache=True)
+            feed = out.logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
+            out_ids.append(feed[:, 0])
+            done |= feed[:, 0] == eos_id
+            cache = out.cache
+            if bool(done.all()):
+                break
     rows = torch.stack(out_ids, 1).tolist() if out_ids else [[] for _ in sources]  # (B, steps)
     return [row[: row.index(eos_id)] if eos_id in row else row for row in rows]
 
@@ -293,14 +291,12 @@ def translate(model: Seq2SeqTransformer, tokenizer, text: str, max_new_tokens: i
               strategy: Sampling | str = "greedy", seed: int = 0) -> Translation:
     """Translate `text` token by token (greedy unless a Sampling is given), keeping the cross-attention rows."""
     ids, labels, unknown = encode_source(model, tokenizer, text)
-    was_training = model.training
-    model.eval()
-    t0 = time.perf_counter()
-    steps = list(decode_steps(model, ids, strategy=strategy, max_new_tokens=max_new_tokens, seed=seed,
-                              use_cache=use_cache, tokenizer=tokenizer, bos_id=tokenizer.token_to_id("<bos>"),
-                              eos_id=tokenizer.token_to_id("<eos>")))
-    seconds = time.perf_counter() - t0
-    model.train(was_training)
+    with eval_mode(model):
+        t0 = time.perf_counter()
+        steps = list(decode_steps(model, ids, strategy=strategy, max_new_tokens=max_new_tokens, seed=seed,
+                                  use_cache=use_cache, tokenizer=tokenizer, bos_id=tokenizer.token_to_id("<bos>"),
+                                  eos_id=tokenizer.token_to_id("<eos>")))
+        seconds = time.perf_counter() - t0
     kept = steps[:-1] if steps[-1].step.stop_reason == "eos" else steps
     cross = (torch.stack([d.cross_attention for d in kept], dim=2) if kept  # (L, H, T_tgt, T_src)
              else torch.zeros(model.config.n_layers, model.config.n_heads, 0, len(ids)))

@@ -39,7 +39,7 @@ from viz_model.data import (
 from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
 from viz_model.mlm import fill_mask
-from viz_model.model import TinyTransformer
+from viz_model.model import TinyTransformer, eval_mode
 from viz_model.rnn import RECURRENT_KINDS, RecurrentLM
 from viz_model.seq2seq import (
     Seq2SeqConfig,
@@ -336,6 +336,7 @@ class Trainer:
             return cross_attention_snapshot(self.model, self.tokenizer, probe_text("translate"), self.step_count)
         ids, labels = encode_words(self.tokenizer, probe_text(self.config.task))
         trace = run_traced(self.model, ids)
+        # a recurrent model's trace has no attention layers: an empty list
         return AttentionSnapshot(self.step_count, labels, [lt.probs[0].detach().float().cpu() for lt in trace.layers])
 
 
@@ -358,11 +359,9 @@ def cross_attention_snapshot(model: Seq2SeqTransformer, tokenizer, source: str, 
     src, labels, _ = encode_source(model, tokenizer, source)
     target = [tokenizer.token_to_id(w) for w in reference_translation(source)[0].split()]
     bos, eos = tokenizer.token_to_id("<bos>"), tokenizer.token_to_id("<eos>")
-    was_training = model.training
-    model.eval()
-    out = model(torch.tensor([src], device=model.device), torch.tensor([[bos, *target]], device=model.device),
-                trace=True)
-    model.train(was_training)
+    with eval_mode(model):
+        out = model(torch.tensor([src], device=model.device), torch.tensor([[bos, *target]], device=model.device),
+                    trace=True)
     rows = [tokenizer.id_to_token(i) for i in (*target, eos)]
     return AttentionSnapshot(step, labels, [lt.probs[0].float().cpu() for lt in out.trace.cross], query_tokens=rows)
 
@@ -376,29 +375,25 @@ def encode_words(tokenizer, text: str, bos: bool = True) -> tuple[torch.Tensor, 
 
 @torch.no_grad()
 def run_traced(model: TinyTransformer, ids: torch.Tensor):
-    was_training = model.training
-    model.eval()
-    out = model(ids.to(model.device), trace=True)
-    model.train(was_training)
+    with eval_mode(model):
+        out = model(ids.to(model.device), trace=True)
     return out.trace
 
 
 @torch.no_grad()
 def evaluate(model: TinyTransformer, data: TaskData) -> tuple[float, float]:
     """(mean held-out loss per scored token, next-token accuracy) — deterministic for a model."""
-    was_training = model.training
-    model.eval()
-    total, correct, count = 0.0, 0, 0
-    pad = model.config.pad_id
-    for batch in data.heldout_batches():
-        targets = batch.targets.to(model.device)
-        logits = model_output(model, batch, model.device, targets=False).logits.float()
-        keep = targets != pad
-        lp = torch.log_softmax(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
-        total += float(-lp[keep].sum())
-        correct += int((logits.argmax(-1) == targets)[keep].sum())
-        count += int(keep.sum())
-    model.train(was_training)
+    with eval_mode(model):
+        total, correct, count = 0.0, 0, 0
+        pad = model.config.pad_id
+        for batch in data.heldout_batches():
+            targets = batch.targets.to(model.device)
+            logits = model_output(model, batch, model.device, targets=False).logits.float()
+            keep = targets != pad
+            lp = torch.log_softmax(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
+            total += float(-lp[keep].sum())
+            correct += int((logits.argmax(-1) == targets)[keep].sum())
+            count += int(keep.sum())
     return total / max(count, 1), correct / max(count, 1)
 
 
@@ -407,17 +402,15 @@ def accuracy_by_distance(model: torch.nn.Module, tokenizer, distances: Sequence[
                          seed: int = 0) -> dict[int, float]:
     """Recall accuracy at each distance: n held-out 'key filler.. : ?' inputs per distance, the share whose
     last prediction is the key (chance 1/16). Deterministic for (distances, n, seed)."""
-    was_training = model.training
-    model.eval()
-    out = {}
-    for d in distances:
-        rng = random.Random(20_000 + 1_009 * seed + int(d))  # never the training stream's seeds
-        exs = [recall_example(rng, int(d)) for _ in range(n)]
-        ids = torch.tensor([[tokenizer.token_to_id(w) for w in ("<bos>", *ex.words[:-1])] for ex in exs])
-        keys = torch.tensor([tokenizer.token_to_id(ex.words[-1]) for ex in exs])      # (n,)
-        guess = model(ids.to(model.device)).logits[:, -1].argmax(-1).cpu()             # (n,)
-        out[int(d)] = float((guess == keys).float().mean())
-    model.train(was_training)
+    with eval_mode(model):
+        out = {}
+        for d in distances:
+            rng = random.Random(20_000 + 1_009 * seed + int(d))  # never the training stream's seeds
+            exs = [recall_example(rng, int(d)) for _ in range(n)]
+            ids = torch.tensor([[tokenizer.token_to_id(w) for w in ("<bos>", *ex.words[:-1])] for ex in exs])
+            keys = torch.tensor([tokenizer.token_to_id(ex.words[-1]) for ex in exs])      # (n,)
+            guess = model(ids.to(model.device)).logits[:, -1].argmax(-1).cpu()             # (n,)
+            out[int(d)] = float((guess == keys).float().mean())
     return out
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from viz_model import data
-from viz_model.model import TinyTransformer
+from viz_model.model import TinyTransformer, eval_mode
 from viz_model.tokenizer import MASK
 
 SINGULAR_VERBS = frozenset(v[0] for v in data.AGREE_VERBS)  # is, was, seems, looks
@@ -42,10 +42,8 @@ def masked_probs(model: TinyTransformer, tokenizer, items: list[tuple[list[str],
             ids[p] = mask_id
         seqs.append([bos, *ids, eos])
     ids = data.pad_right(seqs, pad).to(model.device)  # (N, T)
-    was_training = model.training
-    model.eval()
-    logits = model(ids, key_padding_mask=ids != pad).logits.float()  # (N, T, V)
-    model.train(was_training)
+    with eval_mode(model):
+        logits = model(ids, key_padding_mask=ids != pad).logits.float()  # (N, T, V)
     probs = torch.softmax(logits, dim=-1).cpu()
     return [probs[i, [p + 1 for p in positions]] for i, (_, positions) in enumerate(items)]  # +1 for <bos>
 
@@ -186,10 +184,8 @@ def attention_weight(model: TinyTransformer, tokenizer, text: str, query: str, k
     if query not in words or key not in words:
         raise ValueError(f"the sentence must contain both '{query}' and '{key}'.")
     ids = sentence_ids(tokenizer, words)
-    was_training = model.training
-    model.eval()
-    trace = model(torch.tensor([ids], device=model.device), trace=True).trace
-    model.train(was_training)
+    with eval_mode(model):
+        trace = model(torch.tensor([ids], device=model.device), trace=True).trace
     q, k = words.index(query) + 1, words.index(key) + 1  # +1 for <bos>
     weight = torch.stack([lt.probs[0, :, q, k] for lt in trace.layers]).float().cpu()  # (L, H)
     return LookAhead(["<bos>", *words, "<eos>"], q, k, weight)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from viz_model import data
+from viz_model.model import eval_mode
 from viz_model.seq2seq import Seq2SeqTrace, Seq2SeqTransformer, decode_steps, encode_source, greedy_batch, guided_head
 
 
@@ -79,10 +80,8 @@ def teacher_forced(model: Seq2SeqTransformer, tokenizer, source: str) -> Teacher
     target, alignment = data.reference_translation(source)
     src, labels, _ = encode_source(model, tokenizer, source)
     tgt = [tokenizer.token_to_id("<bos>"), *(tokenizer.token_to_id(w) for w in target.split())]
-    was_training = model.training
-    model.eval()
-    out = model(torch.tensor([src], device=model.device), torch.tensor([tgt], device=model.device), trace=True)
-    model.train(was_training)
+    with eval_mode(model):
+        out = model(torch.tensor([src], device=model.device), torch.tensor([tgt], device=model.device), trace=True)
     cross = torch.stack([lt.probs[0] for lt in out.trace.cross]).float().cpu()  # (L, H, T_tgt, T_src)
     return TeacherForced(labels, [*target.split(), "<eos>"], alignment, out.trace, cross)
 
@@ -97,10 +96,8 @@ def alignment_scores(model: Seq2SeqTransformer, tokenizer, sentences: list[str],
     sources = [[*(tokenizer.token_to_id(w) for w in data.source_words(s)), eos] for s in sentences]
     src = data.pad_right(sources, pad)
     tgt = data.pad_right([[bos, *(tokenizer.token_to_id(w) for w in t.split())] for t, _ in pairs], pad)
-    was_training = model.training
-    model.eval()
-    trace = model(src.to(model.device), tgt.to(model.device), trace=True).trace
-    model.train(was_training)
+    with eval_mode(model):
+        trace = model(src.to(model.device), tgt.to(model.device), trace=True).trace
     cross = torch.stack([lt.probs for lt in trace.cross], 1).float().cpu()  # (B, L, H, T_tgt, T_src)
     hits = torch.zeros(cross.shape[1:3])
     for b, (_, alignment) in enumerate(pairs):
@@ -210,16 +207,15 @@ def decode_timing(model: Seq2SeqTransformer, tokenizer, text: str, max_new_token
     ids, _, _ = encode_source(model, tokenizer, text)
     kw = dict(max_new_tokens=max_new_tokens, attention=False, bos_id=tokenizer.token_to_id("<bos>"),
               eos_id=tokenizer.token_to_id("<eos>"))
-    was_training = model.training
-    model.eval()
-    runs = {}
-    for reuse in (True, False):
-        t0 = time.perf_counter()
-        runs[reuse] = [d.step.token_id for d in decode_steps(model, ids, use_cache=reuse, reuse_encoder=reuse, **kw)]
-        runs[reuse, "s"] = time.perf_counter() - t0
-    with torch.no_grad():
-        shape = tuple(model.encode(torch.tensor([ids], device=model.device)).cross_kv[0][0].shape)
-    model.train(was_training)
+    with eval_mode(model):
+        runs = {}
+        for reuse in (True, False):
+            t0 = time.perf_counter()
+            steps = decode_steps(model, ids, use_cache=reuse, reuse_encoder=reuse, **kw)
+            runs[reuse] = [d.step.token_id for d in steps]
+            runs[reuse, "s"] = time.perf_counter() - t0
+        with torch.no_grad():
+            shape = tuple(model.encode(torch.tensor([ids], device=model.device)).cross_kv[0][0].shape)
     return DecodeTiming(len(runs[True]), runs[True, "s"], runs[False, "s"], runs[True] == runs[False], shape)
 
 

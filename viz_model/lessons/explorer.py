@@ -52,7 +52,7 @@ def layer_check(model: TinyTransformer, x: torch.Tensor, lt: LayerTrace, layer: 
     B, H, T, d_k = head_out.shape
     concat = lt.head_out.transpose(1, 2).reshape(B, T, H * d_k)            # (B, T, d_model)
     out = model.blocks[layer].attn.out(concat)
-    allowed = torch.isfinite(lt.mask).expand_as(lt.probs)
+    allowed = torch.isfinite(lt.mask).expand_as(lt.probs)  # (Trace.allowed, from a layer trace alone)
     return {
         "qkv": max((a - b).abs().max().item() for a, b in ((q, lt.q), (k, lt.k), (v, lt.v))),
         "scores": (scores - lt.scores).abs().max().item(),

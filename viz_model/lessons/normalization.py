@@ -12,7 +12,7 @@ from torch import nn
 
 from viz_model.config import NORMS, ModelConfig
 from viz_model.data import TaskData
-from viz_model.model import IGNORE_INDEX, TinyTransformer, make_norm
+from viz_model.model import IGNORE_INDEX, TinyTransformer, eval_mode, make_norm
 from viz_model.train import DivergedEvent, StepEvent, TrainConfig, Trainer
 
 Progress = Callable[[float], None] | None
@@ -198,12 +198,10 @@ def batch_independence(model: TinyTransformer, ids: torch.Tensor, targets: torch
     other = ids.clone()
     gen = torch.Generator().manual_seed(seed)
     other[1] = torch.randint(1, model.config.vocab_size, (ids.shape[1],), generator=gen).to(model.device)
-    was_training = model.training
-    model.train(training)
-    with torch.no_grad():
-        out = model(ids, targets=targets, trace=True)
-        changed = model(other, trace=True).logits
-    model.train(was_training)
+    with eval_mode(model, training=training):
+        with torch.no_grad():
+            out = model(ids, targets=targets, trace=True)
+            changed = model(other, trace=True).logits
     layer = out.trace.layers[0]
     flat = targets.masked_fill(targets == pad, IGNORE_INDEX)
     losses = F.cross_entropy(out.logits.transpose(1, 2), flat, ignore_index=IGNORE_INDEX, reduction="none")  # (N, T)
@@ -265,10 +263,8 @@ class ResidualStream:
 def residual_stream(model: TinyTransformer, data: TaskData) -> ResidualStream:
     """How much of the input survives each block: pre-norm adds F(LN(x)) to an untouched x (the bypass keeps
     x_0, so its norm grows and the cosine stays high); post-norm re-normalises the sum after every block."""
-    was_training = model.training
-    model.eval()
-    trace = model(data.batch(0).ids.to(model.device), trace=True).trace
-    model.train(was_training)
+    with eval_mode(model):
+        trace = model(data.batch(0).ids.to(model.device), trace=True).trace
     x0 = trace.embeddings + trace.positional                 # (B, T, d)
     norms = [float(x.norm(dim=-1).mean()) for x in trace.residual]
     cos = [float(F.cosine_similarity(x, x0, dim=-1).mean()) for x in trace.residual]

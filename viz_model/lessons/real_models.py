@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from viz_model.heads import roles_json
-from viz_model.model import TinyTransformer
+from viz_model.model import TinyTransformer, eval_mode
 
 if TYPE_CHECKING:  # lessons import torch only; the tokenizer is passed in
     from tokenizers import Tokenizer
@@ -52,10 +52,8 @@ def role_scores_on_ids(model: TinyTransformer, ids: torch.Tensor, half: int) -> 
     """Every REAL_ROLES score for every head, (L, H) each, from sequences built by repeated_random_ids."""
     B, T = ids.shape
     offset = T - 2 * half  # 1 with a <bos>, else 0
-    was_training = model.training
-    model.eval()
-    trace = model(ids.to(model.device), trace=True).trace
-    model.train(was_training)
+    with eval_mode(model):
+        trace = model(ids.to(model.device), trace=True).trace
     probs = torch.stack([layer.probs.float().cpu() for layer in trace.layers])  # (L, B, H, T, T)
     t = torch.arange(1, T)
     q = torch.arange(offset + half, T)  # second copy

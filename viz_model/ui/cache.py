@@ -77,8 +77,7 @@ def _trace(_model, key: str, _ids: tuple[int, ...], _attn_mask: bytes | None, _s
         data = {n: stack(lambda i, n=n: getattr(tr.layers[i], n)[0])
                 for n in ("q", "k", "v", "scores", "probs", "head_out", "attn_out")}  # (L, H, T, .), (L, T, d_model)
         data["x_in"] = stack(lambda i: lesson.attention_input(model, tr, i)[0])
-        first = tr.layers[traced[0]]
-        data["allowed"] = torch.isfinite(first.mask).expand(first.probs.shape)[0, 0].cpu().numpy()
+        data["allowed"] = tr.allowed(traced[0])[0, 0].cpu().numpy()
         data["entropy"] = lesson.row_entropy(torch.from_numpy(data["probs"])).numpy()  # (L, H, T)
         data["scale"] = lesson.score_scale(model, _scale_scores, _temperature)
         data["layers"], data["n_layers"] = tuple(traced), n_layers

@@ -159,7 +159,7 @@ def _run(ckpt: Checkpoint, text: str, top_k: int) -> dict:
     run = run_masked(ckpt.model, ckpt.tokenizer, text, top_k=top_k, trace=True)
     unk = ckpt.tokenizer.token_to_id(UNK)
     tokens = [UNK if int(i) == unk else t for t, i in zip(run.tokens, run.ids.tolist())]
-    attention = np.stack([lt.probs[0].float().cpu().numpy() for lt in run.trace.layers])  # (L, H, T, T)
+    attention = run.trace.stack("probs")[:, 0].numpy()  # (L, H, T, T)
     return dict(tokens=tokens, positions=run.mask_positions, fills=run.fills, probs=run.probs.numpy(),
                 attention=attention, text=text)
 

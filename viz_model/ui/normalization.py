@@ -424,7 +424,7 @@ def batch_facts(_model, key: str, ids: tuple[tuple[int, ...], ...]) -> dict:
     r = lesson.batch_independence(_model, torch.tensor(ids))
     with torch.no_grad():
         trace = _model(torch.tensor(ids, device=_model.device), trace=True).trace
-    probs = torch.stack([lt.probs for lt in trace.layers]).float().cpu().numpy()  # (L, N, H, T, T)
+    probs = trace.stack("probs").numpy()  # (L, N, H, T, T)
     return dict(shapes=r.shapes, mask_shape=r.mask_shape, change=r.sample1_change, mean=r.mean_loss,
                 model_loss=r.model_loss, diff=r.loss_difference, losses=r.token_losses.cpu().numpy(),
                 scored=r.scored.cpu().numpy(), probs=probs)

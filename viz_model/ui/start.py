@@ -53,9 +53,8 @@ def attention_of(ckpt: Checkpoint, ids: tuple[int, ...], layer: int) -> tuple[np
         model = ckpt.model
         with torch.no_grad():
             out = model(torch.tensor([ids], device=model.device), trace_layers=(layer,), logits=False)
-        lt = out.trace.layers[layer]
-        allowed = torch.isfinite(lt.mask).expand(lt.probs.shape)[0, 0].cpu().numpy()
-        return lt.probs[0].float().cpu().numpy(), allowed
+        allowed = out.trace.allowed(layer)[0, 0].cpu().numpy()
+        return out.trace.layers[layer].probs[0].float().cpu().numpy(), allowed
     return cached("start_attention", (input_key(model_id(ckpt), ids), layer), run)
 
 
