@@ -31,3 +31,19 @@ def test_every_subpackage_has_its_layer():
     layers = " ".join(next(c for c in contracts() if c["type"] == "layers")["layers"])
     subpackages = {f"viz_model.{p.parent.name}" for p in (ROOT / "viz_model").glob("*/__init__.py")}
     assert all(s in layers for s in subpackages), sorted(s for s in subpackages if s not in layers)
+
+
+# What lessons of one layer share (not a lesson of its own): the independence contracts leave these out.
+SHARED = {"viz_model.lessons": {"common", "classroom"},
+          "viz_model.figures": {"common", "attention", "colour", "describe", "export"},
+          "viz_model.ui": {"widgets", "share", "chart", "cache", "errors", "sidebar", "models", "presenter", "jobs"},
+          "app_pages": set()}
+
+
+def test_every_lesson_module_is_in_its_layers_independence_contract():
+    """A new lesson module is checked for imports of the other lessons only if its contract names it."""
+    independent = {m for c in contracts() if c["type"] == "independence" for m in c["modules"]}
+    for package, shared in SHARED.items():
+        folder = ROOT / Path(*package.split("."))
+        lessons = {f"{package}.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__" and p.stem not in shared}
+        assert lessons <= independent, f"add to the independence contract: {sorted(lessons - independent)}"

@@ -174,3 +174,14 @@ def png_config(name: str, scale: int = 3) -> dict:
     """st.plotly_chart config: the modebar camera saves a slide-ready PNG named after the view."""
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:80] or "figure"
     return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": safe, "scale": scale}}
+
+
+# -- numbers printed on cells (the Masks panels, the Q/K/V score cells) ---------------------------------------
+PANEL_PX = 210    # one of the four panels in a chart about 940 px wide (the wide layout beside the sidebar)
+CHAR_PX = 8       # a digit of 12 px type is about this wide: a number gets at most this much room per character
+
+
+def shows_text(T: int, chars: int) -> bool:
+    """Whether a panel of T x T cells has room to print `chars`-character labels in every cell. Plotly shrinks cell
+    text to fit its cell, so "−0.53" in 7 columns came out about 6 px high; below this the hover alone tells."""
+    return T <= 12 and PANEL_PX / T >= chars * CHAR_PX

@@ -15,22 +15,13 @@ from viz_model.figures.common import (
     hline,
     layout_dict,
     panel_row,
+    shows_text,
     to_numpy,
     token_labels,
 )
 
 PANELS = ("1. boolean mask (may attend?)", "2. additive mask M (0 / −∞)", "3. scores S + M (before softmax)",
           "4. softmax(S + M) (after)")
-
-
-PANEL_PX = 210    # one of the four panels in a chart about 940 px wide (the wide layout beside the sidebar)
-CHAR_PX = 8       # a digit of 12 px type is about this wide: a number gets at most this much room per character
-
-
-def shows_text(T: int, chars: int) -> bool:
-    """Whether a panel of T x T cells has room to print `chars`-character labels in every cell. Plotly shrinks cell
-    text to fit its cell, so "−0.53" in 7 columns came out about 6 px high; below this the hover alone tells."""
-    return T <= 12 and PANEL_PX / T >= chars * CHAR_PX
 
 
 def _fmt(x: float) -> str:

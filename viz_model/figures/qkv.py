@@ -16,11 +16,11 @@ from viz_model.figures.common import (
     fast_figure,
     layout_dict,
     panel_row,
+    shows_text,
     to_numpy,
     token_labels,
     visible,
 )
-from viz_model.figures.masks import shows_text
 
 POSITIVE, NEGATIVE, WEIGHT = "#c0392b", "#2f6db5", "#3b6fb6"   # the ends of RdBu_r, and the app's bar blue
 SERIES = tuple(COLORWAY[:5])  # colour-blind-safe series (Tableau's orange and green merge under protanopia)

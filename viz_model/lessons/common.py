@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 
 def decimate(n: int, cap: int) -> np.ndarray:
@@ -22,3 +23,17 @@ def fit_slope(Ts: Sequence[int], ys: Sequence[float]) -> float | None:
         return None
     x, y = np.array(pts).T  # (n,), (n,)
     return float(np.polyfit(x, y, 1)[0])
+
+
+# -- causal = one pass, not sequential ------------------------------------------------------------
+@torch.no_grad()
+def prefix_check(model, ids, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """(T,) max |logits_t(full pass) - logits_t(prefix 0..t alone)|, both under `attn_mask` (None: causal)."""
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    ids = (ids[None] if ids.ndim == 1 else ids[:1]).to(model.device)  # (1, T): the first sequence
+    T = ids.shape[1]
+    mask = torch.ones(T, T, dtype=torch.bool).tril() if attn_mask is None else attn_mask.bool()
+    full = model(ids, attn_mask=mask).logits[0]                             # (T, vocab)
+    diffs = [(model(ids[:, : t + 1], attn_mask=mask[: t + 1, : t + 1]).logits[0, t] - full[t]).abs().max()
+             for t in range(T)]
+    return torch.stack(diffs).cpu()

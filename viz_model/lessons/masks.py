@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from viz_model.lessons.common import prefix_check  # noqa: F401  (the Masks page's check: causal = one pass)
 from viz_model.model import TinyTransformer
 
 
@@ -55,19 +56,6 @@ def padding_check(model: TinyTransformer, ids, pad_id: int, replacement: int) ->
     b = model(ids.masked_fill(~real, replacement), key_padding_mask=real).logits
     diff = (a - b).abs().amax(-1)[real]                                     # (n_real,)
     return PaddingCheck(real.cpu(), real[:, 1:].cpu(), diff.max().item(), int(real.sum()))
-
-
-# -- causal = one pass, not sequential ------------------------------------------------------------
-@torch.no_grad()
-def prefix_check(model: TinyTransformer, ids, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """(T,) max |logits_t(full pass) - logits_t(prefix 0..t alone)|, both under `attn_mask` (None: causal)."""
-    ids = _ids2d(ids).to(model.device)
-    T = ids.shape[1]
-    mask = torch.ones(T, T, dtype=torch.bool).tril() if attn_mask is None else attn_mask.bool()
-    full = model(ids, attn_mask=mask).logits[0]                             # (T, vocab)
-    diffs = [(model(ids[:, : t + 1], attn_mask=mask[: t + 1, : t + 1]).logits[0, t] - full[t]).abs().max()
-             for t in range(T)]
-    return torch.stack(diffs).cpu()
 
 
 # -- what depends on what -------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from viz_model.config import PRESETS, ModelConfig
 from viz_model.data import TASKS, TaskData, sample_prompt
 from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
-from viz_model.lessons.masks import prefix_check as prefix_errors
+from viz_model.lessons.common import prefix_check as prefix_errors
 from viz_model.model import TinyTransformer
 from viz_model.rnn import RECURRENT_KINDS, RecurrentConfig
 from viz_model.seq2seq import Seq2SeqConfig
