@@ -53,6 +53,4 @@ def bank() -> None:
 
 TABS = {"Fill in the blanks": fill_in, "The bank by the river": bank, "Why masked LM?": ui.why_mlm,
         "Held-out metrics": lambda: ui.metrics(ckpt)}
-label, tab = share.tabs(list(TABS), key="encoder_tab")
-with tab:
-    TABS[label]()
+share.show_tabs(TABS, key="encoder_tab")  # only the open tab runs

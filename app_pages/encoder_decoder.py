@@ -1,5 +1,7 @@
 """Encoder–decoder: a translator whose three attention kinds, alignment and encoder reuse are measured live."""
 
+from functools import partial
+
 import streamlit as st
 
 from viz_model.ui import encoder_decoder as ui
@@ -24,6 +26,5 @@ steps = ui.visible_steps(ui.full_run(ckpt, src, settings), src, settings)
 ui.translation(ckpt, src, steps, cfg.max_len)
 
 st.header("Inside the translator")
-label, tab = share.tabs(list(ui.TABS), key="ed_tab")  # only the open tab computes
-with tab:
-    ui.TABS[label](ckpt, src, steps, settings)
+share.show_tabs({label: partial(view, ckpt, src, steps, settings) for label, view in ui.TABS.items()},
+                key="ed_tab")  # only the open tab computes

@@ -1,5 +1,7 @@
 """Generate: from next-token probabilities to text, one visible step at a time."""
 
+from functools import partial
+
 import streamlit as st
 
 from viz_model import generate as G
@@ -47,6 +49,5 @@ st.markdown("Each row is the attention of the position that predicts the next to
             "One row per step: the **causal triangle** builds up as the text grows.")
 ui.attention_of_steps(cfg, enc.tokens, len(enc.ids), steps)
 
-label, tab = share.tabs(list(ui.TABS), key="generate_tab")  # only the open tab computes
-with tab:
-    ui.TABS[label](ckpt, enc.ids, settings)
+share.show_tabs({label: partial(view, ckpt, enc.ids, settings) for label, view in ui.TABS.items()},
+                key="generate_tab")  # only the open tab computes

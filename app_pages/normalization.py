@@ -57,6 +57,4 @@ def batch() -> None:
 # Only the open tab runs: the training runs and the model trace happen only where they are looked at.
 TABS = {"Which axis": axes, "Four reasons": reasons, "Residual connections": residuals,
         "Pre- vs post-norm": placement, "The batch dimension": batch}
-label, tab = share.tabs(list(TABS), key="norm_tab")
-with tab:
-    TABS[label]()
+share.show_tabs(TABS, key="norm_tab")  # only the open tab runs

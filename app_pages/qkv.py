@@ -62,6 +62,4 @@ def claims() -> None:
 # Only the open tab runs: the held-out loss (a few seconds, once per server) is measured only where it is shown.
 TABS = {"Database lookup": lookup, "Four variants": variants, "Minimal pairs": pairs, "Held-out loss": loss,
         "Claims": claims}
-label, tab = share.tabs(list(TABS), key="qkv_tab")
-with tab:
-    TABS[label]()
+share.show_tabs(TABS, key="qkv_tab")  # only the open tab runs

@@ -51,6 +51,4 @@ def task() -> None:
 # nobody is looking at).
 TABS = {"1 · Sequential dependency": sequential, "2 · Gradient by distance": gradients,
         "3 · Recall by distance": task}
-label, tab = share.tabs(list(TABS), key="recurrence_tab")
-with tab:
-    TABS[label]()
+share.show_tabs(TABS, key="recurrence_tab")  # only the open tab runs

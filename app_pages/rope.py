@@ -38,6 +38,4 @@ TABS = {
     "Where it acts": sections.where_rope_acts,
     "Conventions": sections.conventions,
 }
-label, tab = share.tabs(list(TABS), key="rope_tab")
-with tab:
-    TABS[label]()
+share.show_tabs(TABS, key="rope_tab")  # only the open tab runs

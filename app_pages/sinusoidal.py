@@ -27,6 +27,4 @@ TABS = {
     "Similarity": lambda: sections.similarity(d, n_pos, base),
     "Inside the model": lambda: (sections.same_token_two_positions(), sections.learned_vs_sinusoidal()),
 }
-label, tab = share.tabs(list(TABS), key="sinusoidal_tab")
-with tab:
-    TABS[label]()
+share.show_tabs(TABS, key="sinusoidal_tab")  # only the open tab runs

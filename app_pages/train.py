@@ -79,14 +79,6 @@ T.live("the progress", 1.0, runs, progress)
 T.live("the loss curves", 3.0, runs, curves)
 T.live("the attention views", 5.0, runs, attention)
 
-TABS = ["Attention evolution", "Teacher forcing", "Compare setups", "Save / load"]
-label, tab = share.tabs(TABS, key="train_tab")  # only the open tab runs
-with tab:
-    if label == TABS[0]:
-        T.evolution(reg)
-    elif label == TABS[1]:
-        T.teacher_forcing(job)
-    elif label == TABS[2]:
-        T.ablation(reg, owner, spec, vocab)
-    else:
-        T.checkpoints(job, owner)
+share.show_tabs({"Attention evolution": lambda: T.evolution(reg), "Teacher forcing": lambda: T.teacher_forcing(job),
+                 "Compare setups": lambda: T.ablation(reg, owner, spec, vocab),
+                 "Save / load": lambda: T.checkpoints(job, owner)}, key="train_tab")  # only the open tab runs

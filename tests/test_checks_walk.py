@@ -34,7 +34,7 @@ def test_stated_checks_reads_the_formats_the_pages_print():
 
 # The keys of the pages' share.tabs, read from their source: a page with tabs is walked tab by tab.
 TAB_KEYS = sorted({k for f in [*ROOT.glob("app_pages/*.py"), *ROOT.glob("viz_model/ui/*.py")]
-                   for k in re.findall(r'tabs\(.*?key="(\w+_tab)"', f.read_text())})
+                   for k in re.findall(r'tabs\((?:[^()]|\([^()]*\))*?key="(\w+_tab)"', f.read_text(), re.S)})
 
 
 def test_the_walk_finds_the_pages_tabs():

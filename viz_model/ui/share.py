@@ -14,7 +14,7 @@ instead of refusing it, and tabs remembered across a page switch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -43,6 +43,15 @@ def tabs(labels: list[str], key: str) -> tuple[str, Any]:
     label, container = next(((lb, c) for lb, c in zip(labels, containers) if c.open), (labels[0], containers[0]))
     kept[key] = label
     return label, container
+
+
+def show_tabs(views: dict[str, Callable[[], Any]], key: str) -> str:
+    """The one way a page dispatches its tabs: `tabs` over the views' labels, then only the open view runs, inside
+    its tab. Returns the open tab's label."""
+    label, container = tabs(list(views), key)
+    with container:
+        views[label]()
+    return label
 
 
 def cut_long(key: str, limit: int) -> None:
