@@ -176,3 +176,26 @@ def test_gradient_words_agree_with_the_table_beside_them(opened, distance):
             assert part.split(span.group(0))[0].rstrip(" (").endswith(f"yet **{overall}** overall"), (model, words)
     if distance == 4:
         assert "the RNN's gradient **grows" in words and "still decays" not in words
+
+
+def test_a_process_that_ends_while_the_distances_warm_up_exits_cleanly():
+    """The gradient tab starts a background warm-up (about 7 s of CPU); a process ending inside it aborted with
+    'terminate called without an active exception' (exit code 134): a test run, or a server stopped early."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    script = f"""
+import os, threading
+os.environ.setdefault("ATTENTION_LAB_DEFAULT_MODEL", "classroom")
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file({str(ROOT / "app.py")!r}, default_timeout=120)
+at.run()
+at.query_params["recurrence_tab"] = "2 · Gradient by distance"
+at.switch_page("app_pages/recurrence.py").run()
+print("warming:", any(t.name == "recurrence-warm" and t.is_alive() for t in threading.enumerate()))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert "warming: True" in out.stdout, out.stdout + out.stderr[-2000:]  # it did end during the warm-up
+    assert out.returncode == 0, out.stderr[-2000:]

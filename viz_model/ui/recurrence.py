@@ -3,6 +3,7 @@ the W_hh slider and the linear-regime RNN, and recall accuracy by distance. The 
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import threading
@@ -273,8 +274,12 @@ def warm_distances() -> threading.Thread:
 
 
 def _start_warming() -> threading.Thread:
+    stop = threading.Event()
+
     def warm() -> None:
         for d in DISTANCES:
+            if stop.is_set():
+                return
             try:
                 curves(d)
                 view(None, d)
@@ -284,6 +289,10 @@ def _start_warming() -> threading.Thread:
     thread = threading.Thread(target=warm, name="recurrence-warm", daemon=True)
     add_script_run_ctx(thread)
     thread.start()
+    # At exit, let it finish the distance it is on: a daemon thread stopped inside torch's backward aborted the
+    # process ("terminate called without an active exception", exit code 134), e.g. a test run ending within the
+    # ~7 s of warming. atexit runs before Python stops its daemon threads.
+    atexit.register(lambda: (stop.set(), thread.join(timeout=60)))
     return thread
 
 
