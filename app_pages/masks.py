@@ -7,7 +7,7 @@ from viz_model.ui import masks as ui
 from viz_model.ui import share
 from viz_model.ui.errors import section
 from viz_model.ui.sidebar import current_model
-from viz_model.ui.widgets import pad_token, sentence_input
+from viz_model.ui.widgets import layer_head, pad_token, sentence_input
 
 st.title("Masks")
 st.markdown("A mask decides **which keys each query may read**. It is added to the scores as 0 or −∞ before the "
@@ -27,8 +27,7 @@ def gallery() -> None:
     kind = st.segmented_control("Mask", list(ui.GALLERY), default="causal", format_func=ui.GALLERY.get,
                                 key="masks_kind", required=True, **share.URL)
     c1, c2, _ = st.columns([1, 1, 2])
-    layer = share.select(c1, "Layer", range(cfg.n_layers), "masks_layer")
-    head = share.select(c2, "Head", range(cfg.n_heads), "masks_head")
+    layer, head = layer_head("masks", cfg.n_layers, cfg.n_heads, where=(c1, c2))
     allowed = ui.gallery_mask(kind, T, "masks", ids, *pad_token(ckpt))
     model_mask = cfg.mask_kind.replace("_", " ")  # the kind in the model's config (causal or bidirectional before)
     if kind not in (cfg.mask_kind, "padding"):

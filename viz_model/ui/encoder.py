@@ -23,7 +23,7 @@ from viz_model.ui.cache import cached, cached_trace, input_key, model_id
 from viz_model.ui.errors import section
 from viz_model.ui.models import ModelEntry, available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY
-from viz_model.ui.widgets import CUSTOM, check_line, train_ablation_button, uses_bos
+from viz_model.ui.widgets import CUSTOM, check_line, layer_head, train_ablation_button, uses_bos
 
 SHIPPED = "encoder-mlm"   # the shipped masked-LM encoder
 DECODER = "classroom"     # the shipped causal decoder it is compared with
@@ -206,8 +206,7 @@ def head_view(ckpt: Checkpoint, run: dict) -> None:
     L, H, T, _ = a.shape
     key = input_key(model_id(ckpt), run["text"])
     c1, c2, _ = st.columns([1, 1, 2])
-    layer = share.select(c1, "Layer", range(L), "encoder_layer")
-    head = share.select(c2, "Head", range(H), "encoder_head")
+    layer, head = layer_head("encoder", L, H, where=(c1, c2))
     chart.show(cached("encoder_head", (key, layer, head), lambda: masked_attention_heatmap(
         a[layer, head], tokens, positions,
         title=f"Layer {layer}, head {head}: {escape(MASK)} rows solid, columns dotted")),
@@ -249,9 +248,9 @@ def look_ahead(enc: Checkpoint, dec: Checkpoint, text: str = BANK) -> None:
     # Open on the encoder's head that reads "river" most, as the pickers' default (not a session_state value set
     # before them): then every other choice, "mean of the heads" too, is written to the link and a link wins.
     c1, c2, _ = st.columns([1, 1, 2])
-    layer = share.select(c1, "Layer", range(L), "encoder_bank_layer", default=int(best[0]))
-    head = share.select(c2, "Head", ["mean", *range(H)], "encoder_bank_head", default=int(best[1]),
-                        format_func=lambda h: "mean of the heads" if h == "mean" else str(h))
+    layer, head = layer_head("encoder_bank", L, H, where=(c1, c2), default=(int(best[0]), int(best[1])),
+                             heads=["mean", *range(H)],
+                             format_func=lambda h: "mean of the heads" if h == "mean" else str(h))
     st.caption("Opened on the encoder head that puts the most weight on “river”; the checks below cover every head.")
     rows = {name: _row(ck, runs[name][0], looks[name].query_index, layer, head) for name, ck in sides.items()}
     top = min(1.0, 1.25 * max(float(r.max()) for r, _ in rows.values())) + 0.02  # one y scale for both charts

@@ -22,7 +22,16 @@ from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY
-from viz_model.ui.widgets import check_line, example_text, reveal_steps, row, specials_notice, unknown_notice, verdict
+from viz_model.ui.widgets import (
+    check_line,
+    example_text,
+    layer_head,
+    reveal_steps,
+    row,
+    specials_notice,
+    unknown_notice,
+    verdict,
+)
 
 SHIPPED = "translate"
 # Sentences of the toy language (the lecture's first, two the model never trained on), then two lecture sentences
@@ -201,21 +210,8 @@ def decoder_input(ckpt, steps: list[StepView]) -> tuple[list[int], list[str], li
 
 def traced(ckpt, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...], pad: int = 0) -> dict:
     """One traced pass (source + `pad` pads, decoder input): every layer's three attentions and their masks."""
-    def compute() -> dict:
-        model = ckpt.model
-        src = torch.tensor([[*src_ids, *[model.config.pad_id] * pad]], device=model.device)  # (1, T_src)
-        with torch.no_grad():
-            tr = model(src, torch.tensor([tgt_ids], device=model.device), trace=True).trace
-        out = {}
-        for kind in ("encoder", "decoder", "cross"):
-            layers = getattr(tr, kind)
-            probs = torch.stack([lt.probs[0] for lt in layers]).float().cpu()  # (L, H, Tq, Tk)
-            mask = layers[0].mask
-            allowed = (torch.ones(probs.shape[2:], dtype=torch.bool) if mask is None else
-                       torch.isfinite(mask).expand(layers[0].probs.shape)[0, 0].cpu())  # (Tq, Tk)
-            out[kind] = (probs.numpy(), allowed.numpy())
-        return out
-    return cached("ed_trace", input_key(model_id(ckpt), src_ids, tgt_ids, pad), compute)
+    return cached("ed_trace", input_key(model_id(ckpt), src_ids, tgt_ids, pad),
+                  lambda: lesson.three_attentions(ckpt.model, src_ids, tgt_ids, pad))
 
 
 def _head_picker(cfg, prefix: str, default: tuple[int, int] = (0, 0), model: str | None = None) -> tuple[int, int]:
@@ -227,11 +223,8 @@ def _head_picker(cfg, prefix: str, default: tuple[int, int] = (0, 0), model: str
         st.session_state[f"{prefix}_model"] = model
     # The default is the widget's own (not a session_state value set before it): Streamlit leaves a widget's
     # default out of the link, so any other choice, layer 0 too, is written to the URL and a link wins (#26).
-    line = row()
-    layer = share.select(line, "Decoder layer", range(cfg.n_layers), f"{prefix}_layer", default=int(default[0]),
-                         width=200)
-    head = share.select(line, "Head", range(cfg.n_heads), f"{prefix}_head", default=int(default[1]), width=200)
-    return layer, head
+    return layer_head(prefix, cfg.n_layers, cfg.n_heads, default=(int(default[0]), int(default[1])),
+                      layer_label="Decoder layer", width=200)
 
 
 @section("the three attention kinds")  # its layer/head (or step) pickers rerun only this part of the page

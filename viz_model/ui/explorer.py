@@ -307,14 +307,7 @@ def pipeline_step(i: int, data: dict, checks: dict[str, float], layer: int, head
     key, c, allowed, s = (key, i, layer, head), checks, data["allowed"], data["scores"][layer, head]
     cfg_name = f"pipeline_step{i + 1}_L{layer}_H{head}"
     if i == 0:
-        cols = st.columns(3)
-        for col, name in zip(cols, ("q", "k", "v")):
-            fig = cached(name, key, lambda n=name: matrix_heatmap(
-                data[n][layer, head], tokens, title=n.upper(), value_name=n.upper(), row_title="token",
-                col_title="d_k", show_values=False))
-            chart.show(fig, key=f"{prefix}_step_{name}", name=cfg_name, container=col)
-        check_line(c["qkv"] < 1e-4, f"Q, K, V recomputed from X and the weights match the trace "
-                                    f"(max error {c['qkv']:.1e}).")
+        _qkv_step(data, c, layer, head, tokens, prefix, key, cfg_name)
         return
     if i == 2:  # M holds only 0 and −∞: two colours, not a colour scale
         fig = cached("step", key, lambda: additive_mask_heatmap(allowed, tokens, title=f"M, {head_name(layer, head)}"))
@@ -348,14 +341,7 @@ def pipeline_step(i: int, data: dict, checks: dict[str, float], layer: int, head
                                          f"(max error {c['head_out']:.1e}).")
         return
     if i == 6:
-        concat = np.concatenate(list(data["head_out"][layer]), axis=-1)  # (T, H*d_k)
-        d_k = data["head_out"].shape[-1]
-        labels = [f"h{j // d_k}:{j % d_k}" for j in range(concat.shape[1])]
-        fig = cached("step", key, lambda: matrix_heatmap(
-            concat, tokens, labels, value_name="concat", row_title="query",
-            col_title="head:feature (h1:8 = head 1, feature 8)", title="All heads side by side", show_values=False))
-        chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
-        st.caption(f"Columns {head * d_k}–{(head + 1) * d_k - 1} are this head's output.")
+        _concat_step(data, layer, head, tokens, prefix, key, cfg_name)
         return
     fig = cached("step", key, lambda: matrix_heatmap(
         data["attn_out"][layer], tokens, value_name="attn_out", row_title="query", col_title="d_model",
@@ -363,6 +349,29 @@ def pipeline_step(i: int, data: dict, checks: dict[str, float], layer: int, head
     chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
     check_line(c["attn_out"] < 1e-4, f"concat·W_O + b recomputed equals the layer's attention output "
                                      f"(max error {c['attn_out']:.1e}).")
+
+def _qkv_step(data: dict, c: dict[str, float], layer: int, head: int, tokens: list[str], prefix: str, key: tuple,
+              cfg_name: str) -> None:
+    """Step 1: the head's Q, K and V side by side, and their recomputation check."""
+    for col, name in zip(st.columns(3), ("q", "k", "v")):
+        fig = cached(name, key, lambda n=name: matrix_heatmap(
+            data[n][layer, head], tokens, title=n.upper(), value_name=n.upper(), row_title="token",
+            col_title="d_k", show_values=False))
+        chart.show(fig, key=f"{prefix}_step_{name}", name=cfg_name, container=col)
+    check_line(c["qkv"] < 1e-4, f"Q, K, V recomputed from X and the weights match the trace "
+                                f"(max error {c['qkv']:.1e}).")
+
+
+def _concat_step(data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: tuple, cfg_name: str) -> None:
+    """Step 7: every head's output side by side, this head's columns named."""
+    concat = np.concatenate(list(data["head_out"][layer]), axis=-1)  # (T, H*d_k)
+    d_k = data["head_out"].shape[-1]
+    labels = [f"h{j // d_k}:{j % d_k}" for j in range(concat.shape[1])]
+    fig = cached("step", key, lambda: matrix_heatmap(
+        concat, tokens, labels, value_name="concat", row_title="query",
+        col_title="head:feature (h1:8 = head 1, feature 8)", title="All heads side by side", show_values=False))
+    chart.show(fig, key=f"{prefix}_step_mat", name=cfg_name)
+    st.caption(f"Columns {head * d_k}–{(head + 1) * d_k - 1} are this head's output.")
 
 
 def query_focus(data: dict, layer: int, head: int, tokens: list[str], prefix: str, key: str) -> None:
@@ -391,13 +400,12 @@ def head_view(ckpt: Checkpoint, enc, data: dict, tkey: str, knobs: tuple, averag
     its own that traces only it."""
     model, cfg, tokens, T = ckpt.model, ckpt.model.config, enc.tokens, len(enc.ids)
     mid = model_id(ckpt)
-    c1, c2 = st.columns(2)
-    layer = share.select(c1, "Layer", range(cfg.n_layers), "explorer_layer")
+    # the head's role is in the line below (a label with the role would be the URL's value, and change when the roles
+    # are measured)
+    layer, head = widgets.layer_head("explorer", cfg.n_layers, cfg.n_heads, where=st.columns(2))
     if layer not in data.get("layers", range(cfg.n_layers)):
         data = cached_trace(model, mid, tuple(enc.ids), *knobs, layers=(layer,))
     probs = data["probs"]  # (L, H, T, T), NaN in layers this pass did not trace
-    head = share.select(c2, "Head", range(cfg.n_heads), "explorer_head")  # its role: in the line below (a label
-    # with the role would be the URL's value, and change when the roles are measured)
     if roles and roles[layer][head]:
         st.info(f"{head_name(layer, head).capitalize()}: measured role **{roles[layer][head]}**.")
     if (g := kv_group(cfg)) > 1:

@@ -31,7 +31,7 @@ from viz_model.tokenizer import PAD, Encoded, encode, load_tokenizer
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, input_key, model_id, shared_results
 from viz_model.ui.errors import section
-from viz_model.ui.widgets import check_line, uses_bos, verdict
+from viz_model.ui.widgets import check_line, layer_head, uses_bos, verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_PAGE = "app_pages/train.py"
@@ -422,9 +422,7 @@ def batch_ids(ckpt: Checkpoint, enc: Encoded, other: str) -> tuple[list[list[int
 def batch_facts(_model, key: str, ids: tuple[tuple[int, ...], ...]) -> dict:
     """The lesson's measurements and one traced pass of the batch (every layer's weights, (L, N, H, T, T))."""
     r = lesson.batch_independence(_model, torch.tensor(ids))
-    with torch.no_grad():
-        trace = _model(torch.tensor(ids, device=_model.device), trace=True).trace
-    probs = trace.stack("probs").numpy()  # (L, N, H, T, T)
+    probs = lesson.batch_attention(_model, torch.tensor(ids)).numpy()  # (L, N, H, T, T)
     return dict(shapes=r.shapes, mask_shape=r.mask_shape, change=r.sample1_change, mean=r.mean_loss,
                 model_loss=r.model_loss, diff=r.loss_difference, losses=r.token_losses.cpu().numpy(),
                 scored=r.scored.cpu().numpy(), probs=probs)
@@ -445,9 +443,7 @@ def batch_view(ckpt: Checkpoint, enc: Encoded) -> None:
     mask = f["mask_shape"]
     check_line(math.prod(mask[:-2]) == 1, f"The {'causal ' if cfg.causal else ''}mask is one {mask} tensor, "
                                           f"broadcast over N = {N} and H = {H}: every sample gets the same rule.")
-    c1, c2 = st.columns(2)
-    layer = share.select(c1, "Layer", range(cfg.n_layers), "norm_batch_layer")
-    head = share.select(c2, "Head", range(cfg.n_heads), "norm_batch_head")
+    layer, head = layer_head("norm_batch", cfg.n_layers, cfg.n_heads, where=st.columns(2))
     fig = sample_matrices(f["probs"][layer, :, head], tokens, ["sample 1", "sample 2"],
                           title=f"Each sample its own T×T matrix (layer {layer}, head {head})")
     chart.show(fig, key="norm_batch_matrices", name=f"batch_matrices_L{layer}_H{head}")

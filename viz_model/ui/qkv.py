@@ -18,7 +18,7 @@ from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, MODEL_KEY
-from viz_model.ui.widgets import check_line, specials_notice, train_ablation_button, verdict
+from viz_model.ui.widgets import check_line, layer_head, specials_notice, train_ablation_button, verdict
 
 MAX_T = 16            # the four score panels stay readable up to here
 LOOKUP_TOL = 1e-5     # float32 rounding of a sum of T products
@@ -110,8 +110,7 @@ def lookup_view(ckpt: Checkpoint, text: str) -> None:
     cfg = ckpt.model.config
     ids, tokens = lesson.encode_sentence(ckpt.model, ckpt.tokenizer, text)
     c1, c2, c3, _ = st.columns([1, 1, 2, 2])
-    layer = share.select(c1, "Layer", range(cfg.n_layers), "qkv_layer")
-    head = share.select(c2, "Head", range(cfg.n_heads), "qkv_head")
+    layer, head = layer_head("qkv", cfg.n_layers, cfg.n_heads, where=(c1, c2))
     query = share.select(c3, "Query token", range(len(ids)), "qkv_query", _default_query(tokens),
                          format_func=lambda i: f"{i} · {tokens[i]}", help="The token whose q asks the question.")
     key = (input_key(model_id(ckpt), text), layer, head, query)
@@ -159,8 +158,7 @@ def variants_view(text: str) -> None:
         return
     cfg = next(iter(models.values())).model.config
     c1, c2, _ = st.columns([1, 1, 4])
-    layer = share.select(c1, "Layer", range(cfg.n_layers), "qkv_var_layer")
-    head = share.select(c2, "Head", range(cfg.n_heads), "qkv_var_head")
+    layer, head = layer_head("qkv_var", cfg.n_layers, cfg.n_heads, where=(c1, c2))
     key = (input_key(*(model_id(c) for c in models.values()), text), layer, head)
     rows = cached("qkv_variant_scores", key, lambda: [
         lesson.variant_scores({v: c.model}, c.tokenizer, text, layer, head)[0] for v, c in models.items()])

@@ -7,6 +7,8 @@ start token only where its own tokenizer puts one in front (metadata["adds_bos"]
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import pyarrow as pa
 import streamlit as st
@@ -14,6 +16,7 @@ from tokenizers import Tokenizer, decoders, pre_tokenizers
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.lecture import EXAMPLES
+from viz_model.lessons.common import Check
 from viz_model.tokenizer import BOS, EOS, PAD, Encoded, display_token, encode, load_tokenizer
 from viz_model.ui import share
 from viz_model.ui.models import ENGLISH_MODEL, available_models, is_folder_model
@@ -109,12 +112,18 @@ def row():
     return st.container(horizontal=True, gap="medium", vertical_alignment="bottom")
 
 
-def layer_head(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
-    """The Layer and Head pickers side by side in one row, keys `{prefix}_layer` and `{prefix}_head` (also the URL
-    names)."""
-    line = row()
-    return (share.select(line, "Layer", range(n_layers), f"{prefix}_layer"),
-            share.select(line, "Head", range(n_heads), f"{prefix}_head"))
+def layer_head(prefix: str, n_layers: int, n_heads: int, *, where=None, default: tuple[int, Any] = (0, None),
+               heads=None, layer_label: str = "Layer", **kwargs) -> tuple[int, Any]:
+    """The one Layer and Head picker pair, keys `{prefix}_layer` and `{prefix}_head` (also the URL names): side by side
+    in one row, or in `where` (two containers, e.g. columns beside other controls). `default`: the model-dependent
+    first choice (a best head), as the pickers' own default; `heads`: other head options (e.g. "mean" first);
+    `kwargs` go to the Head picker (a format_func, a width)."""
+    layer_at, head_at = where if where is not None else (row(),) * 2
+    layer = share.select(layer_at, layer_label, range(n_layers), f"{prefix}_layer", default=default[0],
+                         **{k: v for k, v in kwargs.items() if k == "width"})
+    head = share.select(head_at, "Head", list(range(n_heads)) if heads is None else heads, f"{prefix}_head",
+                        default=default[1], **kwargs)
+    return layer, head
 
 
 def example_text(text_key: str, example_key: str, examples: list[str], default: str, label: str, *, help: str,
@@ -274,9 +283,13 @@ def check_line(ok: bool, text: str) -> None:
 
 def verdict(error: float, tol: float, claim: str) -> None:
     """✓ with the measured error when the claim holds, ✗ otherwise."""
-    ok = error <= tol
-    check_line(ok, f"{claim} (max error {error:.1e}, tolerance {tol:.0e})" if ok else
-               f"{claim} — failed here: max error {error:.1e} (tolerance {tol:.0e})")
+    show_check(Check(error, tol, claim))
+
+
+def show_check(check: Check) -> None:
+    """The one way a computed claim (lessons.common.Check) reaches the page: ✓ or ✗ with its measured error."""
+    check_line(check.ok, f"{check.claim} (max error {check.error:.1e}, tolerance {check.tol:.0e})" if check.ok else
+               f"{check.claim} — failed here: max error {check.error:.1e} (tolerance {check.tol:.0e})")
 
 
 def token_id(ckpt: Checkpoint, word: str) -> int | None:
