@@ -219,10 +219,28 @@ def decode_timing(model: Seq2SeqTransformer, tokenizer, text: str, max_new_token
     return DecodeTiming(len(runs[True]), runs[True, "s"], runs[False, "s"], runs[True] == runs[False], shape)
 
 
+
+@torch.no_grad()
+def three_attentions(model: Seq2SeqTransformer, src_ids, tgt_ids, pad: int = 0) -> dict:
+    """One traced pass (source + `pad` pads, decoder input): for "encoder", "decoder" and "cross", every layer's
+    weights (L, H, Tq, Tk) and where a query may attend (Tq, Tk), as numpy arrays."""
+    src = torch.tensor([[*src_ids, *[model.config.pad_id] * pad]], device=model.device)  # (1, T_src)
+    with eval_mode(model):
+        tr = model(src, torch.tensor([list(tgt_ids)], device=model.device), trace=True).trace
+    out = {}
+    for kind in ("encoder", "decoder", "cross"):
+        layers = getattr(tr, kind)
+        probs = torch.stack([lt.probs[0] for lt in layers]).float().cpu()  # (L, H, Tq, Tk)
+        mask = layers[0].mask
+        allowed = (torch.ones(probs.shape[2:], dtype=torch.bool) if mask is None else
+                   torch.isfinite(mask).expand(layers[0].probs.shape)[0, 0].cpu())  # (Tq, Tk)
+        out[kind] = (probs.numpy(), allowed.numpy())
+    return out
+
 __all__ = ["STRUCTURAL_SPLITS", "DecodeTiming", "Membership", "ShapeMembership", "TeacherForced",
            "alignment_accuracy", "alignment_by_class", "alignment_hits", "alignment_scores", "best_head",
            "decode_timing", "exact_match", "guide_weight", "guided_of", "heldout_metrics", "shape_membership",
-           "structural_metrics", "teacher_forced", "training_membership", "word_class"]
+           "structural_metrics", "teacher_forced", "three_attentions", "training_membership", "word_class"]
 
 
 # TaskData's translation pool (its defaults: the sentences of corpus_split(0, 20_000, 256)), replayed below; a test

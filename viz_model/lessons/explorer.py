@@ -68,3 +68,27 @@ def row_entropy(probs: torch.Tensor) -> torch.Tensor:
     """Entropy of each softmax row in nats: (..., T, T) -> (..., T). 0 = one-hot (saturated)."""
     p = probs.clamp_min(0)
     return -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
+
+
+@torch.no_grad()
+def trace_arrays(model: TinyTransformer, ids, attn_mask: torch.Tensor | None = None, scale_scores: bool = True,
+                 temperature: float = 1.0, layers=None) -> dict:
+    """One traced pass as numpy arrays, the traced layers only: q, k, v, scores, probs, head_out (L', H, T, .),
+    attn_out and x_in (L', T, d_model), entropy (L', H, T), allowed (T, T), the score scale, the traced layer
+    numbers and the model's layer count. `layers` None traces every layer."""
+    out = model(torch.tensor([list(ids)], device=model.device), trace=True, attn_mask=attn_mask,
+                scale_scores=scale_scores, temperature=temperature, trace_layers=layers, logits=False)
+    tr = out.trace
+    traced = [i for i, lt in enumerate(tr.layers) if lt is not None]
+
+    def stack(layer_arrays):  # (len(traced), ...) float32
+        return torch.stack([layer_arrays(i) for i in traced]).float().cpu().numpy()
+
+    data = {n: stack(lambda i, n=n: getattr(tr.layers[i], n)[0])
+            for n in ("q", "k", "v", "scores", "probs", "head_out", "attn_out")}  # (L', H, T, .), (L', T, d_model)
+    data["x_in"] = stack(lambda i: attention_input(model, tr, i)[0])
+    data["allowed"] = tr.allowed(traced[0])[0, 0].cpu().numpy()
+    data["entropy"] = row_entropy(torch.from_numpy(data["probs"])).numpy()  # (L', H, T)
+    data["scale"] = score_scale(model, scale_scores, temperature)
+    data["layers"], data["n_layers"] = tuple(traced), model.config.n_layers
+    return data

@@ -373,3 +373,10 @@ __all__ = ["AXES", "BatchIndependence", "BatchOfOne", "INITS", "LayerGradients",
            "PaddingEffect", "ResidualStream", "Run", "TrainEval", "batch_independence", "batch_of_one",
            "init_weights", "layer_gradient_norms", "norm_kinds", "norm_layer", "norm_placement", "normalize",
            "one_token_at_a_time", "padding_effect", "residual_comparison", "residual_stream", "train_vs_eval"]
+
+
+@torch.no_grad()
+def batch_attention(model, ids: torch.Tensor) -> torch.Tensor:
+    """Every layer's attention weights for a batch: (L, N, H, T, T), each sample its own matrices."""
+    with eval_mode(model):
+        return model(ids.to(model.device), trace=True).trace.stack("probs")

@@ -61,27 +61,10 @@ def _widen(data: dict) -> dict:
 @st.cache_data(max_entries=256, show_spinner=False)
 def _trace(_model, key: str, _ids: tuple[int, ...], _attn_mask: bytes | None, _scale_scores: bool,
            _temperature: float, _layers: tuple[int, ...] | None = None) -> dict:
-    model, ids, T = _model, _ids, len(_ids)
+    T = len(_ids)
     mask = None if _attn_mask is None else torch.from_numpy(
         np.unpackbits(np.frombuffer(_attn_mask, dtype=np.uint8))[: T * T].reshape(T, T).astype(bool))
-    with torch.no_grad():
-        out = model(torch.tensor([ids], device=model.device), trace=True, attn_mask=mask, scale_scores=_scale_scores,
-                    temperature=_temperature, trace_layers=_layers, logits=False)
-        tr = out.trace
-        traced = [i for i, lt in enumerate(tr.layers) if lt is not None]
-        n_layers = model.config.n_layers
-
-        def stack(layer_arrays):  # (len(traced), ...) float32: the traced layers only (_widen places them)
-            return torch.stack([layer_arrays(i) for i in traced]).float().cpu().numpy()
-
-        data = {n: stack(lambda i, n=n: getattr(tr.layers[i], n)[0])
-                for n in ("q", "k", "v", "scores", "probs", "head_out", "attn_out")}  # (L, H, T, .), (L, T, d_model)
-        data["x_in"] = stack(lambda i: lesson.attention_input(model, tr, i)[0])
-        data["allowed"] = tr.allowed(traced[0])[0, 0].cpu().numpy()
-        data["entropy"] = lesson.row_entropy(torch.from_numpy(data["probs"])).numpy()  # (L, H, T)
-        data["scale"] = lesson.score_scale(model, _scale_scores, _temperature)
-        data["layers"], data["n_layers"] = tuple(traced), n_layers
-    return data
+    return lesson.trace_arrays(_model, _ids, mask, _scale_scores, _temperature, _layers)
 
 
 def cached_checks(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None, scale_scores: bool,

@@ -13,6 +13,7 @@ import torch
 from viz_model import generate as G
 from viz_model.figures import generate as F
 from viz_model.lecture import PROMPTS
+from viz_model.lessons import generate as lesson
 from viz_model.tokenizer import Encoded
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
@@ -28,6 +29,7 @@ from viz_model.ui.widgets import (
     layer_head,
     reveal_steps,
     row,
+    show_check,
     token_texts,
     unknown_notice,
     uses_bos,
@@ -343,28 +345,20 @@ def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = Non
     k = 1 if most == 1 else st.slider("Context words given to the model", 1, most, 1, key="generate_tf_k", **share.URL)
     end = [eos_id(ckpt)] if end_token(ckpt) is not None else []
     context, truth = enc.ids[:first + k], [*enc.ids[first + k:], *end]
-    forced = G.score(ckpt.model, context, truth)
-    separate = G.score_stepwise(ckpt.model, context, truth)
-    with torch.no_grad():
-        top = ckpt.model(torch.tensor([context + truth[:-1]], device=ckpt.model.device)).logits[0, k:].argmax(-1)
-    free = list(G.generate(ckpt.model, context, strategy="greedy", max_new_tokens=len(truth),
-                           tokenizer=ckpt.tokenizer, attention=False, eos_id=eos_id(ckpt)))
+    run = lesson.teacher_forcing(ckpt.model, context, truth, ckpt.tokenizer, eos_id(ckpt))
+    forced, top, free = run.forced, run.top, run.free
     n = max(len(truth), len(free))
     pad = lambda xs: [*xs, *[None] * (n - len(xs))]  # noqa: E731
     df = pd.DataFrame({
         "position": range(first + k, first + k + n),
         "true token": pad(token_texts(ckpt, truth)),
         "p(true | true prefix)": pad(forced.exp().tolist()),
-        "model's top pick (true prefix)": pad(token_texts(ckpt, [int(i) for i in top])),
+        "model's top pick (true prefix)": pad(token_texts(ckpt, top)),
         "free running: own token": pad(token_texts(ckpt, [x.token_id for x in free])),
         "p(own | own prefix)": pad([math.exp(x.logprob) for x in free]),
     })
     st.dataframe(df, hide_index=True, key="generate_tf_table")
-    err = (forced - separate).abs().max().item()
-    ok = err < 1e-5
-    (st.success if ok else st.error)(
-        f"{'✓' if ok else '✗'} One teacher-forced pass (all {len(truth)} predictions at once) equals "
-        f"{len(truth)} separate runs on each true prefix: max difference {err:.1e} in log p.")
+    show_check(run.check)
     st.caption(f"Teacher forcing: log p(sentence incl. {end_name(ckpt)} | context) = Σ log p = "
                f"{forced.sum().item():.2f}. "
                f"Free running feeds the model its own choices: Σ log p = "

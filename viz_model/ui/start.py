@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
-import torch
 
 from viz_model import hf
 from viz_model.checkpoint import Checkpoint
 from viz_model.english import load_heldout
 from viz_model.figures.attention import attention_heatmap
+from viz_model.lessons import common as common_lesson
 from viz_model.lessons import english as english_lesson
 from viz_model.ui import chart
 from viz_model.ui.cache import cached, input_key, model_id, shared_results
@@ -49,13 +49,8 @@ def attention_of(ckpt: Checkpoint, ids: tuple[int, ...], layer: int) -> tuple[np
     """(probs (H, T, T) of `layer`, allowed (T, T)) of one pass that traces only the layer on screen and stops there
     (no later block, no LM head: GPT-2 small's layer 0 at T = 32 in 6 ms instead of 85), shared by every student on
     the same sentence and layer (read-only arrays: nothing mutates them)."""
-    def run():
-        model = ckpt.model
-        with torch.no_grad():
-            out = model(torch.tensor([ids], device=model.device), trace_layers=(layer,), logits=False)
-        allowed = out.trace.allowed(layer)[0, 0].cpu().numpy()
-        return out.trace.layers[layer].probs[0].float().cpu().numpy(), allowed
-    return cached("start_attention", (input_key(model_id(ckpt), ids), layer), run)
+    return cached("start_attention", (input_key(model_id(ckpt), ids), layer),
+                  lambda: common_lesson.layer_attention(ckpt.model, ids, layer))
 
 
 @section("the attention view")  # the Layer and Head pickers rerun only this part of the page
