@@ -132,3 +132,48 @@ def best_head(roles: list[dict[str, Any]], role: str) -> dict[str, Any]:
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}.")
     return max(roles, key=lambda r: r["scores"][role])
+
+
+# -- roles on repeated random tokens: any vocabulary (the real checkpoints' and the English model's measurement) ----
+REAL_ROLES = ("previous-token", "first-token", "self", "induction")
+
+
+def ordinary_token_ids(tokenizer, vocab_size: int) -> torch.Tensor:
+    """(n,) ids of the tokenizer's plain vocabulary entries (special and added tokens left out), < vocab_size."""
+    added = set(tokenizer.get_added_tokens_decoder())
+    ids = sorted(i for i in tokenizer.get_vocab(with_added_tokens=False).values() if i not in added and i < vocab_size)
+    if len(ids) < 2:
+        raise ValueError("the tokenizer has fewer than two ordinary tokens; random sequences need more.")
+    return torch.tensor(ids)
+
+
+def repeated_random_ids(tokenizer, vocab_size: int, *, n_sequences: int = 8, half: int = 16,
+                        bos_id: int | None = None, seed: int = SEED) -> torch.Tensor:
+    """(n_sequences, [1 +] 2 * half): a random run of ordinary tokens, then the same run again."""
+    if half < 3:
+        raise ValueError(f"the repeated run needs at least 3 tokens (so t - half + 1 differs from t - 1), got {half}.")
+    pool = ordinary_token_ids(tokenizer, vocab_size)
+    gen = torch.Generator().manual_seed(seed)
+    run = pool[torch.randint(len(pool), (n_sequences, half), generator=gen)]  # (B, half)
+    ids = torch.cat([run, run], dim=1)                                       # (B, 2 * half)
+    if bos_id is not None:
+        ids = torch.cat([torch.full((n_sequences, 1), int(bos_id)), ids], dim=1)  # (B, 1 + 2 * half)
+    return ids
+
+
+@torch.no_grad()
+def role_scores_on_ids(model: TinyTransformer, ids: torch.Tensor, half: int) -> dict[str, torch.Tensor]:
+    """Every REAL_ROLES score for every head, (L, H) each, from sequences built by repeated_random_ids."""
+    B, T = ids.shape
+    offset = T - 2 * half  # 1 with a <bos>, else 0
+    with eval_mode(model):
+        trace = model(ids.to(model.device), trace=True).trace
+    probs = torch.stack([layer.probs.float().cpu() for layer in trace.layers])  # (L, B, H, T, T)
+    t = torch.arange(1, T)
+    q = torch.arange(offset + half, T)  # second copy
+    return {
+        "previous-token": probs[..., t, t - 1].mean(dim=(1, 3)),
+        "first-token": probs[..., t, 0].mean(dim=(1, 3)),
+        "self": probs[..., t, t].mean(dim=(1, 3)),
+        "induction": probs[..., q, q - half + 1].mean(dim=(1, 3)),
+    }
