@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE))
 import classroom_load as cl  # noqa: E402
 import gpt2_small  # noqa: E402
 
-CLASSROOM = "Classroom model (RoPE)"
+CLASSROOM = "Classroom model (RoPE, 186 words)"
 
 
 async def student(url: str, arrive: str) -> cl.BrowserStudent:

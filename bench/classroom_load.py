@@ -904,7 +904,7 @@ def parse_args(argv=None):
     ap.add_argument("--words", type=int, default=0, help="lengthen every lesson sentence to this many words (32: "
                     "about T = 32 tokens)")
     ap.add_argument("--model-label", default="", help="every student on the model the sidebar lists under this label "
-                    "(e.g. 'Classroom model (RoPE)')")
+                    "(e.g. 'Classroom model (RoPE, 186 words)')")
     ap.add_argument("--model-dir", default="", help="a Hugging Face model folder (e.g. bench/gpt2_small.py's): the "
                     "server lists it (ATTENTION_LAB_MODEL_DIRS) and every student opens it by ?model_key=")
     ap.add_argument("--out", default=str(RESULTS / "classroom_load"), help="writes OUT.md and OUT.json")

@@ -428,7 +428,7 @@ def greedy_text(model: TinyTransformer, tokenizer, prompt: str, max_new_tokens: 
 SMALL = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=64)
 RECIPES: dict[str, dict[str, Any]] = {
     "classroom": dict(preset="classroom", model=dict(pos_encoding="rope"), task="lm", steps=2500, lr=2e-3,
-                      batch_size=48, title="Classroom model (RoPE, the corpus's 186 words)",
+                      batch_size=48, title="Classroom model (RoPE, 186 words)",
                       description="2 layers x 4 heads, RoPE, trained on the classroom corpus: it knows that corpus's "
                                   "186 words (the coreference, agreement and recall lessons are built on them); any "
                                   "other word is <unk>."),
