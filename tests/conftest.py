@@ -65,6 +65,11 @@ def tok():
     return load_tokenizer("word")
 
 
+def named(fig: dict, name: str) -> dict:
+    """The trace called `name` of a figure's JSON spec."""
+    return next(t for t in fig["data"] if t.get("name") == name)
+
+
 def plotly_array(v, dtype=None) -> np.ndarray:
     """A trace array from a figure's JSON: Plotly stores numpy arrays as {"dtype", "bdata"(, "shape")} (base64);
     a plain list is returned as an array (dtype=float turns None into NaN)."""

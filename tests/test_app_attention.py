@@ -4,17 +4,13 @@ from functools import partial
 
 import numpy as np
 import pytest
-from conftest import assert_clean, open_tab, plotly_array, spec, texts
+from conftest import assert_clean, named, open_tab, plotly_array, spec, texts
 
 from viz_model.ui import widgets
 
 arr = partial(plotly_array, dtype=float)  # NaN where Plotly sent None (a masked hole)
 
 AWKWARD = ["", "   ", "x " * 2500, "I 😀 like <b>cats</b> &amp; <pad>", "<script>alert(1)</script>"]
-
-
-def named(fig: dict, name: str) -> dict:
-    return next(t for t in fig["data"] if t.get("name") == name)
 
 
 @pytest.fixture(scope="module")

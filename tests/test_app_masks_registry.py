@@ -1,25 +1,15 @@
 """AppTest of the Masks gallery driven by the mask table (#27): every kind of viz_model.masks.MASKS is an option, and
 the strided kind (added as one table row) has its slider, its four panels and its live checks."""
 
-import base64
+from functools import partial
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_clean, spec, texts
+from conftest import ROOT, assert_clean, named, plotly_array, spec, texts
 
 from viz_model.masks import MASKS
 
-
-def arr(v) -> np.ndarray:
-    """A trace array from a figure's JSON ({"dtype", "bdata", "shape"}, base64; NaN = a masked hole)."""
-    if isinstance(v, dict) and "bdata" in v:
-        flat = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        return flat.reshape([int(n) for n in str(v.get("shape", len(flat))).split(",")])
-    return np.array(v, dtype=float)
-
-
-def named(fig: dict, name: str) -> dict:
-    return next(t for t in fig["data"] if t.get("name") == name)
+arr = partial(plotly_array, dtype=float)  # NaN where Plotly sent None (a masked hole)
 
 
 @pytest.fixture(scope="module")

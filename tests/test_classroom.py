@@ -225,7 +225,7 @@ def test_a_wrong_key_gives_no_lead_control_and_the_right_one_a_class_code(app_te
     at.text_input(key="class_key").input("s3cret").run()
     at.toggle(key="class_lead").set_value(True).run()
     code = at.session_state["_class_code"]
-    assert any(f"Class code: {code}" in m.value for m in at.markdown)
+    assert f"Class code: {code}" in [h.value for h in at.subheader]
     assert at.query_params["class"] == code
     assert not at.exception
 
@@ -317,8 +317,8 @@ def test_the_rope_preset_answers_from_the_panels_settings(app_test, class_env):
 def test_presenter_mode_shows_the_class_code_large_and_is_not_followed(app_test, class_env):
     at, code = _leading(app_test)
     at.toggle(key="presenter_mode").set_value(True).run()
-    big = [m.value for m in at.markdown if f"Class code: {code}" in m.value]
-    assert big and "3rem" in big[0]
+    assert f"Class code: {code}" in [h.value for h in at.header]  # h2 in presenter mode (h3 otherwise)
+    assert not any(f"Class code: {code}" in h.value for h in at.subheader)
     assert "presenter_mode" not in ClassStore(class_env).get(code).values
 
 

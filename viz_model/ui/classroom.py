@@ -40,6 +40,9 @@ from viz_model.ui import chart, presenter
 from viz_model.ui.errors import guard
 
 KEY_ENV = "ATTENTION_LAB_INSTRUCTOR_KEY"
+# The class link's ?class=CODE is not a widget's value (joining a class is session state, and the code box is emptied
+# once read), so it is read and written through st.query_params by hand; every followed setting uses the widgets'
+# own bind="query-params".
 LINK_PARAM = "class"
 FOLLOW_POLL_S = 1.0     # a follower looks for a new view this often (the issue's bar: within 2 s)
 LEAD_POLL_S = 0.5       # the leader's tab republishes its view this often (picker changes inside page fragments)
@@ -389,9 +392,8 @@ def panel() -> None:
 
 
 def _leader_panel(code: str) -> None:
-    size = "3rem" if presenter.presenter_on() else "1.6rem"
-    st.markdown(f'<p style="font-size:{size};font-weight:700;margin:0">Class code: {code}</p>',
-                unsafe_allow_html=True)
+    # large for the back row in presenter mode; a heading, not HTML (no text here is ever rendered as HTML)
+    (st.header if presenter.presenter_on() else st.subheader)(f"Class code: {code}", anchor=False)
     base = (getattr(st.context, "url", None) or "").split("?")[0].rstrip("/")
     if st.session_state.get(_PAGE):  # on /rope: the app's root is one level up
         base = base.rsplit("/", 1)[0]
