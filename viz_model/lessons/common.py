@@ -24,6 +24,18 @@ class Check:
         return self.error <= self.tol  # NaN is not ok
 
 
+@dataclass(frozen=True)
+class Fact:
+    """A claim whose measurement is a yes/no computed by the lesson (an error raised, an order held, a count reached),
+    with the sentence that states it and the numbers in it. Rendered like a Check (ui.widgets.show_check)."""
+
+    ok: bool
+    claim: str
+
+
+Claim = Check | Fact  # what a lesson's claims(...) returns a list of, in the order the page shows them
+
+
 def row_sums(probs, claim: str, tol: float = 1e-5) -> Check:
     """Softmax rows sum to 1: the largest |sum - 1| over every row of `probs` (any array, rows on the last axis)."""
     err = float(np.nanmax(np.abs(np.asarray(probs, dtype=np.float64).sum(-1) - 1))) if np.size(probs) else 0.0

@@ -16,7 +16,7 @@ from tokenizers import Tokenizer, decoders, pre_tokenizers
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.lecture import EXAMPLES
-from viz_model.lessons.common import Check
+from viz_model.lessons.common import Check, Claim, Fact
 from viz_model.tokenizer import BOS, EOS, PAD, Encoded, display_token, encode, load_tokenizer
 from viz_model.ui import share
 from viz_model.ui.models import ENGLISH_MODEL, available_models, is_folder_model
@@ -286,10 +286,18 @@ def verdict(error: float, tol: float, claim: str) -> None:
     show_check(Check(error, tol, claim))
 
 
-def show_check(check: Check) -> None:
-    """The one way a computed claim (lessons.common.Check) reaches the page: ✓ or ✗ with its measured error."""
+def show_check(check: Claim) -> None:
+    """The one way a computed claim (lessons.common.Check or Fact) reaches the page: ✓ or ✗, with its measured error
+    for a Check."""
+    if isinstance(check, Fact):
+        return check_line(check.ok, check.claim)
     check_line(check.ok, f"{check.claim} (max error {check.error:.1e}, tolerance {check.tol:.0e})" if check.ok else
                f"{check.claim} — failed here: max error {check.error:.1e} (tolerance {check.tol:.0e})")
+
+
+def show_checks(checks: list[Claim]) -> None:
+    for check in checks:
+        show_check(check)
 
 
 def token_id(ckpt: Checkpoint, word: str) -> int | None:
