@@ -263,3 +263,42 @@ if __name__ == "__main__":
     save_file(tensors, str(REF_TENSORS))
     REF_JSON.write_text(json.dumps(strings, indent=0, sort_keys=True) + "\n")
     print(f"recorded {len(tensors)} tensors, {len(strings)} string entries")
+
+
+def _old_greedy_ids(model, ids, max_new_tokens, eos_id):
+    """greedy_ids as it was before it drove decode_loop (commit dffc99b), kept here as the reference."""
+    seq, new = [int(i) for i in ids], []
+    with torch.no_grad():
+        while len(new) < max_new_tokens and len(seq) < model.config.max_len:
+            nxt = int(model(torch.tensor([seq])).logits[0, -1].argmax())
+            if nxt == eos_id:
+                break
+            seq.append(nxt)
+            new.append(nxt)
+    return new
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_greedy_ids_is_the_one_sampling_loop_and_keeps_its_answers(causal):
+    """greedy_ids runs decode_loop (no loop of its own) and returns what its old loop returned: on random models,
+    with and without the causal mask, near the context limit, and with an end token that it must stop before."""
+    from viz_model import generate as G
+
+    src = ast.parse(Path(G.__file__).read_text())
+    fn = next(n for n in src.body if isinstance(n, ast.FunctionDef) and n.name == "greedy_ids")
+    assert not any(isinstance(n, (ast.For, ast.While)) for n in ast.walk(fn))
+    assert "decode_loop" in ast.unparse(fn)
+    torch.manual_seed(0)
+    model = TinyTransformer(ModelConfig(vocab_size=12, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=10,
+                                        causal=causal)).eval()
+    eos_seen = 0
+    for seed in range(12):
+        g = torch.Generator().manual_seed(seed)
+        prompt = torch.randint(0, 12, (int(torch.randint(1, 10, (1,), generator=g)),), generator=g).tolist()
+        for eos in (None, 3, 5):
+            for n in (1, 4, 20):
+                new = G.greedy_ids(model, prompt, n, eos)
+                assert new == _old_greedy_ids(model, prompt, n, eos), (seed, eos, n)
+                eos_seen += eos is not None and len(new) < min(n, 10 - len(prompt))
+    assert G.greedy_ids(model, list(range(10)), 5, None) == []  # the context is full
+    assert eos_seen > 0  # some runs really stopped before an end token

@@ -240,21 +240,21 @@ def decode_loop(forward: Callable[[list[int], Any], Any], prompt: list[int],
         cache, feed = out.cache, [token_id]
 
 
-@torch.no_grad()
 def greedy_ids(model: TinyTransformer, ids: Sequence[int], max_new_tokens: int, eos_id: int | None = EOS_ID
                ) -> list[int]:
-    """The one greedy loop for training samples and the Train page: the argmax continuation of `ids` (without
-    them), stopping before <eos> or at the context length. Unlike generate() it has no KV cache and re-reads the
-    whole sequence each step, so it also runs a model trained without the causal mask (the no-mask demo)."""
+    """The argmax continuation of `ids` (without them) for training samples and the Train page, stopping before
+    <eos> or at the context length: decode_loop without a KV cache, re-reading the whole sequence each step, so it
+    also runs a model trained without the causal mask (the no-mask demo)."""
+    prompt = [int(i) for i in ids]
+    steps = min(max_new_tokens, model.config.max_len - len(prompt))
+    if steps < 1:
+        return []
+    forward = lambda feed, _cache: model(torch.tensor([feed], device=model.device))  # noqa: E731
+    stop = lambda _index, _seq, token_id: "eos" if token_id == eos_id else None  # noqa: E731
     with eval_mode(model):
-        seq, new = [int(i) for i in ids], []
-        while len(new) < max_new_tokens and len(seq) < model.config.max_len:
-            nxt = int(model(torch.tensor([seq], device=model.device)).logits[0, -1].argmax())
-            if nxt == eos_id:
-                break
-            seq.append(nxt)
-            new.append(nxt)
-    return new
+        new = [step.token_id for step, _ in decode_loop(forward, prompt, stop, strategy="greedy", steps=steps,
+                                                        use_cache=False)]
+    return new[:-1] if new and new[-1] == eos_id else new
 
 
 def _text(tokenizer, token_id: int) -> str:
