@@ -7,7 +7,7 @@ settings and calls these; nothing here knows Streamlit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +17,12 @@ from viz_model import rope
 from viz_model.lessons import rope as rope_lesson
 
 MAX_TOKEN_CHOICES = 16  # the class store's MAX_CHOICES: a longer sentence asks about its last 16 tokens
+# The preset question a page offers (by its URL path), as the "Ask the class" box lists it
+PRESET_LABELS = {"": "Which word does this head attend to most? (Start)",
+                 "rope": "Which RoPE method keeps every angle in range? (Context extension)"}
+# The RoPE page's context-extension settings a question reads: rope_question's `extra` name -> widget key
+ROPE_EXTRA_KEYS = {"beta_fast": "rope_ext_bf", "beta_slow": "rope_ext_bs", "low_freq_factor": "rope_ext_lo",
+                   "high_freq_factor": "rope_ext_hi"}
 
 
 @dataclass(frozen=True)
@@ -76,3 +82,38 @@ def rope_question(d_k: int, base: float, train_len: int, target_len: int, extra:
            f"base {base:,.0f}) never produced: {counts}.")
     prompt = f"Which RoPE method keeps every angle within the trained range at L′ = {target_len:,} (L = {train_len:,})?"
     return Preset("rope", prompt, labels, {"correct": correct, "why": why})
+
+
+def start_question(model, tokens: Sequence[str], ids: Sequence[int], layer: int, head: int) -> Preset:
+    """The Start page's question: which token the last one attends to most in head (layer, head) (clipped to the
+    model's layers and heads), answered by one pass of the model now."""
+    if len(ids) < 2:
+        raise ValueError("Type a sentence of at least two tokens on the Start page first.")
+    layer, head = min(layer, model.config.n_layers - 1), min(head, model.config.n_heads - 1)
+    return attention_question(tokens, attention_row(model, ids, layer, head), layer, head)
+
+
+def rope_preset(config, settings: Mapping) -> Preset:
+    """The RoPE page's question at its context-extension settings (`settings`: its widget values by key; a setting
+    not drawn yet takes the page's default: L the model's context, L′ eight times it, d_k 128, base 10,000)."""
+    default_len = config.max_len if config.pos_encoding == "rope" else 4096
+    L = int(settings.get("rope_ext_L", min(default_len, 131072)))
+    Lp = int(settings.get("rope_ext_Lp", min(8 * default_len, 1048576)))
+    extra = {name: float(settings[key]) for name, key in ROPE_EXTRA_KEYS.items() if key in settings}
+    return rope_question(int(settings.get("rope_ext_dk", 128)), float(settings.get("rope_ext_base", 10000.0)), L, Lp,
+                         extra)
+
+
+def model_answer_text(choices: Sequence[str], answer: dict) -> str:
+    """The sentence shown once a question is revealed: the model's own answer and why (the measured numbers)."""
+    correct = answer.get("correct") or []
+    if not correct:
+        return "No model answer for a free question: discuss it."
+    names = ", ".join(f"“{choices[i]}”" for i in correct)
+    return f"The model's own answer: {names}. {answer.get('why', '')}"
+
+
+def tally_lines(choices: Sequence[str], counts: Sequence[int], answer: dict) -> list[tuple[bool, str, int]]:
+    """One (the model picks it, choice, answers) per choice, in the question's order: the revealed tally."""
+    correct = set(answer.get("correct") or [])
+    return [(i in correct, c, int(n)) for i, (c, n) in enumerate(zip(choices, counts))]

@@ -33,7 +33,7 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -391,3 +391,249 @@ class ClassStore:
             if db.execute("SELECT 1 FROM classes WHERE code = ? AND leader = ?", (code, leader)).fetchone():
                 db.execute("DELETE FROM questions WHERE code = ?", (code,))
                 db.execute("DELETE FROM answers WHERE code = ?", (code,))
+
+
+# -- a tab's side of a class -----------------------------------------------------------------------------------
+# The class link's ?class=CODE is not a widget's value (joining a class is session state, and the code box is emptied
+# once read), so it is read and written through the URL query by hand; every followed setting uses the widgets' own
+# bind="query-params".
+LINK_PARAM = "class"
+KEY_ENV = "ATTENTION_LAB_INSTRUCTOR_KEY"  # the instructor key the server was launched with (class mode is off without)
+NOT_FOLLOWED = frozenset({"presenter_mode"})  # the projector's big type is the instructor's, not the students'
+SEEN_EVERY_S = 3.0      # a student's heartbeat is written at most this often
+REPUBLISH_S = 2.0       # a leader's unchanged view is republished (its heartbeat) at least this often
+
+# A tab's own state: widget keys (never bound to the URL, so never part of a view) and the tab's bookkeeping
+KEY_BOX, LEAD_KEY, FOLLOW_KEY, CODE_BOX = "class_key", "class_lead", "class_follow", "class_code_box"
+TAB, CODE, INSTRUCTOR, KEY_BAD = "_class_tab", "_class_code", "_class_instructor", "_class_key_bad"
+PAGE, APPLIED, PUBLISHED, ON_OWN = "_class_page", "_class_applied", "_class_published", "_class_on_own"
+GONE, ERROR, SEEN_AT, BEAT_AT = "_class_gone", "_class_error", "_class_seen_at", "_class_beat_at"
+LOST, DEMOTED, STUDENT = "_class_lost", "_class_demoted", "_class_student"
+
+
+def jsonable(value: Any) -> Any:
+    """A widget value as JSON keeps it (tuples become lists); None for a value JSON cannot carry."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def xsrf_token(cookie: str | None) -> str | None:
+    """The browser's secret in Streamlit's XSRF cookie ("2|mask|masked|time": the token under a per-request mask is
+    the same for every tab and reload of one browser); None when the cookie is not one."""
+    parts = (cookie or "").split("|")
+    if len(parts) != 4 or parts[0] != "2":
+        return None
+    try:
+        mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+    except ValueError:
+        return None
+    return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex() if mask else None
+
+
+def presence_text(following: int, present: int) -> str:
+    """The leader's count of the class ("**3** students follow · 1 exploring on their own")."""
+    text = f"**{following}** student{' follows' if following == 1 else 's follow'}"
+    return text + (f" · {present - following} exploring on their own" if present > following else "")
+
+
+@dataclass(frozen=True)
+class FollowStep:
+    """What one look at the leader's view asks of a following tab (nothing, when every field is empty)."""
+
+    stopped: bool = False           # the student moved: following stops
+    page: str | None = None         # switch to the leader's page (its settings are set already)
+    changed: tuple[str, ...] = ()   # settings just set on this page: rerun what shows them
+
+
+class Tab:
+    """One browser tab's side of a class. Its own part lives in `state` (Streamlit's session_state in the app, a dict
+    in the tests); the shared part in the class store, which `store` opens when first needed. The methods named after
+    a widget are its on_change/on_click callbacks; a leader's tab publishes, a student's follows."""
+
+    def __init__(self, state: MutableMapping[str, Any], store: Callable[[], ClassStore]):
+        self.state, self._store = state, store
+
+    @property
+    def store(self) -> ClassStore:
+        return self._store()
+
+    @property
+    def id(self) -> str:
+        return self.state.setdefault(TAB, new_id())
+
+    def student_id(self, cookie: str | None) -> str:
+        """This browser's anonymous id: its XSRF token (`cookie`) hashed with the store's salt; the tab's random id
+        where there is no such cookie."""
+        if self.state.get(STUDENT) is None:
+            token = xsrf_token(cookie)
+            self.state[STUDENT] = self.store.student_id(token) if token else self.id
+        return self.state[STUDENT]
+
+    def leading(self) -> bool:
+        s = self.state
+        return bool(s.get(INSTRUCTOR) and s.get(LEAD_KEY) and s.get(CODE) and not s.get(DEMOTED))
+
+    # -- joining and leaving ---------------------------------------------------------------------------------------
+    def join(self, code: str, follow: bool) -> None:
+        self.state[CODE] = code
+        self.state[FOLLOW_KEY] = follow
+        for key in (APPLIED, ON_OWN, GONE):
+            self.state.pop(key, None)
+
+    def leave(self, query: MutableMapping[str, Any], gone: str | None = None) -> None:
+        """Out of the class (the "Leave the class" button, or `gone`: the class ended), its code out of the URL."""
+        for key in (CODE, APPLIED, ON_OWN, PUBLISHED):
+            self.state.pop(key, None)
+        self.state[FOLLOW_KEY] = False
+        self.state[LEAD_KEY] = False
+        if gone:
+            self.state[GONE] = gone
+        if LINK_PARAM in query:
+            del query[LINK_PARAM]
+
+    def typed_code(self) -> None:
+        """The student's "Class code" box: join the class, or say why not; the box is emptied."""
+        code = parse_code(self.state.get(CODE_BOX, ""))
+        if code is None:
+            self.state[ERROR] = f"A class code is {CODE_LEN} letters, such as the one on the projector."
+        elif self.store.get(code) is None:
+            self.state[ERROR] = f"There is no class {code} on this server (ended, expired, or the server restarted)."
+        else:
+            self.join(code, follow=True)
+        self.state[CODE_BOX] = ""
+
+    def check_key(self) -> None:
+        """The "Instructor key" box: compared with KEY_ENV's in constant time, then cleared (the key stays nowhere)."""
+        typed = self.state.get(KEY_BOX) or ""
+        self.state[KEY_BOX] = ""
+        if key_matches(typed, os.environ.get(KEY_ENV)):
+            self.state[INSTRUCTOR] = True
+        else:
+            self.state[KEY_BAD] = True
+
+    def lead_changed(self) -> None:
+        """"Lead the class": take over the class this tab is in (a new tab of the instructor, after the old one
+        closed or the link was reopened), else start a new one; off: the class stays, led by nobody."""
+        s, code = self.state, self.state.get(CODE)
+        try:
+            if s.get(LEAD_KEY):
+                if code is None or not self.store.lead(code, self.id):
+                    code = self.store.create(self.id)
+                s[CODE] = code
+                s[FOLLOW_KEY] = False
+                for key in (PUBLISHED, GONE, DEMOTED):
+                    s.pop(key, None)
+            elif code:
+                self.store.stop_leading(code, self.id)
+        except ClassError as e:
+            s[LEAD_KEY] = False
+            s[ERROR] = str(e)
+
+    def catch_up(self) -> None:
+        self.state[FOLLOW_KEY] = True
+        self.state.pop(APPLIED, None)
+        self.state.pop(ON_OWN, None)
+
+    def follow_changed(self) -> None:
+        if self.state.get(FOLLOW_KEY):
+            self.catch_up()
+        else:
+            self.state[ON_OWN] = True
+
+    def enter(self, query: MutableMapping[str, Any]) -> ClassView | None:
+        """The start of a run: a demoted leader becomes a student; a class link joins its class (a gone class is left
+        with a notice); the code stays in the URL (a reload, or a restarted server, finds the class). The class's view
+        when this tab is a student in one, else None."""
+        s = self.state
+        if s.pop(DEMOTED, False):  # another tab took the class over: this one is a student now
+            s[LEAD_KEY] = False
+            s[FOLLOW_KEY] = False
+        raw = query.get(LINK_PARAM)
+        linked = parse_code(raw)
+        if raw and linked is None:
+            s[ERROR] = f"The link's class code {raw[:12]!r} is not a class code."
+            del query[LINK_PARAM]
+        elif linked and linked != s.get(CODE):
+            if self.store.get(linked) is None:
+                self.leave(query, gone=linked)
+                return None
+            self.join(linked, follow=True)
+        code = s.get(CODE)
+        view = self.store.get(code) if code else None
+        if code and view is None:
+            self.leave(query, gone=code)
+        if view is None:
+            return None
+        if query.get(LINK_PARAM) != code:
+            query[LINK_PARAM] = code
+        return None if self.leading() else view
+
+    # -- following -------------------------------------------------------------------------------------------------
+    def moved(self, applied: dict) -> bool:
+        """The student changed the page or a followed setting since the leader's view was applied."""
+        if applied["page"] != self.state.get(PAGE):
+            return True
+        return any(key in self.state and jsonable(self.state[key]) != value for key, value in applied["values"].items())
+
+    def apply(self, values: dict[str, Any]) -> list[str]:
+        """Set the leader's values in the tab's state; the keys that changed."""
+        changed = []
+        for key, value in values.items():
+            if key in self.state and jsonable(self.state[key]) == value:
+                continue
+            current = self.state.get(key)
+            self.state[key] = tuple(value) if isinstance(current, tuple) and isinstance(value, list) else value
+            changed.append(key)
+        return changed
+
+    def seen(self, code: str, student: str, now: float) -> bool:
+        """A student's heartbeat, written at most every SEEN_EVERY_S. False when the class is full (or gone)."""
+        if now - self.state.get(SEEN_AT, 0.0) < SEEN_EVERY_S:
+            return True
+        self.state[SEEN_AT] = now
+        return self.store.seen(code, student, bool(self.state.get(FOLLOW_KEY)))
+
+    def follow_step(self, view: ClassView, pages: Collection[str], now: float) -> FollowStep:
+        """One look at the leader's view: give up following if the student moved, else take a new view (`pages`: the
+        app's page paths; a page it does not have is the start page)."""
+        s = self.state
+        if not s.get(FOLLOW_KEY):
+            return FollowStep()
+        applied = s.get(APPLIED)
+        if applied is not None and self.moved(applied):
+            s[FOLLOW_KEY] = False
+            s[ON_OWN] = True
+            return FollowStep(stopped=True)
+        if view.page is None or not view.leader_active(now):
+            return FollowStep()  # nothing published yet, or the leader's tab is gone: stay where you are
+        if applied is not None and applied["version"] == view.version:
+            return FollowStep()
+        changed = self.apply(view.values)
+        target = view.page if view.page in pages else ""
+        s[APPLIED] = {"page": target, "values": view.values, "version": view.version}
+        if target != s.get(PAGE):
+            return FollowStep(page=target)
+        return FollowStep(changed=tuple(changed))
+
+    # -- leading ---------------------------------------------------------------------------------------------------
+    def publish(self, values: dict[str, Any], query: Mapping[str, Any], now: float) -> None:
+        """The leader's view (this page, its URL-bound `values`, the URL `query` they make), written when it changed
+        or its heartbeat is due. Refused (another tab leads the class now, or it is gone): this tab is demoted, and
+        its toggle is set off on the next run."""
+        s, code, page = self.state, self.state[CODE], self.state.get(PAGE, "")
+        query = {k: v for k, v in query.items() if k != LINK_PARAM and k not in NOT_FOLLOWED}
+        text = json.dumps([page, values, query], sort_keys=True)
+        if text == s.get(PUBLISHED) and now - s.get(BEAT_AT, 0) < REPUBLISH_S:
+            return
+        try:
+            version = self.store.publish(code, self.id, page, values, query)
+        except ClassError as e:
+            s[ERROR] = str(e)
+            return
+        if version is None:
+            s[DEMOTED] = True
+            s[LOST] = code
+            return
+        s[PUBLISHED], s[BEAT_AT] = text, now
