@@ -110,13 +110,8 @@ def save(model: TinyTransformer, tokenizer: Tokenizer, path: str | Path,
 def _read_json(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise ValueError(f"the checkpoint's JSON file {path.name} is missing (it sits beside the weights).")
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise ValueError(f"{path.name} is too large to be a checkpoint description.")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path.name} is not valid JSON ({e.__class__.__name__}).") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    doc = hf.read_json(path, MAX_JSON_BYTES)  # size-capped, valid JSON, an object: the one reader of both kinds
+    if doc.get("format") != FORMAT:
         raise ValueError(f"{path.name} is not an Attention Lab checkpoint description.")
     if doc.get("version") != VERSION:
         raise ValueError(f"{path.name} has checkpoint version {doc.get('version')!r}; this app reads {VERSION}.")

@@ -257,24 +257,27 @@ SENTENCE_PROBES = {
 }
 
 
+# The language model's probe and sample prompt (the others come from SENTENCE_PROBES or a seeded toy example).
+LM_PROBE, LM_PROMPT = "the boy gave the girl the book because she smiled", "please send the"
+
+
 def probe_text(task: str) -> str:
     """A fixed input whose attention the trainer snapshots while it learns."""
-    if task == "lm":
-        return "the boy gave the girl the book because she smiled"
-    if task in SENTENCE_PROBES:
-        return SENTENCE_PROBES[task][0]
-    ex = toy_example(task, random.Random(7), 8, 8)
-    return " ".join(ex.words)
+    return LM_PROBE if task == "lm" else _task_text(task, 0, seed=7, length=8)
 
 
 def sample_prompt(task: str) -> str:
     """What the trainer completes greedily to show progress."""
-    if task == "lm":
-        return "please send the"
+    return LM_PROMPT if task == "lm" else _task_text(task, 1, seed=11, length=7)
+
+
+def _task_text(task: str, which: int, seed: int, length: int) -> str:
+    """SENTENCE_PROBES[task][which], or a seeded toy example (whole for the probe, up to its scored part for the
+    prompt)."""
     if task in SENTENCE_PROBES:
-        return SENTENCE_PROBES[task][1]
-    ex = toy_example(task, random.Random(11), 7, 7)
-    return " ".join(ex.words[: ex.score_from])
+        return SENTENCE_PROBES[task][which]
+    ex = toy_example(task, random.Random(seed), length, length)
+    return " ".join(ex.words if which == 0 else ex.words[: ex.score_from])
 
 
 # -- the toy translation language --------------------------------------------------------------------

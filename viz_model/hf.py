@@ -55,7 +55,7 @@ _ROLES = ("bos", "eos", "pad", "unk")
 
 
 # -- small readers ------------------------------------------------------------------------------
-def _read_json(path: Path, limit: int, required: bool = True) -> dict[str, Any]:
+def read_json(path: Path, limit: int, required: bool = True) -> dict[str, Any]:
     """A JSON object from path, or {} when optional and absent; anything else is a ValueError."""
     if not path.is_file():
         if required:
@@ -312,7 +312,7 @@ def weight_files(folder: Path) -> list[Path]:
     """The safetensors files holding the weights: the index's shards, model.safetensors, or every *.safetensors."""
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        weight_map = _read_json(index, MAX_INDEX_BYTES).get("weight_map")
+        weight_map = read_json(index, MAX_INDEX_BYTES).get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
             raise ValueError(f"{index.name} has no weight_map.")
         names = sorted({str(v) for v in weight_map.values()})
@@ -459,7 +459,7 @@ def _named_specials(folder: Path) -> tuple[dict[str, str], list[str]]:
     named: dict[str, str] = {}
     extra: list[str] = []
     for name in ("special_tokens_map.json", "tokenizer_config.json"):
-        doc = _read_json(folder / name, MAX_TOKENIZER_BYTES, required=False)
+        doc = read_json(folder / name, MAX_TOKENIZER_BYTES, required=False)
         for role in _ROLES:
             value = doc.get(f"{role}_token")
             value = value.get("content") if isinstance(value, dict) else value
@@ -483,7 +483,7 @@ def special_tokens(folder: Path, hf: Mapping[str, Any], tok: Tokenizer, cfg: Mod
     """({role: {"id", "token", "source"} or None} for bos/eos/pad/unk, every end-of-text id), from the tokenizer's
     own files first, then config.json / generation_config.json ids. "pad" is always filled (see the module doc)."""
     named, _ = _named_specials(folder)
-    gen = _read_json(folder / "generation_config.json", MAX_CONFIG_BYTES, required=False)
+    gen = read_json(folder / "generation_config.json", MAX_CONFIG_BYTES, required=False)
     out: dict[str, dict[str, Any] | None] = {}
     for role in _ROLES:
         tid, source = (tok.token_to_id(named[role]), "tokenizer") if role in named else (None, "")
@@ -542,7 +542,7 @@ def prepare(folder: str | Path) -> _Prepared:
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"{folder.name} is not a model folder.")
-    hf = _read_json(folder / "config.json", MAX_CONFIG_BYTES)
+    hf = read_json(folder / "config.json", MAX_CONFIG_BYTES)
     cfg = hf_config(hf)
     files = weight_files(folder)
     stored = read_headers(files)
@@ -640,7 +640,7 @@ def describe_folder(folder: Path, name: str | None = None) -> ModelDir:
     """One folder's entry for the picker: all header-level checks, no weight data read."""
     model_type, size, n_params, problem = None, 0, None, None
     try:
-        model_type = _read_json(folder / "config.json", MAX_CONFIG_BYTES).get("model_type")
+        model_type = read_json(folder / "config.json", MAX_CONFIG_BYTES).get("model_type")
         model_type = str(model_type) if model_type is not None else None
         files = weight_files(folder)
         size = sum(f.stat().st_size for f in files)
