@@ -1,6 +1,7 @@
 """Class mode (#28) without a browser: the class store (codes, expiry, bounds, one answer per student, two processes
-on one file, the restart rule, the constant-time key check), the model's own answers, and the "Class" expander in
-AppTest (off without the key, a wrong key, leading, a student joining by link and following)."""
+on one file, the restart rule, the constant-time key check), a tab's side of a class on a plain dict (joining by code
+or link, following, publishing, a takeover), the model's own answers, and the "Class" expander in AppTest (off without
+the key, a wrong key, leading, a student joining by link and following)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import sys
 import numpy as np
 import pytest
 
+from viz_model import ASSETS_DIR
+from viz_model.checkpoint import load_checkpoint
+from viz_model.lessons import classroom as lesson
 from viz_model.lessons.classroom import attention_question, rope_question
 from viz_model.runtime import classroom as cr
-from viz_model.runtime.classroom import ClassError, ClassStore, key_matches, parse_code
+from viz_model.runtime.classroom import ClassError, ClassStore, FollowStep, Tab, key_matches, parse_code
 
 
 class Clock:
@@ -191,6 +195,149 @@ def test_the_rope_question_answers_from_the_angle_coverage():
     correct = {p.choices[i] for i in p.answer["correct"]}
     assert "linear interpolation (PI)" in correct and "none (plain RoPE)" not in correct
     assert "NTK-aware base change" not in correct  # its lowest frequencies still leave the trained range
+
+
+def test_the_start_question_is_answered_by_the_classroom_models_own_attention():
+    ckpt = load_checkpoint(ASSETS_DIR / "models" / "classroom.safetensors")
+    ids = [int(i) for i in ckpt.tokenizer.encode("the cat sat on the mat").ids]
+    tokens = [ckpt.tokenizer.id_to_token(i) for i in ids]
+    p = lesson.start_question(ckpt.model, tokens, ids, layer=99, head=99)  # clipped to the last layer and head
+    L, H = ckpt.model.config.n_layers - 1, ckpt.model.config.n_heads - 1
+    row = lesson.attention_row(ckpt.model, ids, L, H)
+    assert f"head {L}·{H}" in p.prompt and p.answer["correct"] == [int(np.argmax(row))]
+    with pytest.raises(ValueError, match="at least two tokens"):
+        lesson.start_question(ckpt.model, tokens[:1], ids[:1], 0, 0)
+
+
+class _Config:
+    max_len, pos_encoding = 256, "rope"
+
+
+def test_the_rope_preset_reads_the_pages_settings_and_defaults_to_the_models_context():
+    default = lesson.rope_preset(_Config(), {})
+    assert default == rope_question(128, 10000.0, 256, 8 * 256)
+    typed = lesson.rope_preset(_Config(), {"rope_ext_L": 4096, "rope_ext_Lp": 32768, "rope_ext_bf": 16})
+    assert typed == rope_question(128, 10000.0, 4096, 32768, {"beta_fast": 16.0})
+    with pytest.raises(ValueError, match="shorter than the training length"):
+        lesson.rope_preset(_Config(), {"rope_ext_L": 4096, "rope_ext_Lp": 1024})
+
+
+def test_the_revealed_tally_marks_only_the_models_answer():
+    p = rope_question(128, 10000.0, 4096, 32768)
+    lines = lesson.tally_lines(p.choices, list(range(len(p.choices))), p.answer)
+    assert [ok for ok, _, _ in lines] == [i in p.answer["correct"] for i in range(len(p.choices))]
+    assert [(c, n) for _, c, n in lines] == list(zip(p.choices, range(len(p.choices))))
+    assert not any(ok for ok, _, _ in lesson.tally_lines(["yes", "no"], [3, 1], {}))  # a free question: no ✓
+    text = lesson.model_answer_text(p.choices, p.answer)
+    assert text.startswith("The model's own answer: “linear interpolation (PI)”") and p.answer["why"] in text
+    assert lesson.model_answer_text(["yes", "no"], {}) == "No model answer for a free question: discuss it."
+
+
+# -- a tab's side of a class (runtime.classroom.Tab on a dict) ----------------------------------------------------
+def _leader(store, page: str = "") -> Tab:
+    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: page}, lambda: store)
+    leader.lead_changed()
+    assert leader.leading() and leader.state[cr.CODE]
+    return leader
+
+
+def test_a_tab_follows_the_leaders_settings_and_stops_when_the_student_moves(store, clock):
+    leader = _leader(store)
+    leader.publish({"start_layer": 1, "start_heads": [0, 2]}, {"start_layer": "1", "class": "X"}, clock())
+    code = leader.state[cr.CODE]
+    student = Tab({cr.PAGE: "", "start_layer": 0, "start_heads": (0,)}, lambda: store)
+    student.join(code, follow=True)
+    step = student.follow_step(store.get(code), {"", "rope"}, clock())
+    assert not step.stopped and step.page is None and set(step.changed) == {"start_layer", "start_heads"}
+    assert student.state["start_layer"] == 1 and student.state["start_heads"] == (0, 2)  # a tuple stays a tuple
+    assert student.follow_step(store.get(code), {"", "rope"}, clock()) == FollowStep()  # the same version: nothing
+    student.state["start_layer"] = 0  # the student moves a setting
+    assert student.follow_step(store.get(code), {"", "rope"}, clock()) == FollowStep(stopped=True)
+    assert student.state[cr.FOLLOW_KEY] is False and student.state[cr.ON_OWN] is True
+    student.catch_up()
+    assert student.follow_step(store.get(code), {"", "rope"}, clock()).changed == ("start_layer",)
+
+
+def test_a_follower_switches_to_the_leaders_page_and_an_unknown_page_is_the_start(store, clock):
+    leader = _leader(store, page="rope")
+    leader.publish({}, {}, clock())
+    code = leader.state[cr.CODE]
+    student = Tab({cr.PAGE: ""}, lambda: store)
+    student.join(code, follow=True)
+    assert student.follow_step(store.get(code), {"", "rope"}, clock()) == FollowStep(page="rope")
+    other = Tab({cr.PAGE: "rope"}, lambda: store)
+    other.join(code, follow=True)
+    assert other.follow_step(store.get(code), {""}, clock()) == FollowStep(page="")
+    clock.t += cr.LEADER_STALE_S + 1  # the leader's tab is gone: stay where you are
+    late = Tab({cr.PAGE: ""}, lambda: store)
+    late.join(code, follow=True)
+    assert late.follow_step(store.get(code), {"", "rope"}, clock()) == FollowStep()
+
+
+def test_a_leader_republishes_only_a_changed_view_or_its_heartbeat_and_a_takeover_demotes_it(store, clock):
+    leader = _leader(store)
+    code = leader.state[cr.CODE]
+    leader.publish({"start_layer": 1}, {"presenter_mode": "true"}, clock())
+    seen = store.get(code).leader_seen
+    clock.t += 1.0
+    leader.publish({"start_layer": 1}, {}, clock())  # the same view, heartbeat not due: not written
+    assert store.get(code).leader_seen == seen and "presenter_mode" not in store.get(code).query
+    clock.t += cr.REPUBLISH_S
+    leader.publish({"start_layer": 1}, {}, clock())
+    assert store.get(code).leader_seen == clock() and store.get(code).version == 1
+    second = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.CODE: code}, lambda: store)
+    second.lead_changed()
+    assert second.state[cr.CODE] == code and store.get(code).leader == second.id
+    leader.publish({"start_layer": 2}, {}, clock())
+    assert leader.state[cr.LOST] == code and not leader.leading() and store.get(code).version == 1
+
+
+def test_the_code_box_and_the_link_join_a_class_or_say_why_not(store, clock):
+    code = _leader(store).state[cr.CODE]
+    tab = Tab({cr.CODE_BOX: "nope"}, lambda: store)
+    tab.typed_code()
+    assert "4 letters" in tab.state.pop(cr.ERROR) and tab.state[cr.CODE_BOX] == "" and cr.CODE not in tab.state
+    tab.state[cr.CODE_BOX] = "zzzz" if code != "ZZZZ" else "yyyy"
+    tab.typed_code()
+    assert "There is no class" in tab.state.pop(cr.ERROR)
+    tab.state[cr.CODE_BOX] = code.lower()
+    tab.typed_code()
+    assert tab.state[cr.CODE] == code and tab.state[cr.FOLLOW_KEY] is True
+    query = {}
+    assert tab.enter(query).code == code and query == {"class": code}  # the code goes into the URL
+    tab.leave(query)
+    assert cr.CODE not in tab.state and query == {}
+    linked = Tab({}, lambda: store)
+    assert linked.enter({"class": code.lower()}).code == code and linked.state[cr.FOLLOW_KEY] is True
+    query = {"class": "ZZZZ" if code != "ZZZZ" else "YYYY"}
+    gone = Tab({}, lambda: store)
+    assert gone.enter(query) is None and gone.state[cr.GONE] and query == {}
+    bad = Tab({}, lambda: store)
+    assert bad.enter({"class": "x1"}) is None and "is not a class code" in bad.state[cr.ERROR]
+
+
+def test_the_instructor_key_box_is_cleared_and_a_wrong_key_is_told(monkeypatch, store):
+    monkeypatch.setenv(cr.KEY_ENV, "s3cret")
+    tab = Tab({cr.KEY_BOX: "guess"}, lambda: store)
+    tab.check_key()
+    assert tab.state[cr.KEY_BAD] and not tab.state.get(cr.INSTRUCTOR) and tab.state[cr.KEY_BOX] == ""
+    tab.state[cr.KEY_BOX] = "s3cret"
+    tab.check_key()
+    assert tab.state[cr.INSTRUCTOR] and tab.state[cr.KEY_BOX] == ""
+
+
+def test_a_browsers_xsrf_token_is_unmasked_and_anything_else_is_none():
+    token, mask = bytes(range(16)), bytes([7, 200, 13, 99])
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(token))
+    assert cr.xsrf_token(f"2|{mask.hex()}|{masked.hex()}|1700000000") == token.hex()
+    assert cr.xsrf_token(f"2|{mask.hex()}|{masked.hex()}") is None and cr.xsrf_token(None) is None
+    assert cr.xsrf_token("2|zz|00|1") is None and cr.xsrf_token(f"1|{mask.hex()}|{masked.hex()}|1") is None
+
+
+def test_the_leaders_count_says_who_follows_and_who_explores():
+    assert cr.presence_text(1, 1) == "**1** student follows"
+    assert cr.presence_text(3, 5) == "**3** students follow · 2 exploring on their own"
+    assert cr.presence_text(0, 0) == "**0** students follow"
 
 
 # -- the Class expander in AppTest -------------------------------------------------------------------------------
