@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from viz_model.lessons.qkv import CLAIM_SENTENCES, MINIMAL_PAIRS
+from viz_model.lessons.qkv import CLAIM_SENTENCES, MINIMAL_PAIRS, lesson_text
 from viz_model.ui import qkv as ui
 from viz_model.ui import share
 from viz_model.ui.models import CLASSROOM_MODEL, is_folder_model, load_model
@@ -21,7 +21,7 @@ if is_folder_model(ckpt):  # the lesson compares the app's own variants, all on 
             "tokenizer; this page measures the app's own models, so the lookup runs on the shipped classroom model.")
     ckpt = load_model(CLASSROOM_MODEL, st.session_state.get(DEVICE_KEY, "auto"))
 enc = sentence_input("qkv", ckpt, max_tokens=ui.MAX_T, default="The cat sat on the mat")
-text = ui.lesson_text(enc, st.session_state.get("qkv_text", ""))
+text = lesson_text(enc, st.session_state.get("qkv_text", ""))
 
 
 def lookup() -> None:

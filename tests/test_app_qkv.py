@@ -237,8 +237,6 @@ def test_variant_note_names_the_models_as_the_picker_shows_them(at):
 
 
 def test_panel_titles_and_caption_round_the_asymmetry_alike(at):
-    from viz_model.ui.qkv import asym_text
-
     open_tab(at, "Four variants")
     clean(at)
     panels = [p for p in chart(at, "qkv_panels_chart")["data"] if p["type"] == "heatmap"]
@@ -246,7 +244,7 @@ def test_panel_titles_and_caption_round_the_asymmetry_alike(at):
     caption = next(c.value for c in at.caption if c.value.startswith("With separate W_Q and W_K"))
     for name in (lesson.VARIANT_LABELS["separate"], lesson.VARIANT_LABELS["shared_kv"]):
         value = num(re.escape(name) + r" ([0-9.]+)", caption)
-        assert shown[name] == asym_text(value) == f"{value:.2f}"  # "1.03" in both, never "1" beside "1.03"
+        assert shown[name] == lesson.asym_text(value) == f"{value:.2f}"  # "1.03" in both, never "1" beside "1.03"
     table = at.dataframe[0].value
     assert list(table["‖S − Sᵀ‖ / ‖S‖"]) == [shown[v] for v in table["variant"]]
 

@@ -260,3 +260,59 @@ def test_score_panel_numbers_are_12px_dark_on_cells_light_enough_to_read():
             assert worst >= 4.5, worst
             assert f"{m[1, 0]:.3f}" in h.hovertext[1][0]  # hidden or not, the hover keeps every number
     assert shows_text(4, 4) and not shows_text(7, 4)  # the short sentences print numbers, 7 tokens hover only
+
+
+# -- what the page shows, computed by the lesson --------------------------------------------------------------
+def test_lookup_check_passes_on_the_model_and_fails_on_a_wrong_sum(tiny, tok):
+    res = qkv.lookup(tiny["shared_kv"], tok, TEXT, layer=1, head=1, query=4)
+    assert qkv.lookup_check(res).ok and qkv.lookup_check(res).error == res.error
+    assert not qkv.lookup_check(replace(res, error=res.error + 10 * qkv.LOOKUP_TOL)).ok
+    rows = qkv.contributor_rows(res, top_n=3)
+    assert [r["key"] for r in rows] == [f"{c.index} · {c.token}" for c in res.contributors[:3]]
+    shares = [float(r["share of Σ‖p_j · v_j‖"].rstrip("%")) for r in qkv.contributor_rows(res, top_n=99)]
+    assert sum(shares) == pytest.approx(100, abs=len(shares))  # each share is rounded to a whole percent
+    assert f"position {res.contributors[0].index}," in qkv.contributors_text(res)
+
+
+def test_symmetry_facts_hold_for_shared_qk_and_raw_x_and_fail_on_asymmetric_scores(tiny, tok):
+    rows = [qkv.variant_scores({m: tiny[m]}, tok, TEXT, layer=1, head=1)[0] for m in QKV_MODES]
+    facts = qkv.symmetry_facts(rows)
+    assert len(facts) == 2 and all(f.ok for f in facts)  # shared Q = K and raw X, in that order
+    assert facts[0].claim.startswith(qkv.VARIANT_LABELS["shared_qk"])
+    asym = replace(rows[0], variant="shared_qk")  # separate's asymmetric scores, called shared Q = K
+    (fact,) = qkv.symmetry_facts([asym])
+    assert not fact.ok and "not symmetric" in fact.claim
+    assert qkv.asym_text(rows[0].asymmetry) in qkv.asymmetry_caption(rows)
+    assert qkv.asymmetry_caption(rows[1:2]) == ""  # shared Q = K alone: nothing asymmetric to name
+    assert [r["variant"] for r in qkv.variant_rows(rows)] == [qkv.VARIANT_LABELS[m] for m in QKV_MODES]
+
+
+def test_metadata_facts_compare_the_recomputed_losses_with_the_saved_ones(shipped):
+    ck = shipped["separate"]
+    loss = qkv.heldout_loss(ck.model, ck.tokenizer, seed=ck.metadata["seed"])
+    (ok,) = qkv.metadata_facts([loss, 1.2], [ck.metadata["heldout_loss"], None])
+    assert ok.ok and "largest difference" in ok.claim
+    (bad,) = qkv.metadata_facts([loss], [ck.metadata["heldout_loss"] + 10 * qkv.METADATA_TOL])
+    assert not bad.ok
+    assert qkv.metadata_facts([loss], [None]) == []
+    assert qkv.loss_rows(["a"], [loss], [None])[0]["in the checkpoint's metadata"] == "—"
+
+
+def test_pair_table_and_caption_read_the_measured_cosines(tiny, tok):
+    res = [qkv.minimal_pair({m: tiny[m]}, tok, "the cat sat", "the mat sat") for m in QKV_MODES]
+    attn = [r.attn_cos[m] for r, m in zip(res, QKV_MODES)]
+    hidden = [r.hidden_cos[m] for r, m in zip(res, QKV_MODES)]
+    rows = qkv.pair_rows(list(QKV_MODES), attn, hidden)
+    assert rows[1]["attention output, layer 1"] == f"{attn[1][1]:.3f}" and len(rows[0]) == 2 + len(attn[0])
+    caption = qkv.pair_caption(list(QKV_MODES), attn)
+    kv, sep = attn[QKV_MODES.index("shared_kv")][0], attn[QKV_MODES.index("separate")][0]
+    assert f"shared K = V {kv:.3f} against separate {sep:.3f}" in caption
+    assert ("(more alike)" in caption) == (kv > sep)
+    assert qkv.pair_caption(["separate"], attn[:1]) == ""
+
+
+def test_variant_note_names_the_variant_and_the_other_models():
+    note = qkv.variant_note("separate", "classroom", ["Q = K model", "raw *X*"])
+    assert "the shipped `classroom`" in note and "“Q = K model” or “raw \\*X\\*”" in note
+    assert qkv.variant_note("separate", "mine", []).endswith(qkv.HOW["separate"])
+    assert qkv.variant_note("none", "qkv-none", []).endswith("It is not the usual separate-projection model.")

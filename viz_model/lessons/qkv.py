@@ -7,6 +7,7 @@ Every function takes `models`, a mapping {name: TinyTransformer}; a model's vari
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
@@ -14,8 +15,9 @@ import numpy as np
 import torch
 
 from viz_model.config import QKV_MODES
+from viz_model.lessons.common import Check, Fact
 from viz_model.model import TinyTransformer, Trace
-from viz_model.tokenizer import encode
+from viz_model.tokenizer import Encoded, encode
 
 VARIANT_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
                   "none": "raw X (XXᵀ attention)"}
@@ -34,6 +36,35 @@ MOST_ROWS = 0.5         # "in most rows": the diagonal is the row max in more th
 COSINE_MARGIN = 0.01    # "blurrier": the minimal-pair cosine higher by more than this
 NEARLY_SAME = 0.9       # "nearly the same output": a cosine at or above this (1 = the same direction)
 LOSS_TOL = 0.02         # nats: run-to-run noise; "does not perform worse" within this
+LOOKUP_TOL = 1e-5       # float32 rounding of a sum of T products
+METADATA_TOL = 1e-4     # the recomputed held-out loss against the checkpoint's own number
+
+
+def label(variant: str) -> str:
+    return VARIANT_LABELS.get(variant, variant)
+
+
+def md(text: str) -> str:
+    """A user-typed token or sentence as literal Markdown text (no *, _, ` or [ formatting)."""
+    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", str(text))
+
+
+def asym_text(value: float) -> str:
+    """‖S − Sᵀ‖/‖S‖ as every panel title, table cell and caption on the page writes it (one rounding)."""
+    return f"{value:.2f}"
+
+
+def lesson_text(enc: Encoded, raw: str) -> str:
+    """The text the lesson functions encode: the typed text, or what is left of it after truncation."""
+    if not enc.truncated:
+        return raw
+    return " ".join(t for t in enc.tokens if t != "<bos>")
+
+
+def default_query(tokens: list[str]) -> int:
+    """The query the lookup opens on: 'sat' if the sentence has it, else the last token."""
+    lower = [t.lower() for t in tokens]
+    return lower.index("sat") if "sat" in lower else len(tokens) - 1
 
 
 # -- running a sentence ---------------------------------------------------------------------------
@@ -121,6 +152,29 @@ def lookup(model: TinyTransformer, tok, text: str, layer: int, head: int, query:
                   arr(allowed), arr(probs), arr(out), contributors, error)
 
 
+def lookup_check(lk: Lookup) -> Check:
+    return Check(lk.error, LOOKUP_TOL, "Σ_j p_j v_j recomputed here equals the model's own head output for this query")
+
+
+def contributor_rows(lk: Lookup, top_n: int = 5) -> list[dict[str, str]]:
+    """The top `top_n` contributors by ‖p_j v_j‖, with their weights and their share of Σ‖p_j v_j‖."""
+    total = sum(c.norm for c in lk.contributors) or 1.0
+    return [{"key": f"{c.index} · {c.token}", "weight p_j": f"{c.weight:.3f}", "‖p_j · v_j‖": f"{c.norm:.3f}",
+             "share of Σ‖p_j · v_j‖": f"{c.norm / total:.0%}"} for c in lk.contributors[:top_n]]
+
+
+def contributors_text(lk: Lookup) -> str:
+    """Whose value the answer mostly is, and the largest weight when that is another key's."""
+    first = lk.contributors[0]
+    by_weight = max(lk.contributors, key=lambda c: c.weight)
+    text = (f"The answer is mostly the value of *{md(first.token)}* (position {first.index}, p = {first.weight:.2f}, "
+            f"‖p·v‖ = {first.norm:.2f})")
+    if by_weight.index != first.index:
+        text += (f"; *{md(by_weight.token)}* has the largest weight ({by_weight.weight:.2f}) but a shorter value "
+                 "vector, so it adds less")
+    return text + "."
+
+
 # -- symmetry and self-attention ----------------------------------------------------------------------
 def asymmetry(scores: torch.Tensor) -> torch.Tensor:
     """‖S − Sᵀ‖ / ‖S‖ (Frobenius) over the last two dims: (..., T, T) -> (...). 0 exactly when S = Sᵀ."""
@@ -170,6 +224,35 @@ def variant_scores(models: Mapping[str, TinyTransformer], tok, text: str, layer:
     return out
 
 
+def variant_rows(rows: Sequence[VariantScores]) -> list[dict[str, str]]:
+    return [{"variant": label(r.variant), "‖S − Sᵀ‖ / ‖S‖": asym_text(r.asymmetry),
+             "mean weight on itself": f"{r.self_share:.3f}", "itself is the largest weight": f"{r.diag_max_rate:.0%}",
+             "even spread": f"{r.chance_share:.3f}"} for r in rows]
+
+
+def symmetry_facts(rows: Sequence[VariantScores]) -> list[Fact]:
+    """Shared Q = K and raw X: the head's scores are symmetric (‖S − Sᵀ‖/‖S‖ within SYMMETRY_TOL)."""
+    out = []
+    for r in rows:
+        if r.variant in ("shared_qk", "none"):
+            sym = r.asymmetry <= SYMMETRY_TOL
+            out.append(Fact(sym, f"{label(r.variant)}: ‖S − Sᵀ‖/‖S‖ = {r.asymmetry:.1e} "
+                                 + (f"(≤ {SYMMETRY_TOL:g}), the scores are symmetric: token i matches j exactly as "
+                                    "well as j matches i." if sym else
+                                    f"(> {SYMMETRY_TOL:g}): the scores are not symmetric here.")))
+    return out
+
+
+def asymmetry_caption(rows: Sequence[VariantScores]) -> str:
+    """The separate and K = V variants' asymmetry beside a random matrix's ('' when neither is shown)."""
+    asym = [f"{label(r.variant)} {asym_text(r.asymmetry)}" for r in rows if r.variant in ("separate", "shared_kv")]
+    if not asym:
+        return ""
+    return ("With separate W_Q and W_K the matrix is asymmetric (" + ", ".join(asym) + "; an unrelated random matrix "
+            "gives about 1.41). The even spread is the weight on itself if a row spread its weight evenly over the "
+            "keys it may read.")
+
+
 # -- minimal pairs ------------------------------------------------------------------------------------
 def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     """cos(a, b) = a·b / (‖a‖‖b‖) of two vectors (ValueError for a zero vector: no direction)."""
@@ -216,6 +299,21 @@ def minimal_pair(models: Mapping[str, TinyTransformer], tok, a: str, b: str) -> 
     return PairResult(a, b, word, pos, differs_at, attn_cos, hidden_cos)
 
 
+def pair_rows(names: Sequence[str], attn: Sequence[list[float]], hidden: Sequence[float]) -> list[dict[str, str]]:
+    """Per variant: the shared word's cosine after each layer's attention and of the final hidden state."""
+    return [{"variant": name, **{f"attention output, layer {i}": f"{c:.3f}" for i, c in enumerate(row)},
+             "final hidden state": f"{h:.3f}"} for name, row, h in zip(names, attn, hidden)]
+
+
+def pair_caption(variants: Sequence[str], attn: Sequence[list[float]]) -> str:
+    """Shared K = V against separate in layer 0 for this pair ('' unless both are shown)."""
+    if "shared_kv" not in variants or "separate" not in variants:
+        return ""
+    kv, sep = attn[list(variants).index("shared_kv")][0], attn[list(variants).index("separate")][0]
+    return (f"Layer 0 attention output: shared K = V {kv:.3f} against separate {sep:.3f} for this pair "
+            f"({'more' if kv > sep else 'less'} alike). The Claims tab averages over all {len(MINIMAL_PAIRS)} pairs.")
+
+
 # -- the summary over sentences and the lecture's claims ------------------------------------------
 @dataclass
 class VariantSummary:
@@ -259,6 +357,27 @@ def heldout_loss(model: TinyTransformer, tok, seed: int = 0) -> float:
     from viz_model.train import evaluate
 
     return evaluate(model, TaskData("lm", tok, seed=seed))[0]
+
+
+def loss_rows(names: Sequence[str], losses: Sequence[float], stored: Sequence[float | None]) -> list[dict[str, str]]:
+    return [{"variant": n, "measured now (nats/token)": f"{x:.4f}",
+             "in the checkpoint's metadata": "—" if m is None else f"{m:.4f}"}
+            for n, x, m in zip(names, losses, stored)]
+
+
+def metadata_facts(losses: Sequence[float], stored: Sequence[float | None]) -> list[Fact]:
+    """The recomputed held-out losses equal the ones saved at training time (none when nothing was saved)."""
+    pairs = [(x, m) for x, m in zip(losses, stored) if m is not None]
+    if not pairs:
+        return []
+    err = max(abs(x - m) for x, m in pairs)
+    return [Fact(err <= METADATA_TOL, f"Recomputed here, the held-out losses match the numbers saved at training time "
+                                      f"(largest difference {err:.1e} nats).")]
+
+
+def spread_text(losses: Sequence[float]) -> str:
+    return (f"All {len(losses)} are within {max(losses) - min(losses):.4f} nats of each other. One training run each: "
+            "seed-to-seed noise is not measured, so a gap this small says little.")
 
 
 @dataclass
@@ -396,9 +515,62 @@ def claims(summaries: Sequence[VariantSummary]) -> list[ClaimRow]:
     return symmetry_claims(summaries) + role_claims(summaries)
 
 
+def claims_intro(rows: Sequence[ClaimRow], model: TinyTransformer, steps: int | None) -> str:
+    """How many claims hold, and the size of the models they were measured on."""
+    size = sum(p.numel() for p in model.parameters())
+    return (f"**{sum(r.holds for r in rows)} of {len(rows)}** claims hold on these small models. Where one does not, "
+            f"the page says so: the lecture speaks of large trained models; these have {model.config.n_layers} layers "
+            f"and {size:,} parameters" + (f", trained for {steps:,} steps." if steps else "."))
+
+
 # -- the Train page's one-click ablation --------------------------------------------------------------
 def qkv_variants(spec):
     """The four runs of a qkv ablation: `spec` (a dataclass with a `qkv` field, e.g. TrainSpec) with each mode."""
     if "qkv" not in {f.name for f in fields(spec)}:
         raise ValueError("this run spec has no 'qkv' setting, so it cannot be varied.")
     return [replace(spec, qkv=mode) for mode in QKV_MODES]
+
+
+# -- what the page says -------------------------------------------------------------------------------
+HOW = {"separate": "q, k and v come from three separate projections W_Q, W_K, W_V.",
+       "shared_qk": "q and k come from one projection (W_Q = W_K): q·k is the same both ways, only RoPE's rotation "
+                    "differs between positions.",
+       "shared_kv": "k and v come from one projection (W_K = W_V): v is k before RoPE's rotation, so what a token is "
+                    "found by is also what it hands over.",
+       "none": "there are no projections: q, k and v are the normed input itself (q and k rotated by RoPE), XXᵀ "
+               "attention."}
+VALUES_TEXT = ("**Values**: the answer is the weighted sum Σ_j p_j v_j of the keys' v vectors (rows p_j · v_j, then "
+               "their sum).")
+SCORES_CAPTION = ("The whole matrix before the causal mask (which later hides everything above the diagonal); red "
+                  "positive, blue negative, each panel on its own scale centred at 0. asym = ‖S − Sᵀ‖/‖S‖.")
+TRAIN_TEXT = ("Train them yourself: the Train page's **Compare setups** tab retrains the four variants live, side by "
+              "side, and overlays their loss curves (pick **Q, K and V** under **Vary** there).")
+
+
+def or_list(names: Sequence[str]) -> str:
+    """“a”, “b” or “c”: names quoted as literal Markdown."""
+    quoted = [f"“{md(n)}”" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def variant_note(variant: str, model_key: str, others: Sequence[str]) -> str:
+    """Which variant the sidebar model is and what that means for q, k and v; for the separate one, which of the
+    other shipped variants (`others`, as the Model picker names them) to pick."""
+    where = f"the shipped `{model_key}`, " if model_key in SHIPPED.values() else ""
+    text = f"The sidebar model ({where}**{label(variant)}**): {HOW.get(variant, '')}"
+    if variant != "separate":
+        return text + " It is not the usual separate-projection model."
+    return text + (f" Pick {or_list(others)} in the sidebar's Model picker to see the others." if others else "")
+
+
+def lookup_text(token: str) -> str:
+    return (f"**Query** = the q of *{md(token)}*; **keys** = the k of every token it may read; the **scores** "
+            "q·k_j/√d_k say how well each key matches; the **softmax** turns them into weights p_j that sum to 1.")
+
+
+def pair_text(pair: PairResult) -> str:
+    return (f"The vectors of the shared word **{md(pair.word)}** (position {pair.position}) in *{md(pair.a)}* and in "
+            f"*{md(pair.b)}*: for each layer its **attention output** (the attention block's output after W_O, before "
+            "it is added to the residual stream) and the **final hidden state** (the residual stream after the last "
+            "block, before the final norm). Cosine 1 = the same direction; the lecture expects K = V to blur the two "
+            "sentences together.")
