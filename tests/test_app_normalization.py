@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import assert_clean, plotly_array, spec, texts
 
+from viz_model.lessons import normalization as lesson
 from viz_model.ui import normalization as ui
 
 arr = partial(plotly_array, dtype=float)  # NaN where Plotly sent None (a masked hole)
@@ -93,7 +94,7 @@ def test_residual_button_fills_gradients_and_loss_curves(page, tiny_steps):
     stream = {t["name"]: t["y"] for t in spec(at, "norm_res_stream")["data"]}
     g_with, g_without = stream["with the residual x + F(x)"], stream["without it: F(x) only"]
     assert len(g_with) == len(g_without) == 12
-    assert max(g_with) / min(g_with) < ui.FLAT_FACTOR and g_without[0] < ui.VANISH_FACTOR * g_without[-1]
+    assert max(g_with) / min(g_with) < lesson.FLAT_FACTOR and g_without[0] < lesson.VANISH_FACTOR * g_without[-1]
     assert spec(at, "norm_res_stream")["layout"]["yaxis"]["type"] == "log"
     losses = [t["y"] for t in spec(at, "norm_res_loss")["data"]]
     assert [len(y) for y in losses] == [2, 2] and all(y > 0 for ys in losses for y in ys)

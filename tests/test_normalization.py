@@ -2,12 +2,17 @@
 sample, batch size 1, generation and train/eval mode all change it), samples of a batch are independent, and the
 residual / norm-placement runs measure what they claim."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
+from viz_model import ASSETS_DIR
+from viz_model.checkpoint import load_checkpoint
 from viz_model.config import ModelConfig
 from viz_model.lessons import normalization as N
 from viz_model.model import TinyTransformer
+from viz_model.tokenizer import PAD, encode
 
 
 @pytest.fixture
@@ -100,6 +105,12 @@ def test_residual_stream_gradient_vanishes_toward_the_input_without_the_bypass(t
     assert max(g_with) / min(g_with) < 1.5  # I + dF/dx: about the same at every depth
     assert g_without[0] < 0.05 * g_without[-1]  # a product of dF/dx alone: the input end gets almost nothing
     assert with_res.stream.input_cosine[-1] > 0.5 > abs(without.stream.input_cosine[-1])
+    assert all(c.ok for c in N.residual_claims(with_res, without))  # the page's claims, measured on the same runs
+    assert not any(c.ok for c in N.residual_claims(without, with_res))  # the runs swapped: both must fail
+    loss = N.residual_loss_claim(with_res, without, 4)
+    assert loss.ok == (N.tail(with_res.losses) < N.tail(without.losses)) and "After 4 steps: loss" in loss.claim
+    assert N.residual_loss_claim(without, with_res, 4).ok != loss.ok or N.tail(with_res.losses) == N.tail(
+        without.losses)
 
 
 def test_norm_placement_runs_four_variants_from_the_same_initialisation(tok):
@@ -110,9 +121,62 @@ def test_norm_placement_runs_four_variants_from_the_same_initialisation(tok):
     assert runs[0].losses[0] == runs[1].losses[0]  # the first step's loss is before any update
     assert runs[0].losses[1] != runs[1].losses[1]  # warm-up: a smaller first step
     assert isinstance(runs[0].config.norm_position, str) and runs[2].config.norm_position == "post"
+    claims = N.placement_claims(runs)
+    assert len(claims) == len(N.PLACEMENT_CLAIMS) == 5
+    pre_g = runs[0].gradients.params
+    assert claims[4].ok == (max(pre_g) / min(pre_g) < N.FLAT_FACTOR)
+    summary = N.placement_summary(claims)
+    assert (summary is None) == all(c.ok for c in claims)
+    rows = N.placement_rows(runs)
+    assert [r["setup"].endswith(" (lowest)") for r in rows].count(True) == 1
+    assert "lowest" in rows[min(range(4), key=lambda i: N.tail(runs[i].losses))]["setup"]
+    assert f"{runs[0].stream.norms[-1]:.2f} after block 2" in N.final_norm_note(runs[0], runs[2])
 
 
 def test_norm_kinds_train_the_transformer_with_each_norm(tok):
     runs = _short(tok, N.norm_kinds)
     assert [r.config.norm for r in runs] == ["layernorm", "batchnorm", "rmsnorm"]
     assert all(len(r.losses) == 4 and all(v == v for v in r.losses) for r in runs)
+
+
+# -- the page's claims, computed by the lesson ---------------------------------------------------------------------
+def test_axes_claims_hold_on_a_seeded_batch_and_fail_when_the_norms_are_swapped():
+    x = N.random_batch(3, 4, 8, seed=0)
+    stats = N.all_norms(x)
+    claims = N.axes_claims(stats)
+    assert len(claims) == 6 and all(c.ok for c in claims), [c for c in claims if not c.ok]
+    assert "1 − " in N.epsilon_note(stats["layernorm"], N.normalize(x, "layernorm", eps=1e-12))
+    swapped = {"layernorm": stats["batchnorm"], "batchnorm": stats["layernorm"], "rmsnorm": stats["layernorm"]}
+    bad = N.axes_claims(swapped)
+    assert not bad[0].ok and not bad[2].ok and not bad[5].ok  # BatchNorm's tokens / LayerNorm's features: not 0
+    rows = N.stats_rows(stats, {"layernorm": "LN", "batchnorm": "BN", "rmsnorm": "RMS"})
+    assert [r["norm"] for r in rows] == ["LN", "BN", "RMS"] and float(rows[0]["token mean, max |·|"]) < 1e-5
+
+
+def test_reasons_claims_hold_on_a_seeded_batch_and_fail_when_nothing_changes(batch):
+    pad, one = N.padding_effect(batch, 2), N.batch_of_one(batch)
+    gen, te = N.one_token_at_a_time(batch), N.train_vs_eval(batch)
+    assert all(c.ok for c in N.reasons_claims(pad, one, gen, te))
+    rows = N.reasons_rows(pad, one, gen, te)
+    assert [r["per-token norms win?"] for r in rows] == ["✓"] * 4 and rows[0]["LayerNorm"] == "0.0 (exactly)"
+    same = {k: 0.0 for k in pad.sample1_change}  # BatchNorm unchanged too: the claim must not hold
+    pad0, te0 = replace(pad, sample1_change=same), replace(te, change=same)
+    gen0, one0 = replace(gen, layernorm_change=0.5, batchnorm_train_error=""), replace(one, error="")
+    assert not any(c.ok for c in N.reasons_claims(pad0, one0, gen0, te0))
+    assert [r["per-token norms win?"] for r in N.reasons_rows(pad0, one0, gen0, te0)] == ["✗"] * 4
+    assert N.num(0.0) == "0.0 (exactly)" and N.num(0.012345) == "0.0123"
+
+
+def test_batch_claims_hold_on_the_classroom_model_and_fail_on_a_mixed_batch():
+    ckpt = load_checkpoint(ASSETS_DIR / "models" / "classroom.safetensors")
+    cfg = ckpt.model.config
+    enc = encode(ckpt.tokenizer, "The cat sat on the mat", max_len=12, bos=True)
+    ids, tokens = N.batch_ids(ckpt.tokenizer, enc, "I like cats", cfg.pad_id, 12, True)
+    assert len(ids[0]) == len(ids[1]) and tokens[1][-1] == PAD  # the shorter sample padded at the end
+    f = N.batch_facts(ckpt.model, ids)
+    claims = [N.mask_claim(f, cfg.causal), N.independence_claim(f), N.loss_claim(f)]
+    assert all(c.ok for c in claims) and "0.0 (exactly)" in claims[1].claim
+    cols = N.loss_columns(f, tokens)
+    assert len(cols) == len(ids[0]) - 1 and cols["0→1"][0].endswith("(The)") and cols["0→1"][1].endswith("(I)")
+    mixed = {**f, "change": 0.3, "diff": 0.1, "mask_shape": (2, 1, 7, 7)}
+    assert not any(c.ok for c in (N.mask_claim(mixed, True), N.independence_claim(mixed), N.loss_claim(mixed)))

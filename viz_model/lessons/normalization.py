@@ -6,13 +6,16 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from viz_model.config import NORMS, ModelConfig
 from viz_model.data import TaskData
+from viz_model.lessons.common import Check, Claim, Fact
 from viz_model.model import IGNORE_INDEX, TinyTransformer, eval_mode, make_norm
+from viz_model.tokenizer import PAD, Encoded, encode
 from viz_model.train import DivergedEvent, StepEvent, TrainConfig, Trainer
 
 Progress = Callable[[float], None] | None
@@ -369,14 +372,291 @@ def norm_kinds(tokenizer, n_layers: int = 2, steps: int = 60, task: str = "lm", 
     return _runs([(kind, _base(tokenizer, n_layers, norm=kind), train) for kind in NORMS], tokenizer, progress)
 
 
-__all__ = ["AXES", "BatchIndependence", "BatchOfOne", "INITS", "LayerGradients", "NormStats", "OneTokenAtATime",
-           "PaddingEffect", "ResidualStream", "Run", "TrainEval", "batch_independence", "batch_of_one",
-           "init_weights", "layer_gradient_norms", "norm_kinds", "norm_layer", "norm_placement", "normalize",
-           "one_token_at_a_time", "padding_effect", "residual_comparison", "residual_stream", "train_vs_eval"]
-
-
 @torch.no_grad()
 def batch_attention(model, ids: torch.Tensor) -> torch.Tensor:
     """Every layer's attention weights for a batch: (L, N, H, T, T), each sample its own matrices."""
     with eval_mode(model):
         return model(ids.to(model.device), trace=True).trace.stack("probs")
+
+
+# -- what the page measures: claims, tables and the sentences around the numbers --------------------------------
+Batch = torch.Tensor              # (N, T, d_model): the random batch of the first two views
+MEAN_TOL, VAR_TOL = 1e-5, 1e-5    # float32 rounding of a mean / variance over a handful of numbers
+RMS_TOL = 1e-4                    # RMSNorm's root mean square is 1 up to ε
+FLAT_FACTOR = 2.0                 # "about the same at every depth": within this factor from block L to block 1
+VANISH_FACTOR = 0.1               # "vanishes toward the input": block 1 gets under a tenth of block L's gradient
+WARM_TOL = 0.1                    # nats: pre-norm without warm-up "trains fine" if within this of with warm-up
+WARMUP_BATCHES = 5                # training batches that fill BatchNorm's running statistics
+LOSS_TOL = 1e-5                   # the mean of the loss terms vs the model's own loss
+
+
+def num(v: float) -> str:
+    """A measured difference: an exact zero says so; anything else in three significant digits."""
+    return "0.0 (exactly)" if v == 0.0 else f"{v:#.3g}"
+
+
+def random_batch(N: int, T: int, d: int, seed: int) -> Batch:
+    """A seeded random (N, T, d) batch, features on different scales (standard deviations 0.5 to 3) and mean 1."""
+    gen = torch.Generator().manual_seed(int(seed))
+    scale = torch.linspace(0.5, 3.0, int(d))                                  # (d,) features on different scales
+    return torch.randn(int(N), int(T), int(d), generator=gen) * scale + 1.0   # (N, T, d)
+
+
+def all_norms(x: Batch) -> dict[str, NormStats]:
+    """Every norm kind of the batch x, in NORMS order."""
+    return {k: normalize(x, k) for k in NORMS}
+
+
+def group_stats(s: NormStats) -> dict[str, np.ndarray]:
+    """The statistics one group of cells shares: per feature for BatchNorm, per token for the others."""
+    if s.kind == "batchnorm":
+        return {"mean": s.feature_mean.numpy(), "variance": s.feature_var.numpy()}
+    stats = {"mean": s.token_mean.numpy(), "variance": s.token_var.numpy()}
+    return {**stats, "RMS": s.token_rms.numpy()} if s.kind == "rmsnorm" else stats
+
+
+def _span(t: torch.Tensor) -> str:
+    return f"{float(t.min()):.6f} … {float(t.max()):.6f}"
+
+
+def stats_rows(stats: dict[str, NormStats], names: dict[str, str]) -> list[dict]:
+    """One row per norm: what it normalises and the output's statistics along both axes."""
+    return [{"norm": names[k], "normalises": s.axes, "token mean, max |·|": f"{float(s.token_mean.abs().max()):.1e}",
+             "token variance": _span(s.token_var), "token RMS": _span(s.token_rms),
+             "feature mean, max |·|": f"{float(s.feature_mean.abs().max()):.1e}",
+             "feature variance": _span(s.feature_var)} for k, s in stats.items()]
+
+
+def axes_claims(stats: dict[str, NormStats]) -> list[Claim]:
+    """The axes view's claims: LayerNorm's two, then BatchNorm's two and RMSNorm's two."""
+    ln, bn, rms = stats["layernorm"], stats["batchnorm"], stats["rmsnorm"]
+    bn_token = float(bn.token_mean.abs().max())
+    return [
+        Check(float(ln.token_mean.abs().max()), MEAN_TOL, "LayerNorm: every token's mean over its features is 0"),
+        Check(float((ln.token_var - ln.expected_var).abs().max()), VAR_TOL,
+              "LayerNorm: every token's variance is σ²/(σ² + ε), σ² its variance before the norm"),
+        Check(float(bn.feature_mean.abs().max()), MEAN_TOL, "BatchNorm: every feature's mean over all N×T tokens is 0"),
+        Fact(bn_token > 10 * MEAN_TOL, f"… but BatchNorm leaves each token's own mean alone (up to {bn_token:.2f}): "
+                                       "it normalises across the batch, not within a token."),
+        Check(float((rms.token_rms - 1.0).abs().max()), RMS_TOL,
+              "RMSNorm: every token's root mean square is 1 (ε aside)"),
+        Fact(float(rms.token_mean.abs().min()) > 10 * MEAN_TOL,
+             f"… and RMSNorm keeps the token's mean (between {float(rms.token_mean.min()):.2f} and "
+             f"{float(rms.token_mean.max()):.2f}): no mean subtraction, one statistic fewer (Llama uses it)."),
+    ]
+
+
+def epsilon_note(ln: NormStats, tight: NormStats) -> str:
+    """Why LayerNorm's variance is not exactly 1 (ln: ε = 1e-5; tight: the same batch with ε = 1e-12)."""
+    return (f"So the variance is not exactly 1: with torch's default ε = 1e-5 it is as low as "
+            f"1 − {1 - float(ln.token_var.min()):.1e} here; with ε = 1e-12 it is 1 to within "
+            f"{float((tight.token_var - 1).abs().max()):.1e}. ε only keeps the division safe for a constant token.")
+
+
+def reasons_rows(pad: PaddingEffect, one: BatchOfOne, gen: OneTokenAtATime, te: TrainEval) -> list[dict]:
+    """The four reasons as table rows: what is measured, each norm's number, and whether the per-token norms win."""
+    ch, tc = pad.sample1_change, te.change
+    rows = [
+        ("padding in another sample", f"max |Δ| of sample 1's output when {pad.n_pad} of sample 2's positions "
+         "become padding", num(ch["layernorm"]), num(ch["rmsnorm"]), num(ch["batchnorm"]),
+         ch["layernorm"] == 0.0 == ch["rmsnorm"] < ch["batchnorm"]),
+        ("batch of one", "normalise a single token in training mode", "works", "—",
+         "torch raises an error" if one.error else "no error",
+         bool(one.error) and bool(torch.isfinite(one.layernorm_one).all())),
+        ("one token at a time", "max |norm(token alone) − norm(token in its sequence)|", num(gen.layernorm_change),
+         "—", f"training mode: {'error' if gen.batchnorm_train_error else 'no error'}; eval mode (running "
+         f"statistics) differs by {num(gen.batchnorm_eval_change)}",
+         gen.layernorm_change == 0.0 and bool(gen.batchnorm_train_error) and gen.batchnorm_eval_change > 0),
+        ("train vs eval", "max |train-mode output − eval-mode output| for the same input", num(tc["layernorm"]),
+         num(tc["rmsnorm"]), num(tc["batchnorm"]), tc["layernorm"] == 0.0 == tc["rmsnorm"] < tc["batchnorm"]),
+    ]
+    return [{"reason": r, "measured": m, "LayerNorm": a, "RMSNorm": b, "BatchNorm": c,
+             "per-token norms win?": "✓" if ok else "✗"} for r, m, a, b, c, ok in rows]
+
+
+def reasons_claims(pad: PaddingEffect, one: BatchOfOne, gen: OneTokenAtATime, te: TrainEval,
+                   warmup_batches: int = WARMUP_BATCHES) -> list[Fact]:
+    """One claim per reason, in the page's order: padding, a batch of one, generation, train vs eval."""
+    ch, tc = pad.sample1_change, te.change
+    dev = float((one.two_tokens.abs() - 1).abs().max())
+    return [
+        Fact(ch["layernorm"] == 0.0 < ch["batchnorm"],
+             f"Sample 1 is untouched, yet BatchNorm changes its output by up to {num(ch['batchnorm'])} because the "
+             f"padding moved the batch statistics; LayerNorm's change is {num(ch['layernorm'])} and RMSNorm's "
+             f"{num(ch['rmsnorm'])}."),
+        Fact(bool(one.error) and dev < 1e-2,
+             f"With two tokens it runs but is degenerate: every output is −1 or +1 (max ||y| − 1| = {dev:.1e}), "
+             "whatever the tokens were. LayerNorm normalises the single token normally."),
+        Fact(gen.layernorm_change == 0.0,
+             f"LayerNorm of each token alone equals LayerNorm inside the whole sequence: difference "
+             f"{num(gen.layernorm_change)}. It needs nothing but the token itself."),
+        Fact(tc["layernorm"] == 0.0 < tc["batchnorm"],
+             f"After {warmup_batches} training batches, the same input in train() and eval() mode: BatchNorm's "
+             f"outputs differ by up to {num(tc['batchnorm'])} (batch statistics vs running ones: running "
+             f"mean up to {float(te.running_mean.abs().max()):.2f}); LayerNorm {num(tc['layernorm'])}, "
+             f"RMSNorm {num(tc['rmsnorm'])}: they have no running statistics."),
+    ]
+
+
+def running_stats_note(gen: OneTokenAtATime) -> str:
+    return (f"In eval mode BatchNorm falls back on running statistics from earlier training batches: the new "
+            f"token's output then differs by {num(gen.batchnorm_eval_change)} from the one it gets with this "
+            "sequence's own statistics.")
+
+
+def tail(losses: Sequence[float]) -> float:
+    """The loss at the end of a run: the mean of its last sixth (a single step's loss is noisy)."""
+    k = max(1, len(losses) // 6)
+    return float(np.mean(losses[-k:]))
+
+
+def tail_words(steps: int) -> str:
+    k = max(1, steps // 6)
+    return "the last step's loss" if k == 1 else f"mean of the last {k} steps"
+
+
+def residual_claims(with_res: Run, without: Run) -> list[Fact]:
+    """With x + F(x) the gradient reaching each block is flat over depth; without it, it vanishes toward the input."""
+    g, h = with_res.gradients.stream, without.gradients.stream
+    flat, vanish = max(g) / min(g), h[0] / h[-1]
+    return [Fact(flat < FLAT_FACTOR, f"With the residual the gradient reaching each block is about the same at every "
+                                     f"depth (largest / smallest = {flat:.2f}): each factor is I + ∂F/∂x."),
+            Fact(vanish < VANISH_FACTOR, f"Without it, block 1 gets {vanish:.2g} of the gradient block 12 gets "
+                                         f"({1 / vanish:.0f}× less): a product of 12 factors ∂F/∂x alone.")]
+
+
+def survival_note(with_res: Run, without: Run) -> str:
+    return (f"What survives 12 blocks of the input (mean cosine of the last block's output with the embeddings): "
+            f"{with_res.stream.input_cosine[-1]:.2f} with the residual, {without.stream.input_cosine[-1]:.2f} without.")
+
+
+def residual_loss_claim(with_res: Run, without: Run, steps: int) -> Fact:
+    a, b = tail(with_res.losses), tail(without.losses)
+    return Fact(a < b, f"After {steps} steps: loss {a:.3f} with the residual, {b:.3f} without ({tail_words(steps)}).")
+
+
+def placement_rows(runs: list[Run]) -> list[dict]:
+    """The four runs' loss at the start and at the end (the lowest end marked), and whether each diverged."""
+    rows = [{"setup": r.label, "loss at the start": f"{r.losses[0]:.3f}", "loss at the end": f"{tail(r.losses):.3f}",
+             "diverged": "yes" if r.diverged else "no"} for r in runs]
+    best = min(range(len(runs)), key=lambda i: tail(runs[i].losses))
+    rows[best]["setup"] += " (lowest)"
+    return rows
+
+
+PLACEMENT_CLAIMS = ("post-norm needs warm-up", "pre-norm does not", "pre-norm beats post-norm without warm-up",
+                    "post-norm's gradients grow toward the output", "pre-norm's are flat")
+
+
+def placement_claims(runs: list[Run]) -> list[Fact]:
+    """The lecture's claims (PLACEMENT_CLAIMS) measured on the runs of norm_placement, in that order."""
+    pre_w, pre_0, post_w, post_0 = (tail(r.losses) for r in runs)
+    post_g, pre_g = runs[2].gradients.params, runs[0].gradients.params
+    return [Fact(post_0 > post_w or runs[3].diverged,
+                 f"Post-norm needs warm-up: without it, its loss ends at {post_0:.3f}, with it at {post_w:.3f}."),
+            Fact(pre_0 <= pre_w + WARM_TOL, f"Pre-norm trains without warm-up: {pre_0:.3f} without, {pre_w:.3f} "
+                                            f"with (tolerance {WARM_TOL} nats)."),
+            Fact(pre_0 < post_0, f"Without warm-up, pre-norm ends below post-norm: {pre_0:.3f} vs {post_0:.3f}."),
+            Fact(post_g[-1] > post_g[0], f"At initialisation post-norm's gradients grow toward the output: block "
+                                         f"{len(post_g)} gets {post_g[-1] / post_g[0]:.2f}× block 1's."),
+            Fact(max(pre_g) / min(pre_g) < FLAT_FACTOR,
+                 f"Pre-norm's are about the same at every depth: largest / smallest = {max(pre_g) / min(pre_g):.2f}.")]
+
+
+def placement_summary(claims: list[Fact]) -> str | None:
+    """Where the measurement does not back every claim, which ones and why (None when all hold)."""
+    missed = [name for name, c in zip(PLACEMENT_CLAIMS, claims) if not c.ok]
+    if not missed:
+        return None
+    return (f"On this small model the measurement backs {len(claims) - len(missed)} of the {len(claims)} claims; "
+            f"not here: {'; '.join(missed)}. " + PLACEMENT_CAVEAT)
+
+
+def final_norm_note(pre: Run, post: Run) -> str:
+    """Why pre-norm has a final LayerNorm and post-norm none, with the stream's measured size."""
+    a, b = pre.stream.norms, post.stream.norms
+    return (f"**Why the final LayerNorm exists only in pre-norm.** Pre-norm adds F(LN(x)) to x and never normalises x "
+            f"itself, so the stream's size is whatever the blocks added up to (measured at initialisation: {a[0]:.2f} "
+            f"after block 1, {a[-1]:.2f} after block {len(a)}); `ln_f` normalises it once before the output head. "
+            f"Post-norm ends every block with a LayerNorm, so its stream is already normalised ({b[-1]:.2f} ≈ "
+            f"√d_model = {math.sqrt(pre.config.d_model):.2f}); another LayerNorm would change nothing, and the model "
+            "has none. " + BYPASS_PRICE)
+
+
+# -- the batch dimension on a real model --------------------------------------------------------------------------
+def batch_ids(tokenizer, enc: Encoded, other: str, pad_id: int, max_len: int,
+              bos: bool) -> tuple[list[list[int]], list[list[str]]]:
+    """Sample 1 = the typed sentence (enc), sample 2 = `other` encoded; the shorter one padded at the end."""
+    second = encode(tokenizer, other, max_len=max_len, bos=bos)
+    T = max(len(enc.ids), len(second.ids))
+    rows, tokens = [], []
+    for e in (enc, second):
+        rows.append([*e.ids, *[pad_id] * (T - len(e.ids))])
+        tokens.append([*e.tokens, *[PAD] * (T - len(e.ids))])
+    return rows, tokens
+
+
+def batch_facts(model, ids: Sequence[Sequence[int]]) -> dict:
+    """batch_independence's measurements and one traced pass of the batch (every layer's weights, (L, N, H, T, T)),
+    as plain numbers and arrays."""
+    ids = torch.tensor(ids)
+    r = batch_independence(model, ids)
+    return dict(shapes=r.shapes, mask_shape=r.mask_shape, change=r.sample1_change, mean=r.mean_loss,
+                model_loss=r.model_loss, diff=r.loss_difference, losses=r.token_losses.cpu().numpy(),
+                scored=r.scored.cpu().numpy(), probs=batch_attention(model, ids).numpy())
+
+
+def shapes_note(f: dict) -> str:
+    N, H = f["shapes"]["q"][:2]
+    return (f"Working shapes in layer 0 of the sidebar's model, from a live trace: q, k, v are "
+            f"**(N, H, T, d_k) = {f['shapes']['q']}**, the attention weights **(N, H, T, T) = "
+            f"{f['shapes']['probs']}**: N·H = {N * H} separate T×T matrices.")
+
+
+def mask_claim(f: dict, causal: bool) -> Fact:
+    N, H = f["shapes"]["q"][:2]
+    mask = f["mask_shape"]
+    return Fact(math.prod(mask[:-2]) == 1, f"The {'causal ' if causal else ''}mask is one {mask} tensor, "
+                                           f"broadcast over N = {N} and H = {H}: every sample gets the same rule.")
+
+
+def independence_claim(f: dict) -> Fact:
+    return Fact(f["change"] == 0.0, f"Replacing every token of sample 2 by random ids changes sample 1's logits by "
+                                    f"{num(f['change'])}: the samples of a batch never meet.")
+
+
+def loss_columns(f: dict, tokens: list[list[str]]) -> dict[str, list[str]]:
+    """The loss term by term: a column per position t→t+1, a cell per sample ("—" where the target is not scored)."""
+    losses, scored = f["losses"], f["scored"]
+    return {f"{t}→{t + 1}": [f"{losses[n, t]:.3f} ({tokens[n][t + 1]})" if scored[n, t] else "—"
+                             for n in range(len(tokens))] for t in range(losses.shape[1] - 1)}
+
+
+def loss_claim(f: dict) -> Check:
+    return Check(f["diff"], LOSS_TOL, f"The mean of the {int(f['scored'].sum())} scored terms, {f['mean']:.4f}, is "
+                                      f"the model's loss on the batch, {f['model_loss']:.4f}")
+
+
+# -- what the page says -------------------------------------------------------------------------------------------
+GROUPS_CAPTION = (
+    "Rows are tokens (s2·t1 = sample 2, position 1), columns are features; colour is the normalised value (red "
+    "positive, blue negative; hover for numbers). Each outlined box is one group of cells that share a mean and a "
+    "variance, the first one in orange: LayerNorm and RMSNorm a row, BatchNorm a whole column across every sample "
+    "(dotted lines separate the samples).")
+PLACEMENT_CAVEAT = (
+    "So it does not back the lecture's story as a whole, and that is worth saying plainly. The claim comes from Xiong "
+    "et al. (2020), *On Layer Normalization in the Transformer Architecture*: at initialisation a post-norm model's "
+    "gradients near the output do not shrink with the depth L, while pre-norm's scale like 1/√L, so a post-norm model "
+    "takes large first steps and needs warm-up to survive them. That is a statement about deep, wide models trained "
+    "long (their runs: 6- and 12-layer models with d_model 512–768). Here a few blocks of width 32 for a few dozen "
+    "steps leave that factor small, and the initialisation, learning rate and data order move the curves as much. Try "
+    "12 blocks, or the Train page's comparison at a size you choose.")
+ALL_CLAIMS_HOLD = "On this model every claim holds as measured."
+BYPASS_PRICE = ("The price of that: post-norm normalises the bypass too, so the residual path is no longer the "
+                "untouched identity that pre-norm keeps.")
+LOSS_TERMS = (
+    "**The loss, term by term**: each cell is one position's cross-entropy for predicting the next token, named in "
+    "brackets (— where the target is `<pad>`: not scored). The `<pad>` positions only read earlier tokens (causal "
+    "mask), so they change nothing for the real ones.")
+BATCHNORM_MODEL = ("This model uses BatchNorm: in training mode it would take statistics over the batch, and then the "
+                   "samples do meet. The check above runs in eval mode (running statistics).")
