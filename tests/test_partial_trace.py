@@ -188,3 +188,29 @@ def test_explorer_on_a_paged_model_traces_the_grid_page_and_the_picked_layer(mod
         want = real(ckpt.model, torch.tensor([enc.ids]), trace=True).trace.layers[5].probs[0, 0].numpy()
     np.testing.assert_allclose(np.nan_to_num(shown, nan=0.0), want, atol=ATOL, rtol=0)
     models._read_folders.cache_clear()
+
+
+@torch.no_grad()
+def test_cached_trace_is_computed_once_and_shared_read_only(monkeypatch):
+    """One cached path (#27): the second call of the same pass is served from ui.cache.cached without a forward
+    pass, and its arrays are read-only, so a page that wrote into one would fail instead of changing another
+    session's chart."""
+    from viz_model.lessons import explorer as lesson
+    from viz_model.ui import cache
+
+    model = tiny(**MODELS["rope-gqa-rmsnorm"])
+    ids = tuple(IDS[0].tolist())
+    calls = []
+    real = lesson.trace_arrays
+    monkeypatch.setattr(lesson, "trace_arrays", lambda *a, **k: calls.append(a) or real(*a, **k))
+    first = cache.cached_trace(model, "shared-test", ids, layers=(1,))
+    again = cache.cached_trace(model, "shared-test", ids, layers=(1,))
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first["probs"], again["probs"])
+    for data in (first, again):
+        with pytest.raises(ValueError, match="read-only"):
+            data["probs"][1, 0, 0, 0] = 0.5
+    whole = cache.cached_trace(model, "shared-test", ids)
+    with pytest.raises(ValueError, match="read-only"):
+        whole["q"][...] = 0
+    assert len(calls) == 2

@@ -1,4 +1,5 @@
-"""The one way pages cache: traced passes and checks (st.cache_data), figures per exact input (cache_resource)."""
+"""The one way pages cache: cached(name, key, build), server-wide per exact input (figures, model passes, results);
+cached_trace and cached_checks are the traced pass of the pages through it."""
 
 from __future__ import annotations
 
@@ -28,65 +29,71 @@ def model_id(ckpt: Checkpoint) -> str:
 
 def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None = None,
                  scale_scores: bool = True, temperature: float = 1.0, layers: tuple[int, ...] | None = None) -> dict:
-    """One traced forward pass as numpy arrays (B dropped); cached_checks recomputes it step by step per layer.
+    """One traced forward pass as read-only numpy arrays (B dropped); cached_checks recomputes it step by step.
 
     attn_mask is mask_bits(mask). layers: trace only these (the layers on screen) and run no block after the last
     of them; the arrays keep their (L, ...) shape, NaN in the layers not traced, and data["layers"] names the traced
-    ones (None: every layer). No pass computes the LM head: no view of a trace shows logits. Cached under input_key
-    of the arguments: st.cache_data hashes a tuple of T ids one element at a time, every rerun, for every call."""
+    ones (None: every layer). No pass computes the LM head: no view of a trace shows logits."""
     ids = tuple(ids)
     layers = None if layers is None else tuple(sorted({int(i) for i in layers}))
-    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature), layers)
-    return _widen(_trace(_model, key, ids, attn_mask, bool(scale_scores), float(temperature), layers))
+    knobs = (attn_mask, bool(scale_scores), float(temperature), layers)
+    key = input_key(model_key, ids, *knobs)
+    return _widen(cached("trace", (key,), lambda: _frozen(_trace(_model, ids, *knobs)), model_pass=True))
 
 
 PER_LAYER = ("q", "k", "v", "scores", "probs", "head_out", "attn_out", "x_in", "entropy")
 
 
-def _widen(data: dict) -> dict:
-    """The cache keeps only the traced layers' arrays (a GPT-2 small pass of one layer at T = 32: 0.6 MB instead of
-    7.5 MB, so a class's passes fit); the caller gets them at their layer numbers, (L, ...) with NaN elsewhere.
-    In place: st.cache_data hands every caller its own copy."""
-    layers, n = data["layers"], data.pop("n_layers")
-    if len(layers) == n:
-        return data
-    for name in PER_LAYER:
-        kept = data[name]
-        data[name] = np.full((n, *kept.shape[1:]), np.nan, dtype=kept.dtype)
-        data[name][list(layers)] = kept
+def _trace(model, ids: tuple[int, ...], attn_mask: bytes | None, scale_scores: bool, temperature: float,
+           layers: tuple[int, ...] | None) -> dict:
+    T = len(ids)
+    mask = None if attn_mask is None else torch.from_numpy(
+        np.unpackbits(np.frombuffer(attn_mask, dtype=np.uint8))[: T * T].reshape(T, T).astype(bool))
+    return lesson.trace_arrays(model, ids, mask, scale_scores, temperature, layers)
+
+
+def _frozen(data: dict) -> dict:
+    """The cached pass is shared by every session: its arrays are made read-only, so a page that wrote into one
+    would fail loudly instead of changing another student's chart."""
+    for v in data.values():
+        if isinstance(v, np.ndarray):
+            v.flags.writeable = False
     return data
 
 
-# A class on a 12-layer model: 6 sentences x 2 masks x (3 grid pages + 12 single layers) = 180 passes
-@st.cache_data(max_entries=256, show_spinner=False)
-def _trace(_model, key: str, _ids: tuple[int, ...], _attn_mask: bytes | None, _scale_scores: bool,
-           _temperature: float, _layers: tuple[int, ...] | None = None) -> dict:
-    T = len(_ids)
-    mask = None if _attn_mask is None else torch.from_numpy(
-        np.unpackbits(np.frombuffer(_attn_mask, dtype=np.uint8))[: T * T].reshape(T, T).astype(bool))
-    return lesson.trace_arrays(_model, _ids, mask, _scale_scores, _temperature, _layers)
+def _widen(data: dict) -> dict:
+    """The cache keeps only the traced layers' arrays (a GPT-2 small pass of one layer at T = 32: 0.6 MB instead of
+    7.5 MB, so a class's passes fit); the caller gets them at their layer numbers, (L, ...) with NaN elsewhere (a
+    new dict: the cached one is shared)."""
+    layers, n = data["layers"], data["n_layers"]
+    if len(layers) == n:
+        return data
+    wide = dict(data)
+    for name in PER_LAYER:
+        kept = data[name]
+        wide[name] = np.full((n, *kept.shape[1:]), np.nan, dtype=kept.dtype)
+        wide[name][list(layers)] = kept
+    return _frozen(wide)
 
 
 def cached_checks(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes | None, scale_scores: bool,
                   temperature: float, layer: int, layers: tuple[int, ...] | None = None) -> dict[str, float]:
     """lesson.pipeline_check for one layer of cached_trace's pass, from its arrays: only the layer on screen is
     recomputed (the same arguments as cached_trace, then the layer; `layers` as cached_trace's, naming the pass)."""
-    ids = tuple(ids)
-    layers = None if layers is None else tuple(sorted({int(i) for i in layers}))
-    key = input_key(model_key, ids, attn_mask, bool(scale_scores), float(temperature), layers)
-    return _checks(_model, key, layer, ids, attn_mask, bool(scale_scores), float(temperature), model_key, layers)
+    args = (tuple(ids), attn_mask, bool(scale_scores), float(temperature),
+            None if layers is None else tuple(sorted({int(i) for i in layers})))
+    key = input_key(model_key, *args, int(layer))
+    return cached("trace_checks", (key,), lambda: _checks(_model, model_key, int(layer), *args), model_pass=True)
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
-def _checks(_model, key: str, layer: int, _ids, _attn_mask, _scale_scores, _temperature, _model_key,
-            _layers=None) -> dict:
-    data = cached_trace(_model, _model_key, _ids, _attn_mask, _scale_scores, _temperature, _layers)
-    dev = _model.device
-    arr = lambda name: torch.from_numpy(data[name][layer][None]).to(dev)  # noqa: E731  (1, ...) like a trace
-    additive = to_additive(torch.from_numpy(data["allowed"]).to(dev), torch.float32)
+def _checks(model, model_key: str, layer: int, ids, attn_mask, scale_scores, temperature, layers) -> dict:
+    data = cached_trace(model, model_key, ids, attn_mask, scale_scores, temperature, layers)
+    dev = model.device
+    arr = lambda name: torch.from_numpy(data[name][layer][None].copy()).to(dev)  # noqa: E731  (1, ...) like a trace
+    additive = to_additive(torch.from_numpy(data["allowed"].copy()).to(dev), torch.float32)
     lt = LayerTrace(q=arr("q"), k=arr("k"), v=arr("v"), scores=arr("scores"), mask=additive, probs=arr("probs"),
                     head_out=arr("head_out"), attn_out=arr("attn_out"))
-    return lesson.layer_check(_model, arr("x_in"), lt, layer, torch.arange(len(_ids), device=dev), data["scale"])
+    return lesson.layer_check(model, arr("x_in"), lt, layer, torch.arange(len(ids), device=dev), data["scale"])
 
 
 def mask_bits(mask: torch.Tensor | np.ndarray | None) -> bytes | None:
@@ -107,13 +114,25 @@ def _built(name: str, key: tuple, _build: Callable[[], T]) -> T:
     return _build()
 
 
-def cached(name: str, key: tuple, build: Callable[[], T]) -> T:
-    """Build a figure (or any read-only result: a generation run, a table) once per exact input for the whole
-    server: 60 students on the same example sentence share it. Safe because nothing mutates what it returns
-    (st.plotly_chart serialises a copy of a figure via to_dict). Keep key small (input_key(...) plus a few
-    ints): it is hashed on every rerun. Traced passes use st.cache_data instead (cached_trace), which hands each
-    caller its own copy of the arrays."""
-    return _built(name, key, build)
+# Model passes (traces, their checks, measurements) weigh more than figures: a budget of their own. A class on a
+# 12-layer model: 6 sentences x 2 masks x (3 grid pages + 12 single layers) = 180 passes.
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _passes(name: str, key: tuple, _build: Callable[[], T]) -> T:
+    return _build()
+
+
+def cached(name: str, key: tuple, build: Callable[[], T], *, model_pass: bool = False,
+           spinner: str | None = None) -> T:
+    """The one way pages cache: build a figure, a model pass or any read-only result once per exact input for the
+    whole server (60 students on the same example sentence share it). Safe because nothing mutates what it returns
+    (st.plotly_chart serialises a copy of a figure via to_dict; traced arrays are read-only). Keep key small
+    (input_key(...) plus a few ints): it is hashed on every rerun. model_pass: keep it in the passes' budget.
+    spinner: shown while it is built, if that takes more than half a second (st.spinner's own delay)."""
+    store = _passes if model_pass else _built
+    if spinner is None:
+        return store(name, key, build)
+    with st.spinner(spinner):
+        return store(name, key, build)
 
 
 class SharedResults:
