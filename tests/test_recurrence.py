@@ -333,3 +333,88 @@ def test_gradient_words_say_grows_or_shrinks_from_the_numbers_given():
 def test_key_ratio_is_the_norm_at_the_key_over_the_norm_at_distance_1():
     curve = recurrence.GradientCurve("rnn", torch.tensor([5.0, 2.0, 1.0, 0.5, 0.25]), math.log(0.5), 0.5)
     assert recurrence.key_ratio(curve, 3) == pytest.approx(0.25)
+
+
+# -- what the page shows: claims, tables and sentences from lessons.recurrence (#27) -------------------------
+def test_gradient_claim_holds_on_the_shipped_models_and_fails_when_the_lstm_keeps_less():
+    cs = recurrence.distance_curves(recurrence.load_shipped(read_only=True), 20, n=4)
+    [claim] = recurrence.gradient_claims(cs)
+    assert claim.ok and f"×{cs['rnn'].factor_per_step:.3f} vs ×{cs['lstm'].factor_per_step:.3f}" in claim.claim
+    [swapped] = recurrence.gradient_claims({"rnn": cs["lstm"], "lstm": cs["rnn"]})
+    assert not swapped.ok
+    rows = recurrence.gradient_rows(cs, 20)
+    assert [r["model"] for r in rows] == ["RNN", "LSTM", "transformer"]
+    assert rows[0]["key ÷ d=1"] == f"{recurrence.key_ratio(cs['rnn'], 20):.3g}"
+    words = recurrence.gradient_words(cs["rnn"].factor_per_step, recurrence.key_ratio(cs["rnn"], 20), 20)
+    assert f"the RNN's gradient {words}" in recurrence.gradient_text(cs, 20)
+
+
+@pytest.mark.parametrize("gain", [0.8, 1.3])
+def test_linear_claim_holds_for_its_own_gain_and_fails_for_another(gain):
+    view = recurrence.linear_view(gain)
+    [claim] = recurrence.linear_claims(view, gain)
+    assert claim.ok and f"ln({gain:.2f}) = {math.log(gain):.4f}" in claim.claim
+    [wrong] = recurrence.linear_claims(view, gain + 0.1)  # the same curve is not (gain + 0.1)^d
+    assert not wrong.ok
+    measured, reference = recurrence.linear_lines(view, gain)
+    assert reference["y"][1] == pytest.approx(measured["y"][1])
+    assert reference["y"][-1] == pytest.approx(measured["y"][-1], rel=1e-2)  # gain^d through distance 1
+    word = "explodes" if gain > 1 else "dives"
+    assert f"it {word} (×{gain ** 39:.2g} over 39 steps)" in recurrence.linear_text(view, gain)
+
+
+def test_the_linear_regime_rnn_is_the_same_model_whatever_ran_before():
+    torch.manual_seed(1)
+    a = recurrence.linear_regime_rnn(1.1)
+    torch.randn(100)
+    b = recurrence.linear_regime_rnn(1.1)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_accuracy_claim_holds_when_evaluated_again_and_fails_on_a_changed_number():
+    models = recurrence.load_shipped(read_only=True)
+    saved = recurrence.saved_accuracy(models)
+    live = {r.kind: r.accuracy for r in recurrence.accuracy_table(
+        {k: c.model for k, c in models.items()}, models["rnn"].tokenizer, sorted(saved["rnn"]), 128)}
+    [claim] = recurrence.accuracy_claims(live, saved, 128)
+    assert claim.ok and claim.claim.endswith("is 0.000")
+    changed = {k: dict(by_d) for k, by_d in live.items()}
+    changed["rnn"][max(changed["rnn"])] += 0.25
+    [off] = recurrence.accuracy_claims(changed, saved, 128)
+    assert not off.ok and off.claim.endswith("is 0.250")
+    holds, text = recurrence.lstm_text(saved)
+    assert holds == (min(saved["lstm"].values()) >= 0.99) and "LSTM" in text
+    rows = recurrence.accuracy_rows(saved, {k: c.model.num_params() for k, c in models.items()})
+    assert [r["model"] for r in rows] == ["RNN", "LSTM", "transformer"] and rows[0]["d=4"] == f"{saved['rnn'][4]:.2f}"
+
+
+def _timing_rows(ms: dict[str, list[float]], Ts=(16, 32, 64, 128), device="cpu"):
+    return [recurrence.TimingRow(k, T, m, m / v[0], 100, device) for k, v in ms.items() for T, m in zip(Ts, v)]
+
+
+def test_timing_slopes_fit_the_longer_half_and_the_words_follow_them():
+    linear = {"rnn": [1, 2, 4, 8], "lstm": [2, 4, 8, 16], "transformer": [1, 2, 4, 8]}
+    slopes, upper = recurrence.timing_slopes(_timing_rows(linear))
+    assert upper == [32, 64, 128] and all(s == pytest.approx(1.0) for s in slopes.values())
+    shows = recurrence.timing_shows(_timing_rows(linear), slopes)
+    assert "all three grow **roughly linearly** in T" in shows and "the **LSTM** is the slowest" in shows
+    quadratic = {**linear, "transformer": [1, 1, 4, 16]}
+    slopes, _ = recurrence.timing_slopes(_timing_rows(quadratic))
+    assert slopes["transformer"] == pytest.approx(2.0)
+    assert "their slopes are RNN 1.00, LSTM 1.00, transformer 2.00" in recurrence.timing_shows(
+        _timing_rows(quadratic), slopes)
+    assert recurrence.timing_drops(_timing_rows(linear)) is None
+    assert "RNN T = 32 → 64" in recurrence.timing_drops(_timing_rows({**linear, "rnn": [1, 2, 1, 2]}))
+    one = _timing_rows({k: v[:1] for k, v in linear.items()}, Ts=(16,))
+    assert recurrence.timing_shows(one, recurrence.timing_slopes(one)[0]) is None
+    table = recurrence.timing_rows(_timing_rows(linear))
+    assert table[-1] == {"T": "128", "RNN ms": "8", "RNN × T=16": "8", "LSTM ms": "16", "LSTM × T=16": "8",
+                         "transformer ms": "8", "transformer × T=16": "8", "RNN steps": "128"}
+
+
+def test_depth_and_work_sentences_carry_the_numbers_of_t():
+    assert "**300** steps one after another for T = 300" in recurrence.depth_text(300)
+    assert "n·d² = 1,228,800 and n²·d = 5,760,000" in recurrence.work_text(300)  # 300·64² and 300²·64
+    assert "attention does **fewer**" in recurrence.work_text(32) and "**more**" in recurrence.work_text(65)
+    rnn, transformer = recurrence.depth_lines(300)
+    assert rnn["depth"][rnn["T"].index(300)] == 300 and set(transformer["depth"]) == {2}

@@ -12,7 +12,6 @@ from viz_model.figures.common import escape, fast_figure, hline, layout_dict
 # One colour per model everywhere on the page; a reference or bound is grey and dotted.
 KIND_COLORS = {"rnn": "#D62728", "lstm": "#FF7F0E", "transformer": "#1F77B4", "reference": "#7F7F7F",
                "trained": "#BBBBBB"}
-KIND_NAMES = {"rnn": "RNN", "lstm": "LSTM", "transformer": "transformer"}
 LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.2, x=0, font=dict(size=12))
 
 
@@ -133,5 +132,5 @@ def accuracy_chart(lines: Sequence[dict], chance: float, *, title: str | None = 
         yaxis=dict(title=dict(text="share of held-out inputs answered right"), range=[0, 1.05], tickformat=".0%")))
 
 
-__all__ = ["KIND_COLORS", "KIND_NAMES", "accuracy_chart", "depth_chart", "gradient_chart", "jacobian_chart",
+__all__ = ["KIND_COLORS", "accuracy_chart", "depth_chart", "gradient_chart", "jacobian_chart",
            "timing_chart"]
