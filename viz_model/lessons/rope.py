@@ -11,8 +11,12 @@ import pandas as pd
 import torch
 
 from viz_model import rope
-from viz_model.lecture import ROPE_HEADS
+from viz_model.config import ModelConfig
+from viz_model.data import corpus_split
+from viz_model.lecture import ROPE_HEADS, ROPE_Q
+from viz_model.lessons.common import Check
 from viz_model.model import TinyTransformer
+from viz_model.tokenizer import special_ids
 
 MAX_EDIT_VALUE = 1e6
 
@@ -62,6 +66,35 @@ def worked_example(q_full: np.ndarray, n_heads: int = ROPE_HEADS, base: float = 
     return WorkedExample(heads, omega, angles, rotated, err)
 
 
+def q_frame() -> pd.DataFrame:
+    """The lecture's Q_full for “I like cats”, one row per token, as the page's editable table."""
+    return pd.DataFrame(ROPE_Q, columns=[f"q{j}" for j in range(8)],
+                        index=[f"{t} {w}" for t, w in enumerate(["I", "like", "cats"])])
+
+
+def worked_tables(ex: WorkedExample, index) -> dict[str, pd.DataFrame]:
+    """The worked example's tables, rows named by `index`: each head's slice, the angles, head 0 rotated."""
+    pairs = ["pair 0 · a", "pair 0 · b", "pair 1 · a", "pair 1 · b"]
+    out = {f"head {h}": pd.DataFrame(x, index=index, columns=pairs) for h, x in enumerate(ex.heads)}
+    out["angles"] = pd.DataFrame(ex.angles, index=index, columns=["t·ω₀ (rad)", "t·ω₁ (rad)"])
+    out["rotated"] = pd.DataFrame(ex.rotated[0].round(6), index=index, columns=["a′₀", "b′₀", "a′₁", "b′₁"])
+    return out
+
+
+def head_columns(h: int) -> str:
+    return (f"Head {h}: columns {4 * h}–{4 * h + 3} of Q_full; pairs (q{4 * h}, q{4 * h + 1}) and "
+            f"(q{4 * h + 2}, q{4 * h + 3})")
+
+
+def omega_sentence(ex: WorkedExample) -> str:
+    return (f"Frequencies ω_i = 10000^(−2i/4) = **[{ex.omega[0]:g}, {ex.omega[1]:g}]**. Row t turns pair i by "
+            "t·ω_i radians: (a, b) → (a·cos − b·sin, a·sin + b·cos).")
+
+
+def worked_claim(ex: WorkedExample) -> Check:
+    return Check(ex.core_error, 1e-12, "the pair formula written out above equals viz_model.rope.apply_rope")
+
+
 # -- RoPE: scores and rotations -------------------------------------------------------------------------
 def rotate_at(x: torch.Tensor, position: float, inv_freq: torch.Tensor, attention_factor: float = 1.0):
     """R_position x for one vector x (d_k,), float64."""
@@ -105,6 +138,66 @@ def mean_self_scores(vs: torch.Tensor, inv_freq: torch.Tensor, max_dist: int) ->
 def angle_table(n_pos: int, inv_freq: torch.Tensor) -> np.ndarray:
     """(n_pos, d_k/2) t*theta_i wrapped to [0, 2 pi)."""
     return np.mod(rope.rope_angles(torch.arange(n_pos), inv_freq).numpy(), 2 * math.pi)
+
+
+def pair_shift(d_k: int, base: float, pair: int, t: int, s: int, shift: int) -> tuple[dict, Check]:
+    """pair_view of the seeded unit-pair q, k at (t + shift, s + shift), with its arrows, theta_pair and the angle in
+    degrees; and the check that the shift changed neither the angle between them nor the score."""
+    theta = rope.default_inv_freq(d_k, base)
+    q, k = random_qk(d_k, seed=7, unit_pairs=True)
+    ref, now = pair_view(q, k, t, s, pair, theta), pair_view(q, k, t + shift, s + shift, pair, theta)
+    now["arrows"] = {"q before rotation": now["q"], "k before rotation": now["k"],
+                     f"q at t = {t + shift}": now["q_rot"], f"k at s = {s + shift}": now["k_rot"]}
+    now["theta"], now["degrees"] = float(theta[pair]), math.degrees(now["angle"])
+    err = max(abs(now["score"] - ref["score"]), abs(now["angle"] - ref["angle"]) % (2 * math.pi))
+    return now, Check(err, 1e-9, f"shifting both positions by {shift} leaves the angle and the score unchanged")
+
+
+def angle_view(d_k: int, base: float, ctx: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ctx, d_k/2) angle table t·θ_i mod 2π and the (d_k/2,) wavelength of each pair."""
+    theta = rope.default_inv_freq(d_k, base)
+    return angle_table(ctx, theta), rope.wavelengths(theta).numpy()
+
+
+def pair_scores(now: dict) -> dict[str, str]:
+    """The angle between q and k in one pair and the scores of pair_shift's view."""
+    return {"angle from q to k in this pair": f"{now['degrees']:.4f}°",
+            "score ⟨R_t q, R_s k⟩ (all pairs)": f"{now['score']:.6f}",
+            "this pair's share of the score": f"{now['pair_score']:.6f}"}
+
+
+def wrap_sentence(wl: np.ndarray, ctx: int) -> str:
+    """How many pairs (wavelengths wl) turn at least once inside ctx positions, and the slowest pair's turn."""
+    n_wrap = int((wl <= ctx).sum())
+    return (f"{n_wrap} of {len(wl)} pairs turn at least once inside {ctx:,} positions (red): their angle repeats, "
+            f"so alone they cannot tell t from t + λ. The slowest pair needs {wl[-1]:,.0f} positions for one turn.")
+
+
+def near_far(d_k: int, base: float) -> tuple[dict[str, str], Check]:
+    """<R_t q, R_s k> of one seeded q, k at (3, 4) and at (500, 501), and the check that they are equal."""
+    theta = rope.default_inv_freq(d_k, base)
+    q, k = random_qk(d_k, seed=3)
+    near, far = rope_score(q, k, 3, 4, theta), rope_score(q, k, 500, 501, theta)
+    scores = {"score(q @ 3, k @ 4)": f"{near:.6f}", "score(q @ 500, k @ 501)": f"{far:.6f}"}
+    return scores, Check(abs(near - far), 1e-9, "⟨R_t q, R_s k⟩ = ⟨q, R_(s−t) k⟩: only the offset s − t = 1 matters")
+
+
+def random_distance_curves(d_k: int, base: float, max_dist: int) -> dict[str, np.ndarray]:
+    """Score against distance 0..max_dist for the seeded q, k of near_far and for q = k (32 random vectors)."""
+    theta = rope.default_inv_freq(d_k, base)
+    q, k = random_qk(d_k, seed=3)
+    same = torch.randn(32, d_k, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    return {"one random q, k": scores_by_distance(q, k, theta, max_dist),
+            "q = k, averaged over 32 random vectors": mean_self_scores(same, theta, max_dist)}
+
+
+def head_distance_curves(cfg: ModelConfig, off, max_distance: int = 1024) -> dict[str, np.ndarray]:
+    """Per head of layer 0, the mean q·k of a sentence moved to distance 0..min(max_len - 1, max_distance), under
+    the model's own frequencies (its scaling included). off: the trace with RoPE switched off (rope_on_off)."""
+    reach = min(cfg.max_len - 1, max_distance)  # a real model's context is 1k-128k: the curves stop at 1,024
+    th, _ = rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=cfg.max_len)
+    q0, k0 = off.layers[0].q[0], off.layers[0].k[0]  # (H, T, d_k) before rotation: layer 0 has no position yet
+    return {f"head {h}": scores_by_distance(q0[h], k0[h], th, reach) for h in range(cfg.n_heads)}
 
 
 # -- RoPE: context extension ----------------------------------------------------------------------------
@@ -172,6 +265,86 @@ def readouts(d_k: int, base: float, factor: float, original_len: int, target_len
     return out
 
 
+PANEL_BASES = [100.0, 1000.0, 10000.0, 100000.0, 500000.0, 1000000.0]  # 500,000: Llama 3's rope_theta
+PANEL_D_KS = [8, 16, 32, 64, 128, 256]
+
+
+def panel_choices(own: dict | None) -> tuple[list[int], list[float]]:
+    """The d_k and base values the context-extension panel offers: the usual ones, plus a model's own (own:
+    model_extension of it, or None)."""
+    return (sorted({*PANEL_D_KS, *([own["d_k"]] if own else [])}),
+            sorted({*PANEL_BASES, *([own["base"]] if own else [])}))
+
+
+SCALING_PARAMS = ("beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor")  # YaRN's and Llama 3's
+
+
+def model_extension(cfg: ModelConfig) -> dict:
+    """The context-extension panel's settings that describe a RoPE model: its d_k and rope_theta, the length its
+    scaling was set up from (L) and the length it reaches (L′ = factor × L), its method and parameters."""
+    sc = dict(cfg.rope_scaling or {})
+    method, factor = sc.pop("type", "none"), float(sc.pop("factor", 1.0))
+    original = int(sc.pop("original_max_position_embeddings", 0)) or round(cfg.max_len / factor)
+    out = {"d_k": cfg.d_k, "base": float(cfg.rope_base), "L": min(max(16, original), 131072), "method": method}
+    out["Lp"] = min(max(out["L"], round(factor * out["L"])) if method != "none" else 8 * out["L"], 1048576)
+    out.update({k: float(v) for k, v in sc.items() if k in SCALING_PARAMS})
+    return out
+
+
+def own_settings_sentence(cfg: ModelConfig) -> str:
+    """What the context-extension panel opened on, for a model folder with RoPE."""
+    own = model_extension(cfg)
+    return (f"Opened on the sidebar model's own RoPE: d_k = {own['d_k']}, rope_theta = {own['base']:,.0f}, "
+            + (f"{rope.ROPE_SCALING_LABELS[own['method']]} scaling from L = {own['L']:,} to L′ = "
+               f"{own['Lp']:,} (its config.json)." if cfg.rope_scaling else "no scaling (plain RoPE)."))
+
+
+def short_target(L: int, Lp: int) -> str | None:
+    """The sentence that stops the panel when the target length is below the training length."""
+    if Lp >= L:
+        return None
+    return (f"The target length L′ = {Lp:,} is shorter than the training length L = {L:,}: there is "
+            "nothing to extend. Choose L′ ≥ L.")
+
+
+def coverage_view(d_k: int, base: float, method: str, ratio: np.ndarray, att: float, L: int, Lp: int
+                  ) -> tuple[np.ndarray, np.ndarray, str]:
+    """angle_coverage of one method (theta'/theta = ratio, attention factor att), and the sentence that counts the
+    pairs reaching angles at L′ that training never produced."""
+    theta = rope.default_inv_freq(d_k, base).numpy()
+    seen, needed = angle_coverage(theta, theta * ratio, L, Lp)
+    n_out = int((needed > seen + 1e-9).sum())
+    label = rope.ROPE_SCALING_LABELS[method]
+    return seen, needed, (
+        f"With {label}, {n_out} of {d_k // 2} pairs reach angles at L′ = {Lp:,} that training "
+        f"never produced (red). Attention factor {att:.4f}: cos and sin are multiplied by it, so every "
+        f"logit is multiplied by its square, {att ** 2:.4f}.")
+
+
+def own_claim(cfg: ModelConfig, settings: dict, ratio: np.ndarray, att: float) -> Check | None:
+    """The panel's method at these settings (theta'/theta = ratio, attention factor att) gives the model's own RoPE
+    frequencies and attention factor (rope.inv_freq of its config); None while the panel is on other settings."""
+    own = model_extension(cfg)
+    if any(settings.get(k) != v for k, v in own.items()):
+        return None
+    theirs, their_att = rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=own["Lp"])
+    ours = rope.default_inv_freq(cfg.d_k, cfg.rope_base).numpy() * ratio
+    err = float(np.abs(ours - theirs.numpy()).max() / theirs.numpy().max()) + abs(att - their_att)
+    s = own["Lp"] / own["L"]
+    return Check(err, 1e-9, f"{rope.ROPE_SCALING_LABELS[own['method']]} at s = L′/L = {s:g} gives this model's own "
+                            f"RoPE frequencies and attention factor (rope_theta {cfg.rope_base:,.0f} and the scaling "
+                            "in its config.json)")
+
+
+def ntk_note() -> str:
+    """The lecture notes' NTK-aware base for s = 8, d_k = 128, against the formula's own value."""
+    lecture = rope.ntk_base(128, 10000.0, 8)
+    return (f"A note on the lecture notes: for s = 8 and d_k = 128 they give the NTK-aware base as ≈ 500,000. "
+            f"The formula b·s^(d/(d−2)) gives 10,000 · 8^(128/126) = **{lecture:,.1f}** (≈ 82,685). "
+            f"500,000 is Llama 3's pre-training base; this formula would reach it only at "
+            f"s ≈ {(500000 / 10000) ** (126 / 128):.1f}.")
+
+
 def scaled_copy(model: TinyTransformer, **changes) -> TinyTransformer:
     """Same weights, different position settings (RoPE and the sinusoidal table have no parameters)."""
     copy = TinyTransformer(dataclasses.replace(model.config, **changes)).to(model.device).eval()
@@ -235,6 +408,75 @@ def length_losses(model: TinyTransformer, heldout_ids: Sequence[Sequence[int]], 
     return pd.DataFrame(rows)
 
 
+LENGTH_MULTIPLES = (1, 2, 4)  # windows of 1x, 2x, 4x each model's training length
+TOKEN_BUDGET = 1024  # held-out tokens scored per (method, length) cell: well under a second on 2 cores
+
+
+def heldout_ids(tokenizer) -> list[list[int]]:
+    """The held-out corpus sentences as <bos> ... <eos> id lists of this tokenizer."""
+    sp = special_ids(tokenizer)
+    return [[sp["<bos>"], *e.ids, sp["<eos>"]] for e in tokenizer.encode_batch(corpus_split().heldout)]
+
+
+def length_cell(model: TinyTransformer, tokenizer, multiple: int) -> pd.DataFrame:
+    """Held-out losses of one model at one multiple of its training length, every method (length_losses)."""
+    total = experiment_tokens(model.config.max_len, LENGTH_MULTIPLES, TOKEN_BUDGET)
+    return length_losses(model, heldout_ids(tokenizer), [multiple], total=total)
+
+
+COMPARED = ("enc-sinusoidal", "enc-learned")  # trained like "enc-rope": only the position encoding differs
+
+
+def experiment_models(installed: Sequence[str], rope_key: str | None) -> tuple[list[str], list[str]]:
+    """The models the length experiment compares (the RoPE model first, when there is one) and the shipped ones
+    it leaves out because they are not installed."""
+    keys = [k for k in (rope_key, *COMPARED) if k and (k == rope_key or k in installed)]
+    return keys, [k for k in COMPARED if k not in installed]
+
+
+def length_experiment(keys: Sequence[str], cell: Callable[[str, int], pd.DataFrame],
+                      progress: Callable[[float, str], None]) -> pd.DataFrame:
+    """Every model at every multiple (cell(key, multiple): length_cell of that model), in one table; a model that
+    cannot be run gets a note instead of hiding the others."""
+    frames, jobs = [], [(k, m) for k in keys for m in LENGTH_MULTIPLES]
+    for j, (key, m) in enumerate(jobs):
+        progress(j / len(jobs), f"{key}: {m}× the training length")
+        try:
+            frames.append(cell(key, m).assign(model=key))
+        except ValueError as err:  # one unreadable model should not hide the others
+            frames.append(failed_cell(key, m, err))
+    progress(1.0, "done")
+    return pd.concat(frames, ignore_index=True)
+
+
+def failed_cell(model_key: str, multiple: int, err: Exception) -> pd.DataFrame:
+    """The row of a model that could not be run: one unreadable model should not hide the others."""
+    return pd.DataFrame([{"model": model_key, "method": "none", "multiple": multiple, "length": None,
+                          "loss": float("nan"), "note": f"could not be run ({err})"}])
+
+
+def length_intro(keys: Sequence[str]) -> str:
+    return ("Held-out loss of " + ", ".join(f"“{k}”" for k in keys) + " on the same held-out tokens, cut into "
+            f"windows of {', '.join(f'{m}×' for m in LENGTH_MULTIPLES)} each model's training length. The RoPE "
+            "model is run under every scaling (same weights: RoPE has no parameters); at 1× every scaling has "
+            "factor 1, so they coincide there.")
+
+
+def length_notes(table: pd.DataFrame) -> list[str]:
+    """The notes of the cells that were not run, one per (model, note)."""
+    return sorted({f"{r.model}: {r.note}" for r in table.itertuples() if r.note})
+
+
+def length_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Loss per (model, method) and length, three decimals, "—" where a cell was not run; a model run under one
+    method only is "as trained (not RoPE)"."""
+    is_rope = table.groupby("model")["method"].transform("nunique") > 1
+    labels = table["method"].map(rope.ROPE_SCALING_LABELS).where(is_rope, "as trained (not RoPE)")
+    wide = table.assign(method=labels).pivot_table(index=["model", "method"], columns="length", values="loss",
+                                                   sort=False)
+    return wide.map(lambda v: "—" if pd.isna(v) else f"{v:.3f}")
+
+
 def pair_view(q: torch.Tensor, k: torch.Tensor, t: float, s: float, pair: int, inv_freq: torch.Tensor) -> dict:
     """One pair of q at position t and k at position s, before and after rotation, and the scores."""
     rq, rk = rotate_at(q, t, inv_freq), rotate_at(k, s, inv_freq)
@@ -254,6 +496,45 @@ def rope_on_off(model: TinyTransformer, ids: Sequence[int]) -> tuple:
     return model(x, trace=True).trace, off(x, trace=True).trace
 
 
+def own_rope_sentence(cfg: ModelConfig) -> str:
+    """A model folder's own RoPE settings, and grouped-query attention when it has it."""
+    sc, H = cfg.rope_scaling, cfg.n_heads
+    return f"With its own rope_theta = {cfg.rope_base:,.0f}" + (
+        f" and {rope.ROPE_SCALING_LABELS[sc['type']]} scaling ×{sc['factor']:g}" if sc else "") + (
+        f"; K and V have {cfg.kv_heads} heads, repeated for the {H} query heads (grouped-query attention)"
+        if cfg.kv_heads != H else "") + "."
+
+
+def where_rows(cfg: ModelConfig, on) -> pd.DataFrame:
+    """The shapes of one attention layer, step by step, and where RoPE acts (on: the trace with RoPE on)."""
+    T, H, d_k = on.layers[0].q.shape[2], cfg.n_heads, cfg.d_k
+    return pd.DataFrame([
+        ("x (after LayerNorm)", f"(1, {T}, {cfg.d_model})", "no RoPE: the residual stream is never rotated"),
+        ("Q, K, V = split(x·W_qkv) into heads", f"(1, {H}, {T}, {d_k})", "projection first"),
+        ("cos, sin tables", f"({T}, {d_k // 2})", "one angle per position and pair"),
+        ("Q′ = R·Q, K′ = R·K", f"{tuple(on.layers[0].q.shape)}", "per head, on d_k"),
+        ("V", f"{tuple(on.layers[0].v.shape)}", "untouched"),
+    ], columns=["step", "shape", "note"])
+
+
+def where_claims(cfg: ModelConfig, on, off) -> list[Check]:
+    """Layer 0's Q with RoPE is RoPE applied to Q without it; V is the same either way (traces of rope_on_off)."""
+    T = on.layers[0].q.shape[2]
+    theta, att = rope.inv_freq(cfg.d_k, cfg.rope_base, cfg.rope_scaling, seq_len=T)
+    q_rot = rope.apply_rope(off.layers[0].q.double(), torch.arange(T), theta, att)
+    q_err = float((q_rot - on.layers[0].q).abs().max())
+    v_err = float((on.layers[0].v - off.layers[0].v).abs().max())
+    return [Check(q_err, 1e-4, "layer 0: Q with RoPE = RoPE applied per head to Q without it"),
+            Check(v_err, 0.0, "V is identical with RoPE on and off: it is never rotated")]
+
+
+def head_on_off(on, off, layer: int, head: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """One head's attention with RoPE on and off (T, T), where it may attend, and the largest change."""
+    p_on, p_off = on.layers[layer].probs[0, head], off.layers[layer].probs[0, head]
+    allowed = torch.isfinite(on.layers[layer].mask).expand(on.layers[layer].probs.shape)[0, head]
+    return p_on, p_off, allowed, float((p_on - p_off).abs().max())
+
+
 def convention_check(d_k: int, t: int, s: int, base: float = 10000.0, seed: int = 0) -> dict:
     """Interleaved vs rotate-half on the same q, k: the permutation makes them agree exactly."""
     q, k = random_qk(d_k, seed)
@@ -270,3 +551,58 @@ def convention_check(d_k: int, t: int, s: int, base: float = 10000.0, seed: int 
     vec_err = float((rot(q[perm], pos_q, "half") - rot(q, pos_q, "interleaved")[perm]).abs().max())
     return {"perm": perm.tolist(), "interleaved": inter, "half_permuted": half_perm, "half_unpermuted": half_wrong,
             "vector_error": vec_err}
+
+
+def convention_pairs(d_k: int) -> pd.DataFrame:
+    """Which coordinates form pair i under each layout (one row per layout)."""
+    return pd.DataFrame({"interleaved": [f"({2 * i}, {2 * i + 1})" for i in range(d_k // 2)],
+                         "rotate-half": [f"({i}, {i + d_k // 2})" for i in range(d_k // 2)]},
+                        index=[f"pair {i}" for i in range(d_k // 2)]).T
+
+
+def convention_scores(res: dict) -> dict[str, str]:
+    """The three scores of convention_check, by what they are."""
+    return {"interleaved score": f"{res['interleaved']:.6f}",
+            "rotate-half on P·q, P·k": f"{res['half_permuted']:.6f}",
+            "rotate-half, no permutation": f"{res['half_unpermuted']:.6f}"}
+
+
+def convention_claim(res: dict) -> Check:
+    """The permutation makes the layouts agree (res: convention_check)."""
+    return Check(max(res["vector_error"], abs(res["interleaved"] - res["half_permuted"])), 1e-12,
+                 "half(P·x) = P·interleaved(x), and the scores are identical")
+
+
+def permutation_sentence(res: dict) -> str:
+    return (f"Permutation P = {res['perm']} reorders a vector so that half(P·x) = P·interleaved(x). HF's "
+            "weight converter applies P to the rows of W_q and W_k, so scores do not change.")
+
+
+def wrong_convention_sentence(res: dict) -> str:
+    return (f"Using the wrong convention on the same weights changes the score by "
+            f"{abs(res['interleaved'] - res['half_unpermuted']):.3f} — silently.")
+
+
+# -- what the page says ---------------------------------------------------------------------------------
+NO_ROPE_MODEL = ("No RoPE model is available (the sidebar model does not use RoPE and neither “classroom” nor "
+                 "“enc-rope” is installed), so this part shows the math on random vectors only.")
+WORKED_INTRO = ("**“I like cats”**: T = 3 tokens, d_model = 8, H = 2 heads, so d_k = 4 and each head has two "
+                "pairs. Edit Q (one row per token) and every number below follows.")
+NOT_OWN_SETTINGS = ("Put the panel back on the sidebar model's own settings (pick another model and back, or reload) "
+                    "to check them against its frequencies.")
+HEAD0_ROTATED = "Head 0 after RoPE. Head 1 uses the same angles on its own columns."
+SHIFT_BOTH = ("Move *shift both by*: both arrows turn by the same angle, so the angle between them — and "
+              "the score — stay put.")
+PACKED_WINDOWS = ("The windows pack several held-out sentences end to end, which is harder than the one-sentence "
+                  "examples the models were trained on: compare the lines with each other, not with the training "
+                  "loss.")
+LOWER_IS_BETTER = "Lower is better. A line that climbs past 1× is a model reading positions it never saw in training."
+NOT_FINE_TUNED = (
+    "Why the scaled lines lose to plain RoPE here: these models were **not fine-tuned after scaling**. "
+    "A scaling changes the angles the same weights see (linear interpolation shrinks every distance by "
+    "the factor, so neighbouring tokens look closer than any pair did in training), and nothing here lets "
+    "the model adapt to that. In practice a scaled model is fine-tuned briefly at the longer length "
+    "(as for Code Llama, YaRN and Llama 3), and that short fine-tuning is what makes scaling pay off.")
+CONVENTIONS_INTRO = ("Two layouts rotate the same pairs under different names. **Interleaved** (RoFormer, Meta "
+                     "Llama, this app): pair i = (x₂ᵢ, x₂ᵢ₊₁). **Rotate-half** (HF Llama, GPT-NeoX): pair i = "
+                     "(xᵢ, xᵢ₊d/2).")
