@@ -424,3 +424,90 @@ def test_the_shipped_translators_decode_the_same_with_and_without_the_caches(shi
             plain = translate(ck.model, ck.tokenizer, text, ck.model.config.max_len, use_cache=False)
             assert cached.tokens == plain.tokens and cached.stop_reason == plain.stop_reason == "eos"
             assert cached.text == data.reference_translation(text)[0]
+
+
+# -- #27: the page's claims, computed by the lesson ---------------------------------------------------------------
+def lecture_source(ckpt, text: str = "The cat sat on the mat") -> encoder_decoder.Source:
+    from viz_model.tokenizer import encode
+
+    return encoder_decoder.source_of(ckpt.tokenizer, encode(ckpt.tokenizer, text, max_len=ckpt.model.config.max_len))
+
+
+def test_the_source_carries_its_reference_or_why_it_has_none(shipped):
+    src = lecture_source(shipped)
+    assert src.labels[-1] == "<eos>" and len(src.ids) == len(src.labels) == 7
+    assert (src.reference, list(src.alignment)) == KNOWN["The cat sat on the mat"] and src.reason is None
+    outside = lecture_source(shipped, "The bank by the river")
+    assert outside.reference is None and outside.alignment is None and outside.reason
+
+
+def test_the_three_attention_claims_hold_on_the_translator_and_fail_on_a_broken_pass(shipped):
+    src = lecture_source(shipped)
+    steps = encoder_decoder.decode_views(shipped.model, shipped.tokenizer, src.ids, Sampling(), 0)
+    assert " ".join(v.token for v in steps[:-1]) == src.reference and steps[-1].stop_reason == "eos"
+    assert all(v.labels[v.chosen] == v.token for v in steps)  # the chosen bar is the chosen word
+    tgt = encoder_decoder.decoder_input(shipped.tokenizer, steps)[0]
+    plain = encoder_decoder.three_attentions(shipped.model, src.ids, tgt)
+    padded = encoder_decoder.three_attentions(shipped.model, src.ids, tgt, pad=2)
+    for run, pad in ((plain, 0), (padded, 2)):
+        claims = encoder_decoder.three_claims(run, len(src.ids), pad, steps, plain["cross"][0])
+        assert len(claims) == 3 + (pad > 0) and all(c.ok for c in claims), claims
+    broken = {**padded, "cross": (padded["cross"][0].copy(), padded["cross"][1])}
+    broken["cross"][0][..., len(src.ids) - 1] += 0.01  # more weight on <eos>: rows sum to 1.01, unlike the decoding's
+    assert [c.ok for c in encoder_decoder.three_claims(broken, len(src.ids), 2, steps, plain["cross"][0])] == [
+        False, True, False, False]
+    broken["cross"][0][..., -1] = 0.01  # weight on a padded key
+    assert not encoder_decoder.three_claims(broken, len(src.ids), 2, steps, plain["cross"][0])[1].ok
+
+
+def test_the_translation_claim_compares_word_for_word():
+    reference = KNOWN["The cat sat on the mat"][0]
+    assert encoder_decoder.translation_claim(reference.split(), reference).ok
+    claim = encoder_decoder.translation_claim(reference.split()[:-1], reference)
+    assert not claim.ok and claim.claim == "The translation differs from the reference."
+
+
+def test_the_held_out_claims_check_the_metadata_against_the_bars(shipped, guided):
+    meta = guided.metadata
+    g = encoder_decoder.guided_of(meta, guided.model.config)
+    claims = encoder_decoder.heldout_claims(meta, g) + encoder_decoder.structural_claims(meta["structural"], g)
+    assert all(c.ok for c in claims), claims
+    assert "(guided in training)" in claims[1].claim and "best head not guided's" in claims[3].claim
+    worse = {**meta, "exact_match": 0.9, "best_alignment_head": {**meta["best_alignment_head"], "accuracy": 0.5}}
+    assert [c.ok for c in encoder_decoder.heldout_claims(worse, None)] == [False, False]
+    assert encoder_decoder.structural_claims({}, None) == []
+    # the unguided translator's best head copy-aware alignment on unseen skeletons, against the same 80 % bar
+    unseen = shipped.metadata["structural"]["unseen"]
+    claims = encoder_decoder.structural_claims(shipped.metadata["structural"], None)
+    assert claims[1].ok == (unseen["best_head"]["copy_aware_alignment"] >= 0.80)
+
+
+def test_the_metadata_tables_have_one_row_per_split_and_one_column_per_split(guided):
+    structural = guided.metadata["structural"]
+    rows = encoder_decoder.structural_rows(structural)
+    assert [r["n"] for r in rows] == [structural[s]["n_sentences"] for s in encoder_decoder.STRUCTURAL_SPLITS]
+    columns = encoder_decoder.by_class_columns(structural)
+    assert list(columns) == ["seen skeletons", "unseen skeletons"]
+    assert columns["unseen skeletons"]["NOUN"].endswith(f" of {structural['unseen']['best_head_by_class']['NOUN'][1]}")
+
+
+def test_decoding_keeps_the_encoder_output_and_cross_kv_of_the_source(shipped):
+    src = lecture_source(shipped)
+    rows, n_layers = encoder_decoder.decoding_tensors(shipped.model, src.ids, 5)
+    cfg = shipped.model.config
+    assert n_layers == cfg.n_layers
+    assert [r["here"] for r in rows] == [f"7 × {cfg.d_model}", *[f"{cfg.n_heads} × 7 × {cfg.d_k}"] * 2,
+                                         f"{cfg.n_heads} × 5 × {cfg.d_k}"]
+
+
+def test_both_decodings_choose_the_same_tokens_and_a_mismatch_is_a_failed_claim(shipped):
+    t = encoder_decoder.best_timing(shipped.model, shipped.tokenizer, "the cat sat on the mat", runs=1)
+    assert t.claim.ok and t.claim.claim == "Both ways choose the same 7 tokens"  # 6 words and <eos>
+    assert not encoder_decoder.DecodeTiming(7, 1.0, 1.0, False, t.cross_kv_shape).claim.ok
+
+
+def test_crossings_name_each_reordered_word_and_each_word_that_becomes_two():
+    src, (target, alignment) = ["the", "dogs", "sat", "<eos>"], ("ethay ogday ka atsay", [0, 1, 1, 2])
+    assert encoder_decoder.crossings(alignment, src, target.split()) == ["“dogs” becomes two words: “ogday ka”"]
+    moved = encoder_decoder.crossings([0, 2, 1], ["the", "cat", "sat"], ["ethay", "atsay", "atcay"])
+    assert moved == ["“atcay” (source word 1 “cat”) comes after “atsay” (source word 2 “sat”)"]
