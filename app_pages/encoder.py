@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from viz_model.lessons import encoder as lesson
 from viz_model.tokenizer import MASK
 from viz_model.ui import encoder as ui
 from viz_model.ui import share
@@ -26,7 +27,7 @@ def fill_in() -> None:
     st.caption("The encoder reads `<bos>` + your words + `<eos>`, in one pass, in both directions.")
     words, pieces = ui.words_of(enc, ckpt)
     picked = ui.mask_picker(words, pieces)
-    text, answers = ui.masked_text(words, pieces, picked)
+    text, answers = lesson.masked_text(words, pieces, picked)
     if not answers:
         st.info("Nothing is hidden yet: click one or more words above, or type `<mask>` in the sentence, to see "
                 "what the encoder would put there.")
@@ -42,11 +43,11 @@ def fill_in() -> None:
 
 
 def bank() -> None:
-    st.markdown(f"*{ui.BANK}*: to decide which **bank** this is, the model needs **river**, which comes later. The "
+    st.markdown(f"*{lesson.BANK}*: to decide which **bank** this is, the model needs **river**, which comes later. The "
                 "same sentence on the encoder and on the shipped causal decoder:")
     dec = ui.decoder()
     if dec is None:
-        st.warning(f"The shipped decoder “{ui.DECODER}” is not installed, so there is nothing to compare with.")
+        st.warning(f"The shipped decoder “{lesson.DECODER}” is not installed, so there is nothing to compare with.")
         return
     ui.look_ahead(ckpt, dec)
 

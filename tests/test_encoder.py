@@ -116,8 +116,12 @@ def test_checkpoint_round_trip_of_an_encoder(tok, tiny, tmp_path):
 
 
 # -- the shipped encoder ----------------------------------------------------------------------------------
-def test_shipped_encoder_meets_its_bars_on_heldout_sentences(shipped):
-    fresh = encoder.heldout_metrics(shipped.model, shipped.tokenizer)
+@pytest.fixture(scope="module")
+def fresh(shipped):
+    return encoder.heldout_metrics(shipped.model, shipped.tokenizer)
+
+
+def test_shipped_encoder_meets_its_bars_on_heldout_sentences(shipped, fresh):
     for key, value in fresh.items():
         assert value == pytest.approx(shipped.metadata[key], abs=1e-6), key
     assert fresh["agreement_number_top1"] >= 0.9 and fresh["agreement_pair_accuracy"] >= 0.9
@@ -156,3 +160,73 @@ def test_structural_items_mask_a_word_their_sentence_fixes():
     owner = {v: p for p, v in data.NOUNS.values()}
     assert all(owner[it.words[it.index + 1]] == it.answer for it in pron)
     assert all(data.is_heldout_skeleton(data.skeleton(" ".join(it.words))) for it in agree + pron)
+
+
+# -- what the page shows, computed by the lesson --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def classroom():
+    return checkpoint.load_checkpoint(ASSETS_DIR / "models" / "classroom.safetensors")
+
+
+def test_look_ahead_facts_hold_for_the_encoder_and_fail_with_the_models_swapped(shipped, classroom):
+    looks = [encoder.attention_weight(ck.model, ck.tokenizer, encoder.BANK, encoder.QUERY, encoder.KEY)
+             for ck in (shipped, classroom)]
+    facts = encoder.look_ahead_facts(*looks)
+    assert [f.ok for f in facts] == [True, True]
+    assert f"up to {float(looks[0].weight.max()):.3f}" in facts[0].claim and "exactly 0" in facts[1].claim
+    assert [f.ok for f in encoder.look_ahead_facts(*looks[::-1])] == [False, False]  # the decoder never reads it
+    layer, head = encoder.best_head(looks[0], *looks[0].weight.shape)
+    assert looks[0].weight[layer, head] == looks[0].weight.max()
+    assert encoder.shown_weight(looks[1], layer, head) == (f"head {head}", "0 (exactly)")
+    which, shown = encoder.shown_weight(looks[0], layer, "mean")
+    assert which == "mean of the heads" and float(shown) == pytest.approx(float(looks[0].weight[layer].mean()),
+                                                                          abs=1e-4)
+    rows = encoder.weight_rows(looks[0])
+    assert len(rows) == looks[0].weight.shape[0] and rows[layer][f"head {head}"] == f"{looks[0].weight.max():.4f}"
+
+
+def test_bank_ids_read_the_sentence_alike_on_both_models_and_warn_when_they_do_not(shipped, classroom):
+    runs = {name: encoder.bank_ids(ck.tokenizer, encoder.BANK) for name, ck in (("e", shipped), ("d", classroom))}
+    assert runs["e"][1] == ["<bos>", "the", "bank", "by", "the", "river", "<eos>"] and runs["e"][2] == []
+    assert encoder.reading_mismatch(runs) == ""
+    odd = {name: encoder.bank_ids(ck.tokenizer, "the bank by the zyzzyva") for name, ck in (("e", shipped),)}
+    assert "e: <bos> the bank by the <unk> <eos>" in encoder.reading_mismatch({**runs, **odd})
+
+
+def test_every_mask_reads_both_sides_in_the_encoder_and_not_in_a_causal_decoder(shipped, classroom):
+    words = "the keys near the dog are ready".split()
+    text, answers = encoder.masked_text(words, words, encoder.default_masks(words))
+    assert text == "the keys near the dog <mask> ready" and answers == ["are"]
+    run = encoder.masked_run(shipped.model, shipped.tokenizer, text)
+    assert all(f.ok for layer in range(2) for f in encoder.both_sides_facts(run["attention"], layer, 0, [6]))
+    assert "Row sums: max |1 − sum| = " in encoder.row_sum_text(run["attention"])
+    causal = encoder.masked_run(classroom.model, classroom.tokenizer, text)
+    (fact,) = encoder.both_sides_facts(causal["attention"], 0, 0, causal["positions"])
+    assert not fact.ok and "puts 0.000 of its attention on the 2 tokens after it" in fact.claim
+    (row,) = encoder.fill_rows(shipped.tokenizer, run, answers)
+    probs = run["probs"][0]
+    p = probs[shipped.tokenizer.token_to_id("are")]
+    assert row["p(hidden word)"] == f"{p:.3f}" and row["its rank"] == f"{int((probs > p).sum()) + 1} of {len(probs)}"
+    (typed,) = encoder.fill_rows(shipped.tokenizer, run, [None])
+    assert typed["hidden word"] == "— (typed <mask>)" and typed["its rank"] == "—"
+
+
+def test_recorded_facts_compare_the_recomputed_metrics_with_the_metadata(shipped, fresh):
+    meta = shipped.metadata
+    assert [f.ok for f in encoder.recorded_facts(meta, fresh)] == [True]
+    off = {**fresh, "pronoun_top1": fresh["pronoun_top1"] - 0.01}
+    assert [f.ok for f in encoder.recorded_facts(meta, off)] == [False]
+    rows = encoder.metric_rows(meta, fresh)
+    assert [r["recomputed now"] for r in rows] == [f"{100 * fresh[k]:.1f} %" for k, *_ in encoder.METRICS]
+    assert encoder.metric_rows({}, None)[0] == {"measure": encoder.METRICS[0][1], "recorded when trained": "—",
+                                                "recomputed now": "press the button", "target": "≥ 90 %"}
+    assert str(fresh["n_agreement"]) in encoder.live_counts_text(fresh)
+    shapes = meta["structural"]
+    assert encoder.structural_rows(shapes)[2]["unseen skeletons"] == encoder.pct(shapes["unseen"]["pronoun_top1"])
+
+
+def test_only_a_checkpoint_trained_without_the_causal_mask_is_an_encoder():
+    assert encoder.bidirectional(str(SHIPPED), SHIPPED.stat().st_mtime)
+    classroom = ASSETS_DIR / "models" / "classroom.safetensors"
+    assert not encoder.bidirectional(str(classroom), classroom.stat().st_mtime)
+    assert not encoder.bidirectional("/no/such/model.safetensors", 0.0)

@@ -2,18 +2,46 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from viz_model import data
+from viz_model import checkpoint, data
+from viz_model.lecture import LECTURE_SENTENCES
+from viz_model.lessons.common import Fact
+from viz_model.mlm import mask_words, run_masked
 from viz_model.model import TinyTransformer, eval_mode
-from viz_model.tokenizer import MASK
+from viz_model.tokenizer import BOS, EOS, MASK, UNK
 
 SINGULAR_VERBS = frozenset(v[0] for v in data.AGREE_VERBS)  # is, was, seems, looks
 PLURAL_VERBS = frozenset(v[1] for v in data.AGREE_VERBS)    # are, were, seem, look
 TWIN = {a: b for pair in data.AGREE_VERBS for a, b in (pair, pair[::-1])}  # is <-> are, was <-> were, ...
+SHIPPED = "encoder-mlm"   # the shipped masked-LM encoder
+DECODER = "classroom"     # the shipped causal decoder it is compared with
+BANK = next(s for s in LECTURE_SENTENCES if "bank" in s.lower())  # "The bank by the river"
+QUERY, KEY = "bank", "river"
+MAX_TOP_K = 10             # fill-ins computed per mask; the page's top-k slider shows the first k
+# (metadata key, what it measures, the issue's quality bar)
+METRICS = [
+    ("agreement_number_top1", "Agreement across a distractor noun: the top-1 verb has the subject's number", "≥ 90 %"),
+    ("agreement_pair_accuracy", "Agreement: p(right form) > p(its twin), e.g. are vs is", ""),
+    ("pronoun_top1", "Pronoun fixed by its antecedent (gender, number, animacy): top-1 is right", "≥ 90 %"),
+    ("random_mask_top1", "Random masked words (each word with p = 0.15): top-1 is the word", ""),
+    ("random_mask_top5", "Random masked words: the word is among the top 5", ""),
+]
+
+
+@functools.lru_cache(maxsize=256)
+def bidirectional(path: str, mtime: float) -> bool:
+    """A TinyTransformer checkpoint trained without the causal mask (its JSON config says causal: false)."""
+    try:
+        doc = checkpoint.read_metadata(path)
+    except (OSError, ValueError):
+        return False
+    return doc.get("kind", "transformer") == "transformer" and (doc.get("config") or {}).get("causal") is False
 
 
 @dataclass(frozen=True)
@@ -71,6 +99,64 @@ def sentence_ids(tokenizer, words: list[str]) -> list[int]:
 def _id(tokenizer, word: str, unk: int) -> int:
     i = tokenizer.token_to_id(word)
     return unk if i is None else i
+
+
+# -- the Fill-in tab -------------------------------------------------------------------------------------
+def default_masks(words: list[str]) -> list[int]:
+    """Hide an agreement verb if the sentence has one (is/are, was/were, ...), else the first noun after 'the'
+    or 'a' (the cat, the bank), else the second word: a blank with words on both sides."""
+    low = [w.lower() for w in words]
+    verbs = [i for i, w in enumerate(low) if w in TWIN]
+    nouns = [i + 1 for i, w in enumerate(low[:-1]) if w in ("the", "a") and low[i + 1].isalpha()]
+    return (verbs or nouns or [min(1, len(words) - 1)])[:1]
+
+
+def masked_text(words: list[str], pieces: list[str], picked: list[int]) -> tuple[str, list[str | None]]:
+    """The sentence the encoder reads (picked words -> <mask>) and the hidden word of each <mask>, in order
+    (None for a <mask> typed in the text)."""
+    text = mask_words(words, picked)
+    answers = [pieces[i] if i in picked else None for i in range(len(words)) if i in picked or pieces[i] == MASK]
+    return text, answers
+
+
+def masked_run(model: TinyTransformer, tokenizer, text: str, top_k: int = MAX_TOP_K) -> dict:
+    """One traced encoder pass: the labels (<unk> where the tokenizer read one), each mask's position, top-k
+    fill-ins and full distribution, and every head's attention (L, H, T, T)."""
+    run = run_masked(model, tokenizer, text, top_k=top_k, trace=True)
+    unk = tokenizer.token_to_id(UNK)
+    tokens = [UNK if int(i) == unk else t for t, i in zip(run.tokens, run.ids.tolist())]
+    attention = run.trace.stack("probs")[:, 0].numpy()  # (L, H, T, T)
+    return dict(tokens=tokens, positions=run.mask_positions, fills=run.fills, probs=run.probs.numpy(),
+                attention=attention, text=text)
+
+
+def fill_rows(tokenizer, run: dict, answers: list[str | None]) -> list[dict[str, str]]:
+    """Per mask: the top fill-in, and where the hidden word ranks among all V words."""
+    rows = []
+    for n, (pos, fills, p, ans) in enumerate(zip(run["positions"], run["fills"], run["probs"], answers)):
+        i = None if ans is None else tokenizer.token_to_id(ans)
+        rows.append({"mask": f"{n + 1} (token {pos})", "top-1": fills[0][0], "p(top-1)": f"{fills[0][1]:.3f}",
+                     "hidden word": "— (typed <mask>)" if ans is None else ans,
+                     "p(hidden word)": "—" if i is None or ans == UNK else f"{p[i]:.3f}",
+                     "its rank": ("not in the vocabulary" if ans == UNK else "—") if i is None or ans == UNK
+                     else f"{int((p > p[i]).sum()) + 1} of {len(p)}"})
+    return rows
+
+
+def both_sides_facts(attention: np.ndarray, layer: int, head: int, positions: list[int]) -> list[Fact]:
+    """Each <mask> puts some of its attention on the tokens after it in this head: (L, H, T, T) attention."""
+    T = attention.shape[-1]
+    out = []
+    for n, p in enumerate(positions):
+        later, after = float(attention[layer, head, p, p + 1:].sum()), T - 1 - p
+        out.append(Fact(later > 0, f"`<mask>` {n + 1} (token {p}) puts {later:.3f} of its attention on the {after} "
+                                   f"token{'' if after == 1 else 's'} after it in this head: it reads both sides. A "
+                                   "causal decoder gets exactly 0 there."))
+    return out
+
+
+def row_sum_text(attention: np.ndarray) -> str:
+    return f"Row sums: max |1 − sum| = {float(np.abs(attention.sum(-1) - 1).max()):.0e} over every head and query."
 
 
 @dataclass
@@ -191,6 +277,120 @@ def attention_weight(model: TinyTransformer, tokenizer, text: str, query: str, k
     return LookAhead(["<bos>", *words, "<eos>"], q, k, weight)
 
 
-__all__ = ["AgreementResult", "LookAhead", "MaskedWord", "agreement_accuracy", "agreement_items", "attention_weight",
-           "heldout_metrics", "masked_probs", "pronoun_items", "random_mask_accuracy", "sentence_ids",
-           "structural_items", "structural_metrics", "top1_accuracy"]
+def bank_ids(tokenizer, text: str) -> tuple[list[int], list[str], list[str]]:
+    """<bos> + the sentence's word ids + <eos> in this tokenizer (as the Fill-in tab and attention_weight read it),
+    the labels, and the words it does not know."""
+    words = data.source_words(text)
+    unknown = [w for w in words if tokenizer.token_to_id(w) is None]
+    return sentence_ids(tokenizer, words), [BOS, *(UNK if w in unknown else w for w in words), EOS], unknown
+
+
+def reading_mismatch(runs: dict[str, tuple]) -> str:
+    """A warning when the models' tokenizers read the sentence differently ({name: bank_ids(...)}), else ''."""
+    if len({tuple(labels) for _, labels, _ in runs.values()}) == 1 and not any(u for *_, u in runs.values()):
+        return ""
+    return ("The two models' tokenizers do not read this sentence the same way: "
+            + "; ".join(f"{n}: {' '.join(lab)}" for n, (_, lab, _) in runs.items()))
+
+
+def best_head(look: LookAhead, n_layers: int, n_heads: int) -> tuple[int, int]:
+    """The (layer, head) among the first n_layers × n_heads that puts the most weight on the key."""
+    best = np.unravel_index(int(look.weight[:n_layers, :n_heads].argmax()), (n_layers, n_heads))
+    return int(best[0]), int(best[1])
+
+
+def query_row(probs: np.ndarray, allowed: np.ndarray, query: int, head) -> tuple[np.ndarray, np.ndarray]:
+    """The query's attention over every key, (T,), in one head or the heads' mean ("mean"), from one layer's
+    (H, T, T) probs, and which keys it may read, (T,), from the (T, T) allowed."""
+    return (probs.mean(0)[query] if head == "mean" else probs[head, query]), allowed[query]
+
+
+def y_top(rows) -> float:
+    """One y scale for several bar charts of (weights, allowed) rows: a quarter above the largest weight."""
+    return min(1.0, 1.25 * max(float(r.max()) for r, _ in rows)) + 0.02
+
+
+def shown_weight(look: LookAhead, layer: int, head) -> tuple[str, str]:
+    """(which head, the measured weight on the key as the page's metric writes it) in one head or their mean."""
+    w = look.weight[layer].numpy()                                       # (H,)
+    shown = float(w.mean() if head == "mean" else w[head])
+    return ("mean of the heads" if head == "mean" else f"head {head}"), (f"{shown:.4f}" if shown else "0 (exactly)")
+
+
+def look_ahead_facts(enc: LookAhead, dec: LookAhead) -> list[Fact]:
+    """The encoder's query reads the key in every head; the causal decoder's puts exactly 0 on it in every head."""
+    e, d = enc.weight.numpy(), dec.weight.numpy()                       # (L, H) each
+    L, H = e.shape
+    layer, head = np.unravel_index(int(e.argmax()), e.shape)
+    return [Fact(float(e.min()) > 0, f"Encoder: “{QUERY}” can read “{KEY}” in every head: up to {e.max():.3f} of its "
+                                     f"attention (layer {layer}, head {head}), {e.mean():.3f} on average over the "
+                                     f"{L * H} heads, and no head gives it exactly 0 (smallest {e.min():.2g})."),
+            Fact(float(d.max()) == 0.0, f"Causal decoder: “{QUERY}” puts exactly {float(d.max()):g} on “{KEY}” in "
+                                        f"all {d.size} heads: “{KEY}” comes later, so the mask hides it.")]
+
+
+def weight_rows(look: LookAhead) -> list[dict[str, str]]:
+    """The query's weight on the key, one row per layer, one column per head."""
+    return [{f"head {j}": f"{x:.4f}" for j, x in enumerate(row)} for row in look.weight.numpy()]
+
+
+# -- the Held-out metrics tab --------------------------------------------------------------------------------
+def pct(x) -> str:
+    return "—" if x is None else f"{100 * float(x):.1f} %"
+
+
+def metric_rows(meta: dict, live: dict | None) -> list[dict[str, str]]:
+    """Each held-out measure as recorded when trained, recomputed now (when `live`), and its quality bar."""
+    return [{"measure": what, "recorded when trained": pct(meta.get(key)),
+             "recomputed now": pct(live.get(key)) if live else "press the button", "target": bar}
+            for key, what, bar in METRICS]
+
+
+def recorded_facts(meta: dict, live: dict) -> list[Fact]:
+    """The recomputed numbers equal the recorded ones (a metric not recorded is not compared)."""
+    same = all(meta.get(k) is None or abs(meta[k] - live[k]) < 1e-9 for k, *_ in METRICS)
+    return [Fact(same, "The recomputed numbers equal the ones recorded when the model was saved." if same else
+                 "The recomputed numbers differ from the recorded ones: the weights or the data changed since the "
+                 "model was saved.")]
+
+
+def live_counts_text(live: dict) -> str:
+    return (f"On {live['n_agreement']} agreement sentences, {live['n_pronoun']} pronoun sentences and "
+            f"{live['n_random_masked']} randomly masked words of the held-out corpus.")
+
+
+def structural_rows(shapes: dict) -> list[dict[str, str]]:
+    """The metadata's fill-ins on grammar sentences of skeletons the encoder trained on and of skeletons kept out."""
+    keys = (("agreement_number_top1", "agreement: top-1 verb has the subject's number"),
+            ("agreement_pair_accuracy", "agreement: is beats are (and each pair)"), ("pronoun_top1", "pronoun: top-1"))
+    return [{"measure": what, **{f"{split} skeletons": pct(shapes[split][key]) for split in ("seen", "unseen")
+                                 if split in shapes}} for key, what in keys]
+
+
+# -- what the page says -------------------------------------------------------------------------------
+WHY_MLM = (
+    "An encoder has no causal mask: position *t* can read token *t + 1*. Trained to predict the next word, it would "
+    "simply **copy** the next word from its input: the loss collapses towards zero and nothing is learned about "
+    "language. Masked language modelling closes that shortcut. About 15 % of the words are chosen; of those, 80 % "
+    "become `<mask>`, 10 % a random word and 10 % stay as they were, and the loss counts only the chosen positions. "
+    "The word to predict is not in the input, so the model has to infer it from **both** sides.")
+ABLATION_TEXT = ("That ablation trains the same model twice, with and without the causal mask, on next-token "
+                 "prediction: the no-mask loss falls far below the causal one by reading the future, and its greedy "
+                 "text falls apart once the future is not there to read.")
+METRICS_TEXT = ("Measured on sentences the encoder never trained on: held-out agreement sentences (*the keys near the "
+                "dog `<mask>` ready*), pronoun sentences (*the queen thanked the man because `<mask>` …*), and the "
+                "held-out corpus with random words masked.")
+STRUCTURAL_TEXT = ("On new sentences of the toy grammar, by their *skeleton* (word classes, DET ADJ NOUN VERB …): "
+                   "shapes the encoder trained on, and shapes kept out of training altogether.")
+
+
+def missing_encoder_text(have_other: bool) -> str:
+    """The shipped encoder is not installed: say so, how to build it, and whether another encoder stands in."""
+    return (f"The shipped encoder **{SHIPPED}** is not installed (assets/models/{SHIPPED}.safetensors is missing), so "
+            f"the numbers on this page are not the trained encoder's. Build it with "
+            f"`.venv/bin/python scripts/build_assets.py {SHIPPED}`."
+            + (" Meanwhile the page runs an encoder of yours." if have_other else ""))
+
+
+NO_METRICS_TEXT = ("This model's metadata records no held-out metrics (only the shipped encoder has them): press the "
+                   "button to measure them.")

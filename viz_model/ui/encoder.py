@@ -3,43 +3,27 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
-from viz_model import checkpoint, data
 from viz_model.checkpoint import Checkpoint
 from viz_model.figures.common import escape
 from viz_model.figures.encoder import fill_in_bars, look_ahead_bars, masked_attention_grid, masked_attention_heatmap
-from viz_model.lecture import LECTURE_SENTENCES
 from viz_model.lessons import encoder as lesson
-from viz_model.mlm import mask_words, run_masked
-from viz_model.tokenizer import BOS, EOS, MASK, UNK, Encoded
+from viz_model.lessons.encoder import DECODER, KEY, MAX_TOP_K, METRICS, QUERY, SHIPPED
+from viz_model.mlm import mask_words
+from viz_model.tokenizer import BOS, MASK, UNK, Encoded
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, cached_trace, input_key, model_id
 from viz_model.ui.errors import section
 from viz_model.ui.models import ModelEntry, available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY
-from viz_model.ui.widgets import CUSTOM, check_line, layer_head, train_ablation_button, uses_bos
+from viz_model.ui.widgets import CUSTOM, layer_head, show_checks, train_ablation_button, uses_bos
 
-SHIPPED = "encoder-mlm"   # the shipped masked-LM encoder
-DECODER = "classroom"     # the shipped causal decoder it is compared with
-BANK = next(s for s in LECTURE_SENTENCES if "bank" in s.lower())  # "The bank by the river"
-QUERY, KEY = "bank", "river"
-MAX_TOP_K = 10             # fill-ins computed per mask; the slider shows the first k
 KEPT_MASKS = "encoder_kept_masks"  # {sentence digest: hidden word indices}, so coming back keeps them
 MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:")
-# (metadata key, what it measures, the issue's quality bar)
-METRICS = [
-    ("agreement_number_top1", "Agreement across a distractor noun: the top-1 verb has the subject's number", "≥ 90 %"),
-    ("agreement_pair_accuracy", "Agreement: p(right form) > p(its twin), e.g. are vs is", ""),
-    ("pronoun_top1", "Pronoun fixed by its antecedent (gender, number, animacy): top-1 is right", "≥ 90 %"),
-    ("random_mask_top1", "Random masked words (each word with p = 0.15): top-1 is the word", ""),
-    ("random_mask_top5", "Random masked words: the word is among the top 5", ""),
-]
 
 
 def device() -> str:
@@ -47,20 +31,10 @@ def device() -> str:
 
 
 # -- which encoder ------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=256)
-def _bidirectional(path: str, mtime: float) -> bool:
-    """A TinyTransformer checkpoint trained without the causal mask (its JSON config says causal: false)."""
-    try:
-        doc = checkpoint.read_metadata(path)
-    except (OSError, ValueError):
-        return False
-    return doc.get("kind", "transformer") == "transformer" and (doc.get("config") or {}).get("causal") is False
-
-
 def encoder_entries() -> list[ModelEntry]:
     """Shipped and this user's models that are encoders (bidirectional), the shipped one first."""
     found = [e for e in available_models(("transformer",))
-             if e.path and Path(e.path).exists() and _bidirectional(e.path, Path(e.path).stat().st_mtime)]
+             if e.path and Path(e.path).exists() and lesson.bidirectional(e.path, Path(e.path).stat().st_mtime)]
     return sorted(found, key=lambda e: e.key != SHIPPED)
 
 
@@ -69,10 +43,7 @@ def pick_encoder() -> Checkpoint:
     entries = encoder_entries()
     keys = [e.key for e in entries]
     if SHIPPED not in keys:
-        st.warning(f"The shipped encoder **{SHIPPED}** is not installed (assets/models/{SHIPPED}.safetensors is "
-                   f"missing), so the numbers on this page are not the trained encoder's. Build it with "
-                   f"`.venv/bin/python scripts/build_assets.py {SHIPPED}`."
-                   + (" Meanwhile the page runs an encoder of yours." if keys else ""))
+        st.warning(lesson.missing_encoder_text(bool(keys)))
         if not keys:
             st.stop()
     titles = {e.key: e.title for e in entries}
@@ -97,15 +68,6 @@ def _md(text: str) -> str:
     return "".join("\\" + c if c in MD_SPECIAL else c for c in text)
 
 
-def default_masks(words: list[str]) -> list[int]:
-    """Hide an agreement verb if the sentence has one (is/are, was/were, ...), else the first noun after 'the'
-    or 'a' (the cat, the bank), else the second word: a blank with words on both sides."""
-    low = [w.lower() for w in words]
-    verbs = [i for i, w in enumerate(low) if w in lesson.TWIN]
-    nouns = [i + 1 for i, w in enumerate(low[:-1]) if w in ("the", "a") and low[i + 1].isalpha()]
-    return (verbs or nouns or [min(1, len(words) - 1)])[:1]
-
-
 def mask_picker(words: list[str], pieces: list[str]) -> list[int]:
     """Pills over the numbered words (numbers as in the charts, <bos> = 0); a fresh selection per sentence."""
     typed = [i for i, p in enumerate(pieces) if p == MASK]
@@ -115,7 +77,7 @@ def mask_picker(words: list[str], pieces: list[str]) -> list[int]:
         return f"{i + 1} {_md(shown)}"
     digest = input_key(words)[:10]
     kept = st.session_state.setdefault(KEPT_MASKS, {})  # the pills' state is dropped while another tab is open
-    default = [i for i in kept.get(digest, [] if typed else default_masks(words)) if i in options]
+    default = [i for i in kept.get(digest, [] if typed else lesson.default_masks(words)) if i in options]
     picked = st.pills("Words to hide (click several to mask them all at once)", options, format_func=label,
                       selection_mode="multi", default=default, key=f"encoder_masked_{digest}", **share.URL)
     kept.clear()
@@ -123,14 +85,6 @@ def mask_picker(words: list[str], pieces: list[str]) -> list[int]:
     if typed:
         st.caption(f"{len(typed)} `<mask>` typed in the sentence: the encoder fills those too.")
     return sorted(picked or [])
-
-
-def masked_text(words: list[str], pieces: list[str], picked: list[int]) -> tuple[str, list[str | None]]:
-    """The sentence the encoder reads (picked words -> <mask>) and the hidden word of each <mask>, in order
-    (None for a <mask> typed in the text)."""
-    text = mask_words(words, picked)
-    answers = [pieces[i] if i in picked else None for i in range(len(words)) if i in picked or pieces[i] == MASK]
-    return text, answers
 
 
 def held_out_examples() -> None:
@@ -152,16 +106,8 @@ def _set_text(text: str) -> None:
 def masked_run(ckpt: Checkpoint, text: str) -> dict:
     """One traced encoder pass per exact (model, text), shared by every user: the top MAX_TOP_K fill-ins of each
     mask (the top-k slider then only cuts the list, without a pass)."""
-    return cached("encoder_run", (input_key(model_id(ckpt), text, MAX_TOP_K),), lambda: _run(ckpt, text, MAX_TOP_K))
-
-
-def _run(ckpt: Checkpoint, text: str, top_k: int) -> dict:
-    run = run_masked(ckpt.model, ckpt.tokenizer, text, top_k=top_k, trace=True)
-    unk = ckpt.tokenizer.token_to_id(UNK)
-    tokens = [UNK if int(i) == unk else t for t, i in zip(run.tokens, run.ids.tolist())]
-    attention = run.trace.stack("probs")[:, 0].numpy()  # (L, H, T, T)
-    return dict(tokens=tokens, positions=run.mask_positions, fills=run.fills, probs=run.probs.numpy(),
-                attention=attention, text=text)
+    return cached("encoder_run", (input_key(model_id(ckpt), text, MAX_TOP_K),),
+                  lambda: lesson.masked_run(ckpt.model, ckpt.tokenizer, text, MAX_TOP_K))
 
 
 @section("the fill-ins")  # the top-k slider reruns only this part of the page
@@ -173,20 +119,7 @@ def fill_ins(ckpt: Checkpoint, run: dict, answers: list[str | None]) -> None:
                  lambda: fill_in_bars(fills, run["positions"], answers,
                                       title=f"Top {top_k} fill-ins of each {escape(MASK)}"))
     chart.show(fig, key="encoder_fills", name="encoder_fill_ins")
-    st.dataframe(fill_table(ckpt, run, answers), hide_index=True, width="stretch")
-
-
-def fill_table(ckpt: Checkpoint, run: dict, answers: list[str | None]) -> pd.DataFrame:
-    """Per mask: the top fill-in, and where the hidden word ranks among all V words."""
-    rows = []
-    for n, (pos, fills, p, ans) in enumerate(zip(run["positions"], run["fills"], run["probs"], answers)):
-        i = None if ans is None else ckpt.tokenizer.token_to_id(ans)
-        rows.append({"mask": f"{n + 1} (token {pos})", "top-1": fills[0][0], "p(top-1)": f"{fills[0][1]:.3f}",
-                     "hidden word": "— (typed <mask>)" if ans is None else ans,
-                     "p(hidden word)": "—" if i is None or ans == UNK else f"{p[i]:.3f}",
-                     "its rank": ("not in the vocabulary" if ans == UNK else "—") if i is None or ans == UNK
-                     else f"{int((p > p[i]).sum()) + 1} of {len(p)}"})
-    return pd.DataFrame(rows)
+    st.dataframe(pd.DataFrame(lesson.fill_rows(ckpt.tokenizer, run, answers)), hide_index=True, width="stretch")
 
 
 # -- attention ----------------------------------------------------------------------------------------
@@ -203,7 +136,7 @@ def attention(ckpt: Checkpoint, run: dict) -> None:
 @section("the attention heatmaps")  # picking a layer or head reruns only this part
 def head_view(ckpt: Checkpoint, run: dict) -> None:
     a, tokens, positions = run["attention"], run["tokens"], run["positions"]
-    L, H, T, _ = a.shape
+    L, H, _, _ = a.shape
     key = input_key(model_id(ckpt), run["text"])
     c1, c2, _ = st.columns([1, 1, 2])
     layer, head = layer_head("encoder", L, H, where=(c1, c2))
@@ -211,60 +144,38 @@ def head_view(ckpt: Checkpoint, run: dict) -> None:
         a[layer, head], tokens, positions,
         title=f"Layer {layer}, head {head}: {escape(MASK)} rows solid, columns dotted")),
         key="encoder_head_map", name=f"encoder_attention_L{layer}_H{head}")
-    for n, p in enumerate(positions):
-        later, after = float(a[layer, head, p, p + 1:].sum()), T - 1 - p
-        check_line(later > 0, f"`<mask>` {n + 1} (token {p}) puts {later:.3f} of its attention on the {after} "
-                              f"token{'' if after == 1 else 's'} after it in this head: it reads both sides. A causal "
-                              "decoder gets exactly 0 there.")
-    st.caption(f"Row sums: max |1 − sum| = {float(np.abs(a.sum(-1) - 1).max()):.0e} over every head and query.")
+    show_checks(lesson.both_sides_facts(a, layer, head, positions))
+    st.caption(lesson.row_sum_text(a))
 
 
 # -- the bank by the river ----------------------------------------------------------------------------
-def bank_ids(ckpt: Checkpoint, text: str) -> tuple[list[int], list[str], list[str]]:
-    """<bos> + the sentence's word ids + <eos> in this checkpoint's own tokenizer (as the Fill-in tab and
-    lesson.attention_weight read it), the labels, and the words it does not know."""
-    words = data.source_words(text)
-    unknown = [w for w in words if ckpt.tokenizer.token_to_id(w) is None]
-    return (lesson.sentence_ids(ckpt.tokenizer, words), [BOS, *(UNK if w in unknown else w for w in words), EOS],
-            unknown)
-
-
-def _look(ckpt: Checkpoint, text: str) -> lesson.LookAhead:
-    return cached("encoder_lookahead", (input_key(model_id(ckpt), text, QUERY, KEY),),
-                  lambda: lesson.attention_weight(ckpt.model, ckpt.tokenizer, text, QUERY, KEY))
-
-
-def look_ahead(enc: Checkpoint, dec: Checkpoint, text: str = BANK) -> None:
+def look_ahead(enc: Checkpoint, dec: Checkpoint, text: str = lesson.BANK) -> None:
     """The same sentence on both models: what 'bank' attends to (bars) and the measured weight on 'river'."""
     sides = {"encoder (bidirectional)": enc, f"decoder “{DECODER}” (causal)": dec}
-    runs = {name: bank_ids(ck, text) for name, ck in sides.items()}
-    if len({tuple(labels) for _, labels, _ in runs.values()}) != 1 or any(u for *_, u in runs.values()):
-        st.warning("The two models' tokenizers do not read this sentence the same way: "
-                   + "; ".join(f"{n}: {' '.join(lab)}" for n, (_, lab, _) in runs.items()))
+    runs = {name: lesson.bank_ids(ck.tokenizer, text) for name, ck in sides.items()}
+    if warning := lesson.reading_mismatch(runs):
+        st.warning(warning)
     L = min(ck.model.config.n_layers for ck in sides.values())
     H = min(ck.model.config.n_heads for ck in sides.values())
-    looks = {name: _look(ck, text) for name, ck in sides.items()}
-    best = np.unravel_index(int(looks[next(iter(sides))].weight[:L, :H].argmax()), (L, H))
+    looks = {name: cached("encoder_lookahead", (input_key(model_id(ck), text, QUERY, KEY),),
+                          lambda ck=ck: lesson.attention_weight(ck.model, ck.tokenizer, text, QUERY, KEY))
+             for name, ck in sides.items()}
+    best = lesson.best_head(looks[next(iter(sides))], L, H)
     # Open on the encoder's head that reads "river" most, as the pickers' default (not a session_state value set
     # before them): then every other choice, "mean of the heads" too, is written to the link and a link wins.
     c1, c2, _ = st.columns([1, 1, 2])
-    layer, head = layer_head("encoder_bank", L, H, where=(c1, c2), default=(int(best[0]), int(best[1])),
+    layer, head = layer_head("encoder_bank", L, H, where=(c1, c2), default=best,
                              heads=["mean", *range(H)],
                              format_func=lambda h: "mean of the heads" if h == "mean" else str(h))
     st.caption("Opened on the encoder head that puts the most weight on “river”; the checks below cover every head.")
-    rows = {name: _row(ck, runs[name][0], looks[name].query_index, layer, head) for name, ck in sides.items()}
-    top = min(1.0, 1.25 * max(float(r.max()) for r, _ in rows.values())) + 0.02  # one y scale for both charts
+    traces = {name: cached_trace(ck.model, model_id(ck), tuple(runs[name][0])) for name, ck in sides.items()}
+    rows = {name: lesson.query_row(tr["probs"][layer], tr["allowed"], looks[name].query_index, head)
+            for name, tr in traces.items()}  # the query's attention over every key and which keys it may read
+    top = lesson.y_top(rows.values())  # one y scale for both charts
     for col, (name, ck), tag in zip(st.columns(2), sides.items(), ("encoder", "decoder")):
         with col:
             _side(name, ck, runs[name], looks[name], rows[name], top, (layer, head), tag)
     _look_checks(looks, list(sides))
-
-
-def _row(ck: Checkpoint, ids: list[int], q: int, layer: int, head) -> tuple[np.ndarray, np.ndarray]:
-    """The query's attention over every key (one head or the heads' mean) and which keys it may read."""
-    tr = cached_trace(ck.model, model_id(ck), tuple(ids))
-    probs = tr["probs"][layer]                                           # (H, T, T)
-    return (probs.mean(0)[q] if head == "mean" else probs[head, q]), tr["allowed"][q]  # (T,), (T,)
 
 
 def _side(name: str, ck: Checkpoint, run: tuple, look: lesson.LookAhead, row: tuple, top: float, where: tuple,
@@ -272,47 +183,28 @@ def _side(name: str, ck: Checkpoint, run: tuple, look: lesson.LookAhead, row: tu
     """One model's bars for the query's row and its measured weight on the key (layer, head or the heads' mean)."""
     ids, labels, _ = run
     (layer, head), (weights, allowed) = where, row
-    w = look.weight[layer].numpy()                                       # (H,) the lesson's measurement
-    shown = float(w.mean() if head == "mean" else w[head])
-    which = "mean of the heads" if head == "mean" else f"head {head}"
+    which, shown = lesson.shown_weight(look, layer, head)
     st.markdown(f"**{name}**")
     chart.show(cached("encoder_bank", (model_id(ck), tuple(ids), layer, head, top), lambda: look_ahead_bars(
         weights, labels, look.query_index, look.key_index, allowed=allowed, ymax=top,
         title=f"What “{QUERY}” reads, layer {layer}, {which}")), key=f"encoder_bank_{tag}", name=f"bank_river_{tag}")
-    st.metric(f"weight of “{QUERY}” on “{KEY}” ({which})", f"{shown:.4f}" if shown else "0 (exactly)")
+    st.metric(f"weight of “{QUERY}” on “{KEY}” ({which})", shown)
 
 
 def _look_checks(looks: dict[str, lesson.LookAhead], names: list[str]) -> None:
-    enc, dec = (looks[n].weight.numpy() for n in names)                   # (L, H) each
-    L, H = enc.shape
-    l, h = np.unravel_index(int(enc.argmax()), enc.shape)
-    check_line(float(enc.min()) > 0, f"Encoder: “{QUERY}” can read “{KEY}” in every head: up to {enc.max():.3f} of its "
-                                     f"attention (layer {l}, head {h}), {enc.mean():.3f} on average over the "
-                                     f"{L * H} heads, and no head gives it exactly 0 (smallest {enc.min():.2g}).")
-    check_line(float(dec.max()) == 0.0, f"Causal decoder: “{QUERY}” puts exactly {float(dec.max()):g} on “{KEY}” in "
-                                        f"all {dec.size} heads: “{KEY}” comes later, so the mask hides it.")
+    show_checks(lesson.look_ahead_facts(*(looks[n] for n in names)))
     with st.expander("Every layer and head, measured"):
-        c1, c2 = st.columns(2)
-        for col, name, w in ((c1, names[0], enc), (c2, names[1], dec)):
+        for col, name in zip(st.columns(2), names):
+            rows = lesson.weight_rows(looks[name])
             col.markdown(f"**{name}**: weight of “{QUERY}” on “{KEY}”")
-            col.dataframe(pd.DataFrame(w, index=[f"layer {i}" for i in range(w.shape[0])],
-                                       columns=[f"head {j}" for j in range(w.shape[1])]).map(lambda x: f"{x:.4f}"),
-                          width="stretch")
+            col.dataframe(pd.DataFrame(rows, index=[f"layer {i}" for i in range(len(rows))]), width="stretch")
 
 
 # -- why masked LM ------------------------------------------------------------------------------------
 def why_mlm() -> None:
-    st.markdown(
-        "An encoder has no causal mask: position *t* can read token *t + 1*. Trained to predict the next word, it "
-        "would simply **copy** the next word from its input: the loss collapses towards zero and nothing is "
-        "learned about language. Masked language modelling closes that shortcut. About 15 % of the words are "
-        "chosen; of those, 80 % become `<mask>`, 10 % a random word and 10 % stay as they were, and the loss counts "
-        "only the chosen positions. The word to predict is not in the input, so the model has to infer it from "
-        "**both** sides.")
+    st.markdown(lesson.WHY_MLM)
     train_ablation_button("causal mask", "See it on the Train page: Compare setups → causal mask", "encoder_to_train")
-    st.caption("That ablation trains the same model twice, with and without the causal mask, on next-token "
-               "prediction: the no-mask loss falls far below the causal one by reading the future, and its greedy "
-               "text falls apart once the future is not there to read.")
+    st.caption(lesson.ABLATION_TEXT)
 
 
 # -- held-out metrics ---------------------------------------------------------------------------------
@@ -323,9 +215,7 @@ def live_metrics(_ckpt: Checkpoint, model_key: str) -> dict:
 
 def metrics(ckpt: Checkpoint) -> None:
     meta = ckpt.metadata or {}
-    st.markdown("Measured on sentences the encoder never trained on: held-out agreement sentences "
-                "(*the keys near the dog `<mask>` ready*), pronoun sentences (*the queen thanked the man because "
-                "`<mask>` …*), and the held-out corpus with random words masked.")
+    st.markdown(lesson.METRICS_TEXT)
     mid = model_id(ckpt)
     flag = f"encoder_live_{input_key(mid)}"
     if st.button("Recompute on this server", key="encoder_recompute", icon=":material/refresh:"):
@@ -334,38 +224,15 @@ def metrics(ckpt: Checkpoint) -> None:
     if st.session_state.get(flag):
         with st.spinner("Scoring the held-out sentences…"):
             live = live_metrics(ckpt, mid)
-    rows = [{"measure": what, "recorded when trained": _pct(meta.get(key)),
-             "recomputed now": _pct(live.get(key)) if live else "press the button", "target": bar}
-            for key, what, bar in METRICS]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    structural(meta.get("structural"))
+    st.dataframe(pd.DataFrame(lesson.metric_rows(meta, live)), hide_index=True, width="stretch")
+    if shapes := meta.get("structural"):
+        st.markdown(lesson.STRUCTURAL_TEXT)
+        st.dataframe(pd.DataFrame(lesson.structural_rows(shapes)), hide_index=True, width="stretch")
     if all(meta.get(k) is None for k, *_ in METRICS):
-        st.info("This model's metadata records no held-out metrics (only the shipped encoder has them): press "
-                "the button to measure them.")
+        st.info(lesson.NO_METRICS_TEXT)
     if live:
-        st.caption(f"On {live['n_agreement']} agreement sentences, {live['n_pronoun']} pronoun sentences and "
-                   f"{live['n_random_masked']} randomly masked words of the held-out corpus.")
-        same = all(meta.get(k) is None or abs(meta[k] - live[k]) < 1e-9 for k, *_ in METRICS)
-        check_line(same, "The recomputed numbers equal the ones recorded when the model was saved."
-                   if same else "The recomputed numbers differ from the recorded ones: the weights or the data "
-                                "changed since the model was saved.")
-
-
-def structural(shapes: dict | None) -> None:
-    """The metadata's fill-ins on grammar sentences of skeletons the encoder trained on and of skeletons kept out."""
-    if not shapes:
-        return
-    st.markdown("On new sentences of the toy grammar, by their *skeleton* (word classes, DET ADJ NOUN VERB …): "
-                "shapes the encoder trained on, and shapes kept out of training altogether.")
-    keys = (("agreement_number_top1", "agreement: top-1 verb has the subject's number"),
-            ("agreement_pair_accuracy", "agreement: is beats are (and each pair)"), ("pronoun_top1", "pronoun: top-1"))
-    rows = [{"measure": what, **{f"{split} skeletons": _pct(shapes[split][key]) for split in ("seen", "unseen")
-                                 if split in shapes}} for key, what in keys]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-
-
-def _pct(x) -> str:
-    return "—" if x is None else f"{100 * float(x):.1f} %"
+        st.caption(lesson.live_counts_text(live))
+        show_checks(lesson.recorded_facts(meta, live))
 
 
 def decoder() -> Checkpoint | None:
