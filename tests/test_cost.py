@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 import torch
@@ -175,3 +176,51 @@ def test_kv_cache_table_covers_shipped_and_lecture_models():
     assert by[(lecture, 4096)].bytes == 2 * 2**30 and by[(gqa, 4096)].bytes == 2**29  # 8 of 32 K/V heads
     assert by[(lecture, 4096)].score_matrix_bytes == 32 * 4096 * 4096 * 2  # one layer's scores, fp16
     assert by[(lecture, 4096)].bytes == 64 * by[(lecture, 64)].bytes  # linear in T
+
+
+# -- what the page shows: claims, tables and sentences from lessons.cost (#27) -------------------------------
+def _with_memory(sweep: cost.CostSweep, scale) -> cost.CostSweep:
+    """The sweep with each materialised peak replaced by scale(T): a memory curve whose slope the test sets."""
+    rows = [replace(r, peak_mb=scale(r.T)) if r.path == "materialised" else r for r in sweep.rows]
+    return replace(sweep, rows=rows, slopes=cost._fit_slopes(rows, cost.MODES, None))
+
+
+def test_slope_claims_hold_on_a_measured_sweep_and_fail_on_a_linear_one(sweep):
+    claims = cost.slope_claims(sweep)
+    facts = [c for c in claims if not isinstance(c, cost.Note)]
+    assert len(facts) == 2 and all(f.ok for f in facts)
+    for mode, fact in zip(cost.MODES, facts):
+        assert f"{mode}: measured memory slope **{sweep.slope('materialised', mode).memory:.2f}**" in fact.claim
+    assert sum(n.text.startswith("SDPA, ") for n in claims if isinstance(n, cost.Note)) == 2
+    # long lengths whose materialised memory grows linearly: the claim must fail
+    long_ts = replace(sweep, Ts=tuple(T * 8 for T in sweep.Ts),
+                           rows=[replace(r, T=r.T * 8) for r in sweep.rows])
+    linear = _with_memory(long_ts, lambda T: 0.01 * T)
+    failed = [c for c in cost.slope_claims(linear) if not isinstance(c, cost.Note)]
+    assert len(failed) == 2 and not any(f.ok for f in failed) and "outside [1.8, 2.2]" in failed[0].claim
+    # the same at short T cannot decide: a note, no ✗
+    short = cost.slope_claims(_with_memory(sweep, lambda T: 0.01 * T))
+    assert all(isinstance(c, cost.Note) for c in short)
+    assert "Extend the range to T ≥ 512" in short[0].text
+
+
+def test_sweep_rows_and_lines_carry_every_path_and_mode(sweep):
+    rows = cost.sweep_rows(sweep)
+    assert [r["T"] for r in rows] == [f"{T:,}" for T in TS]
+    r = sweep.row(TS[-1], "materialised", "forward+backward")
+    assert rows[-1]["T×T fwd+bwd MB"] == cost._num(r.peak_mb) and rows[-1]["SDPA fwd ms"] != "skipped"
+    memory = cost.sweep_lines(sweep, "memory")
+    assert len(memory) == 5 and memory[-1]["slope"] == pytest.approx(2.0)  # the computed T×T: exactly T²
+    assert cost.skipped_text(sweep) is None
+
+
+def test_kv_rows_and_sentence_follow_the_layers():
+    groups = cost.kv_models("classroom", {"n_layers": 2, "n_heads": 4, "d_model": 128, "max_len": 64}, 32)
+    names = ["; ".join(n) for n, _ in groups]
+    assert any("classroom (sidebar)" in n for n in names)
+    rows = {r["model"]: r for r in cost.kv_rows(groups)}
+    lecture = next(r for n, r in rows.items() if n.startswith("lecture-sized: 32 heads of d_k 128, 16-bit"))
+    assert lecture["T = 4,096"] == "2 GiB" and lecture["layers"] == 32  # 2·32·32·128·4096·2 bytes
+    assert "holds **16 GiB** (512 MiB per layer); with 8 K/V heads (GQA) 4 GiB" in cost.kv_text(32)
+    assert "holds **4 GiB** (512 MiB per layer)" in cost.kv_text(8)
+    assert cost.size_text(1536) == "1.5 KiB" and cost.size_text(12) == "12 B"

@@ -8,7 +8,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import torch
 
 from viz_model.attention import MultiHeadAttention
 from viz_model.device import resolve_device
-from viz_model.lessons.common import fit_slope
+from viz_model.lessons.common import Fact, fit_slope
 
 PATHS = ("materialised", "sdpa")          # traced path (keeps the T×T matrix) | F.scaled_dot_product_attention
 MODES = ("forward", "forward+backward")
@@ -134,7 +134,8 @@ def available_memory(device: torch.device) -> tuple[int, str]:
     return 4 * 2**30, "a fixed 4 GiB (this system has no /proc/meminfo)"
 
 
-def device_name(device: torch.device) -> str:
+def device_name(device: str | torch.device) -> str:
+    device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     if device.type == "mps":
@@ -419,3 +420,212 @@ def kv_cache_table(Ts: Sequence[int] = (64, 1024, 4096, 32768), models: Sequence
                 score_matrix_bytes(T, n_heads=m.n_heads, batch=batch, dtype_bytes=m.dtype_bytes),
             ))
     return rows
+
+
+# -- what the page shows of a sweep ---------------------------------------------------------------------------
+SLOPE_OK = (1.8, 2.2)     # the issue's band for "memory grows with T²"
+SHORT = {"materialised": "T×T (traced)", "sdpa": "SDPA"}
+ABBREV = {"materialised": "T×T", "sdpa": "SDPA", "forward": "fwd", "forward+backward": "fwd+bwd"}
+
+
+@dataclass(frozen=True)
+class Note:
+    """A sentence the page shows between the claims, as an "info" box or a "caption": a measurement that cannot
+    decide the claim (too few or too short lengths), or the numbers beside it."""
+
+    kind: str
+    text: str
+
+
+def _modes(sweep: CostSweep) -> list[str]:
+    return [m for m in MODES if any(r.mode == m for r in sweep.rows)]
+
+
+def _num(v: float) -> str:
+    """Three significant digits, without exponents: 0.00391, 1.53, 436, 1,234."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def sweep_lines(sweep: CostSweep, metric: str) -> list[dict]:
+    """The log–log chart's lines for "time" or "memory": each path and mode with its fitted slope, and for memory
+    the computed size of one T×T score matrix."""
+    lines = []
+    for mode in _modes(sweep):
+        for path in PATHS:
+            Ts, ms, mb = sweep.series(path, mode)
+            slope = sweep.slope(path, mode)
+            lines.append(dict(name=f"{SHORT[path]}, {mode}", T=Ts, y=ms if metric == "time" else mb, kind=path,
+                              mode=mode, slope=slope.time if metric == "time" else slope.memory))
+    if metric == "memory":
+        mb = list(sweep.score_matrix_mb)
+        lines.append(dict(name="one T×T score matrix (computed, not measured)", T=list(sweep.Ts), y=mb,
+                          kind="computed", mode="computed", slope=fit_slope(sweep.Ts, mb)))
+    return lines
+
+
+def sweep_caption(sweep: CostSweep, when: float, wall_s: float) -> str:
+    age = max(0, int(time.time() - when))
+    ago = f"{age} s ago" if age < 120 else f"{age // 60} min ago"
+    return (f"Measured on **{sweep.device}** {ago} (took {wall_s:.0f} s): one causal "
+            f"attention layer, d_model {sweep.d_model}, {sweep.n_heads} heads, batch {sweep.batch}, "
+            f"{sweep.dtype}. Median of 3 timed runs after a warm-up.")
+
+
+def sweep_rows(sweep: CostSweep) -> list[dict]:
+    """One row per T: the T×T matrix's computed size, then ms and MB measured for each path and mode."""
+    rows = []
+    for T, tt in zip(sweep.Ts, sweep.score_matrix_mb):
+        row = {"T": f"{T:,}", "T×T MB (computed)": _num(tt)}
+        for mode in _modes(sweep):
+            for path in PATHS:
+                r = sweep.row(T, path, mode)
+                name = f"{ABBREV[path]} {ABBREV[mode]}"
+                row[f"{name} ms"] = "skipped" if r.skipped else _num(r.ms)
+                row[f"{name} MB"] = "skipped" if r.skipped else _num(r.peak_mb)
+        rows.append(row)
+    return rows
+
+
+def skipped_text(sweep: CostSweep) -> str | None:
+    skipped = sorted({(r.T, r.path, r.mode, r.skipped) for r in sweep.rows if r.skipped})
+    if not skipped:
+        return None
+    return "**Skipped points**\n" + "\n".join(f"- T = {T:,}, {SHORT[p]}, {m}: {why}" for T, p, m, why in skipped)
+
+
+def _memory_claim(sweep: CostSweep, mode: str) -> Fact | Note:
+    """The traced path's memory slope in this mode against the quadratic: a Fact, or a Note when the lengths
+    cannot decide it."""
+    lo, hi = SLOPE_OK
+    m = sweep.slope("materialised", mode)
+    if m.memory is None:
+        return Note("info", f"{mode}: fewer than two lengths were measured, so there is no slope to fit. Widen the "
+                            "T range.")
+    over = f"T = {', '.join(f'{t:,}' for t in m.fit_Ts)}"
+    if lo <= m.memory <= hi:
+        return Fact(True, f"T×T (traced) path, {mode}: measured memory slope **{m.memory:.2f}** over {over} "
+                          "(2 = quadratic).")
+    if max(m.fit_Ts) < 512:
+        return Note("info", f"T×T (traced) path, {mode}: memory slope {m.memory:.2f} over {over} — at such short T "
+                            "the fixed buffers and the (T, d_model) tensors still weigh as much as the T×T matrix. "
+                            "Extend the range to T ≥ 512 to see the quadratic.")
+    return Fact(False, f"T×T (traced) path, {mode}: measured memory slope **{m.memory:.2f}** over {over}, "
+                       f"outside [{lo}, {hi}]: not the quadratic the lecture predicts on this run.")
+
+
+def slope_claims(sweep: CostSweep) -> list[Fact | Note]:
+    """The lecture's "memory grows with T²" against the measured slopes, mode by mode, with SDPA's slope and the
+    time slopes as notes beside it."""
+    out: list[Fact | Note] = []
+    for mode in _modes(sweep):
+        out.append(_memory_claim(sweep, mode))
+        sd = sweep.slope("sdpa", mode)
+        if sweep.slope("materialised", mode).memory is not None and sd.memory is not None:
+            out.append(Note("caption", f"SDPA, {mode}: memory slope {sd.memory:.2f} (1 = linear) — it never stores "
+                                       "the T×T matrix."))
+    fwd_t, sdpa_t = sweep.slope("materialised", "forward").time, sweep.slope("sdpa", "forward").time
+    on_cpu = sweep.memory_method == CPU_MEMORY_METHOD
+    if fwd_t is not None and sdpa_t is not None:
+        out.append(Note("caption", f"Time slopes (forward): T×T {fwd_t:.2f}, SDPA {sdpa_t:.2f}. Time is noisier than "
+                        f"memory, and on a {'CPU' if on_cpu else 'GPU'} it shows a lower slope at small T because "
+                        "fixed overheads (Python, kernel calls, thread start-up) weigh as much as the T² work there. "
+                        "Both paths still do T² multiply-adds: SDPA saves memory, not the quadratic work."
+                        + (" Above 2, as here, usually means the T×T matrices have outgrown the CPU's caches, so "
+                           "each entry also costs a trip to main memory." if on_cpu and fwd_t > SLOPE_OK[1] else "")))
+    return out
+
+
+def gpu_name() -> str | None:
+    """The server's GPU, or None without one."""
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+# -- what the page shows of the KV cache ----------------------------------------------------------------------
+KV_TS = tuple(2**i for i in range(6, 16))   # 64 … 32,768 tokens in the cache
+TABLE_TS = (64, 1024, 4096, 32768)
+
+
+def _merged_label(names: list[str]) -> str:
+    if len(names) <= 2:
+        return " and ".join(names)
+    return f"{names[0]} and {len(names) - 1} more of the same shape"
+
+
+def _lecture_name(m: KVModel) -> str:
+    """The lecture model's name without its layer count (the slider changes it; the legend shows it)."""
+    gqa = f", {m.n_kv_heads} K/V heads (GQA)" if m.n_kv_heads < m.n_heads else ""
+    return f"lecture-sized: {m.n_heads} heads of d_k {m.d_k}{gqa}, {8 * m.dtype_bytes}-bit"
+
+
+def kv_models(sidebar_name: str, sidebar_config: Any, lecture_layers: int) -> list[tuple[list[str], KVModel]]:
+    """Shipped models, the sidebar's model and the lecture-sized ones, models of identical shape merged."""
+    shipped = shipped_kv_models()
+    if sidebar_name in {m.name for m in shipped}:
+        shipped = [replace(m, name=f"{m.name} (sidebar)") if m.name == sidebar_name else m for m in shipped]
+    else:
+        shipped.append(kv_model_from_config(f"{sidebar_name} (sidebar)", sidebar_config, dtype_bytes=4))
+    lecture = [replace(m, n_layers=lecture_layers, name=_lecture_name(m)) for m in LECTURE_MODELS]
+    merged: dict[tuple, tuple[list[str], KVModel]] = {}
+    for m in [*shipped, *lecture]:
+        shape = (m.n_layers, m.n_heads, m.n_kv_heads, m.d_k, m.dtype_bytes)
+        if shape in merged:
+            merged[shape][0].append(m.name)
+        else:
+            merged[shape] = ([m.name], m)
+    return list(merged.values())
+
+
+def size_text(n: float) -> str:
+    """Bytes in the largest binary unit they fill: 1.53 GiB, 436 KiB, 12 B."""
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= div:
+            return f"{_num(n / div)} {unit}"
+    return f"{n:,.0f} B"
+
+
+def kv_lines(groups: list[tuple[list[str], KVModel]]) -> list[dict]:
+    """The KV-cache chart's lines: each shape's cache in MiB at every T of KV_TS."""
+    lines = []
+    for names, m in groups:
+        rows = kv_cache_table(KV_TS, [m])
+        lines.append(dict(name=_merged_label(names), T=[r.T for r in rows], mib=[r.bytes / 2**20 for r in rows],
+                          layers=m.n_layers, note=f"{m.n_kv_heads} K/V heads × d_k {m.d_k}, {m.dtype_bytes} bytes "
+                                                  f"per number; {m.note}"))
+    return lines
+
+
+def kv_rows(groups: list[tuple[list[str], KVModel]]) -> list[dict]:
+    """The KV-cache table: one row per shape, its cache at each T of TABLE_TS and one layer's T×T at the last."""
+    rows = []
+    for names, m in groups:
+        kv = kv_cache_table(TABLE_TS, [m])
+        row = {"model": "; ".join(names), "layers": m.n_layers, "K/V heads × d_k": f"{m.n_kv_heads} × {m.d_k}",
+               "bytes/number": m.dtype_bytes, "per token": size_text(kv[0].per_token_bytes)}
+        row.update({f"T = {r.T:,}": size_text(r.bytes) for r in kv})
+        row[f"1 layer's T×T at {TABLE_TS[-1]:,}"] = size_text(kv[-1].score_matrix_bytes)
+        rows.append(row)
+    return rows
+
+
+def kv_text(layers: int) -> str:
+    """The lecture-sized cache at the longest T, with and without GQA, against one layer's T×T score matrix."""
+    big = kv_cache_table((TABLE_TS[-1],), [replace(LECTURE_MODELS[0], n_layers=layers)])[0]
+    gqa = kv_cache_table((TABLE_TS[-1],), [replace(LECTURE_MODELS[1], n_layers=layers)])[0]
+    return (f"At T = {big.T:,} the lecture-sized model's cache holds **{size_text(big.bytes)}** "
+            f"({size_text(big.bytes / layers)} per layer); with {gqa.n_kv_heads} K/V heads (GQA) "
+            f"{size_text(gqa.bytes)}. The cache is linear in T and in layers; without it, each new token would "
+            "recompute every earlier K and V. For comparison, one layer's full T×T score matrix at this T "
+            f"would be {size_text(big.score_matrix_bytes)}, which SDPA never stores.")
+
+
+# -- what the page says ---------------------------------------------------------------------------------------
+LECTURE_QUOTE = "> *The score matrix has one entry per pair of positions, so memory grows with T².* — the lecture"
+NO_GPU = ("**No GPU on this server:** `torch.cuda.is_available()` is False, so only the CPU is measured. On a "
+          "GPU the same sweep would reach much longer T before memory runs out. Its memory slopes would be the "
+          "same — about 2 for the T×T path, about 1 for SDPA, whose fused (FlashAttention-style) kernels never "
+          "write the T×T matrix to GPU memory — because memory counts entries, not speed. Its time curve would "
+          "start flat (at small T a GPU mostly waits on kernel launches) and bend up to the quadratic once the "
+          "T² work fills the chip.")
+RNN_WORK = ("An RNN does **O(n·d²)** work for a sequence (one d×d matrix per step, n steps one after another); "
+            "attention does **O(n²·d)** (every pair of positions, all at once). Attention wins while n < d, "
+            "and it runs in parallel; past that the n² term is the trade that was made.")
