@@ -214,3 +214,81 @@ def test_bad_strategies_are_clear_errors():
         with pytest.raises(ValueError):
             Sampling(**bad)
     assert dataclasses.replace(Sampling(), temperature=0).is_greedy
+
+
+# -- #27: the page's claims, computed by the lesson ---------------------------------------------------------------
+def page_settings(**kw):
+    from viz_model.generate import GREEDY
+    from viz_model.lessons.generate import Settings
+
+    return Settings(**{"strategy": GREEDY, "max_new": 6, "stop_at_eos": True, "seed": 0, "step_mode": False, **kw})
+
+
+def labels(ids):
+    return [f"#{int(i)}" for i in ids]
+
+
+def test_the_page_steps_keep_the_chosen_bar_and_rows_that_sum_to_one(model):
+    from viz_model.lessons import generate as lesson
+
+    views = lesson.step_views(model, PROMPT, page_settings(stop_at_eos=False), 3, {3}, labels)
+    assert [v.token_id for v in views] == ids(run(model, max_new_tokens=6))
+    assert all(v.labels[v.chosen] == v.token == f"#{v.token_id}" for v in views)
+    check = lesson.row_sum_check(views, 0, 1, 1e-5)
+    assert check.ok and check.error < 1e-5
+    views[-1].attention = views[-1].attention * 1.01  # a row that no longer sums to 1
+    assert not lesson.row_sum_check(views, 0, 1, 1e-5).ok
+
+
+def test_another_end_id_ends_the_run_and_is_its_end_factor(model):
+    from viz_model.lessons import generate as lesson
+
+    first = ids(run(model, max_new_tokens=6))
+    end = first[2]  # pretend the model has a second end id: its third token
+    views = lesson.step_views(model, PROMPT, page_settings(), -1, {end}, labels)
+    assert [v.token_id for v in views] == first[:first.index(end) + 1] and views[-1].stop_reason == "eos"
+    assert lesson.end_notes(views)[-1] == "end token (generated)" and not any(lesson.end_notes(views)[:-1])
+    assert lesson.end_notes(views[:-1])[-1] == ""  # a run that did not write its end token: no end factor
+    assert lesson.end_position([2, 7, end, 5], {end}) == 2 and lesson.end_position([end, 7], {end}) is None
+
+
+def test_the_cache_claim_holds_on_the_model_and_fails_on_other_tokens(model):
+    from viz_model.lessons import generate as lesson
+
+    cached = lesson.cache_run(model, PROMPT, page_settings(), 10, 3)
+    assert cached.claim.ok and len(cached.ms_on) == len(cached.ms_off) == 10
+    assert cached.claim.claim.startswith("The same 10 tokens with and without the cache")
+    assert not dataclasses.replace(cached, same=False).claim.ok
+    assert not dataclasses.replace(cached, diff=1e-3 * cached.scale).claim.ok
+
+
+def test_the_context_claim_holds_when_generation_fills_the_context(model):
+    from viz_model.lessons import generate as lesson
+
+    max_len = model.config.max_len
+    steps = lesson.context_run(model, PROMPT)
+    assert len(steps) == max_len - len(PROMPT) and lesson.context_claim(steps, max_len).ok
+    assert not lesson.context_claim(steps[:-1], max_len).ok  # stopped one short of the context
+    assert "then it stopped because the sequence filled" in lesson.context_sentence(steps, max_len, "<eos>")
+
+
+def test_the_strategy_rows_run_greedy_once_and_each_temperature_n_times(model):
+    from viz_model.lessons import generate as lesson
+
+    rows, summary = lesson.compare_strategies(model, PROMPT, page_settings(stop_at_eos=False), 2, 3,
+                                              lesson.sample_text)
+    assert [r["strategy"] for r in rows] == ["greedy", "T=0.5", "T=0.5", "T=1", "T=1", "T=1.5", "T=1.5"]
+    assert [r["strategy"] for r in summary] == ["greedy", "T=0.5", "T=1", "T=1.5"]
+    greedy = run(model, max_new_tokens=6)
+    assert rows[0]["avg log p"] == pytest.approx(sequence_logprob([s.logprob for s in greedy]) / 6)
+
+
+def test_the_teacher_forcing_table_pads_the_shorter_side(model):
+    from viz_model.lessons import generate as lesson
+
+    tf = lesson.teacher_forcing(model, PROMPT, [9, 14, 3], None, 3)
+    columns = tf.rows(len(PROMPT), [9, 14, 3], labels)
+    n = max(3, len(tf.free))
+    assert columns["position"] == list(range(4, 4 + n)) and columns["true token"][:3] == ["#9", "#14", "#3"]
+    assert columns["p(true | true prefix)"][:3] == pytest.approx(tf.forced.exp().tolist())
+    assert tf.check.ok

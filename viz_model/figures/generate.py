@@ -25,13 +25,6 @@ from viz_model.figures.common import (
 KEPT, REMOVED, CHOSEN = "#4C78A8", "rgba(160,160,160,0.55)", "#F58518"
 
 
-def top_candidates(probs, filtered, chosen: int, n: int = 10) -> np.ndarray:
-    """Ids of the n most probable tokens under the model (plus the chosen one if it is not among them)."""
-    p = to_numpy(probs)
-    top = np.argsort(-p, kind="stable")[:n]
-    return top if chosen in top else np.append(top, chosen)
-
-
 def next_token_bars(
     labels: Sequence[str],   # (N,) token text of each candidate, most probable first
     p: Sequence[float],      # (N,) model probability p(token | prefix)

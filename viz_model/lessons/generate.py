@@ -1,17 +1,195 @@
 """What the Generate page proves, measured: teacher forcing scores every position of a given sentence in one pass
-(equal to scoring each true prefix on its own), while free running feeds the model its own choices."""
+(equal to scoring each true prefix on its own), while free running feeds the model its own choices; the KV cache
+changes the time of a step, not its tokens; generation stops at the model's context."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from viz_model import generate as G
-from viz_model.lessons.common import Check
+from viz_model.lessons.common import Check, Fact
 from viz_model.model import eval_mode
 
+TOP_N = 10             # bars in the next-token chart
+TEMPERATURES = (0.5, 1.0, 1.5)
 
+
+@dataclass(frozen=True)
+class Settings:
+    strategy: G.Sampling
+    max_new: int
+    stop_at_eos: bool
+    seed: int
+    step_mode: bool
+
+
+@dataclass
+class StepView:
+    """What the page keeps of one GenStep: a few numbers and the top-N bars, not the full vocab vectors."""
+    position: int
+    token_id: int
+    token: str
+    logprob: float
+    labels: list[str]
+    p: np.ndarray
+    q: np.ndarray
+    chosen: int
+    attention: np.ndarray  # (L, H, T)
+    stop_reason: str | None
+
+
+def top_ids(probs, chosen: int, n: int = TOP_N) -> np.ndarray:
+    """Ids of the n most probable tokens under the model (plus the chosen one if it is not among them)."""
+    top = np.argsort(-np.asarray(probs), kind="stable")[:n]
+    return top if chosen in top else np.append(top, chosen)
+
+
+def run_steps(model, ids: list[int], s: Settings, eos_id: int, tokenizer=None, **kw) -> list[G.GenStep]:
+    """generate() with the page's settings (cache on); keyword arguments override them."""
+    args = dict(strategy=s.strategy, max_new_tokens=s.max_new, seed=s.seed, use_cache=True, tokenizer=tokenizer,
+                stop_at_eos=s.stop_at_eos, eos_id=eos_id)
+    return list(G.generate(model, ids, **{**args, **kw}))
+
+
+def step_views(model, ids: list[int], s: Settings, eos_id: int, end_ids: set[int],
+               texts: Callable[[list[int]], list[str]], tokenizer=None) -> list[StepView]:
+    """Every step of this setting as the page keeps it; `texts` labels token ids. A run stopping at its end token
+    also stops at the model's other end ids (Llama 3 has several), which then count as its end."""
+    views = []
+    for step in G.generate(model, ids, strategy=s.strategy, max_new_tokens=s.max_new, seed=s.seed, use_cache=True,
+                           tokenizer=tokenizer, stop_at_eos=s.stop_at_eos, eos_id=eos_id):
+        top = top_ids(step.probs, step.token_id)
+        views.append(StepView(step.position, step.token_id, texts([step.token_id])[0], step.logprob, texts(top),
+                              step.probs[top].numpy(), step.filtered_probs[top].numpy(),
+                              int(np.nonzero(top == step.token_id)[0][0]), step.attention.numpy(), step.stop_reason))
+        if s.stop_at_eos and step.token_id in end_ids and step.stop_reason != "eos":  # another of the end ids
+            views[-1].stop_reason = "eos"
+            break
+    return views
+
+
+def end_position(ids: list[int], end_ids: set[int]) -> int | None:
+    """Where a prompt holds one of the model's end ids after its first token (a text ends there), else None."""
+    return next((i for i, t in enumerate(ids) if i > 0 and t in end_ids), None)
+
+
+def ended_prompt(end: str, at: int) -> str:
+    return (f"The prompt holds the end token `{end}` (token {at}): a text ends there, so the model has nothing to "
+            "continue. Remove it from the prompt.")
+
+
+def end_notes(views: list[StepView]) -> list[str]:
+    """The running table's notes: the end token is a factor only where the model wrote it (the run stopped on it),
+    never for a run cut off at its length or the context."""
+    notes = ["" for _ in views]
+    if views and views[-1].stop_reason == "eos":
+        notes[-1] = "end token (generated)"
+    return notes
+
+
+def step_sentence(v: StepView, pick: int, strategy: G.Sampling) -> str:
+    return (f"Step {pick + 1}: the model's probabilities for position {v.position} (left), then after "
+            f"**{strategy.describe()}** (right: removed tokens grey, the rest renormalised to sum to 1). The chosen "
+            f"token is orange: **{v.token}** with p = {v.p[v.chosen]:.3f}.")
+
+
+def end_logprob(model, seq: list[int], eos_id: int) -> float:
+    """log p(end token | whole sequence): the end factor of the lecture's product."""
+    return float(G.score(model, seq, [eos_id])[0])
+
+
+def row_sum_check(steps: list[StepView], layer: int, head: int, tol: float) -> Check:
+    err = max(abs(float(s.attention[layer, head].sum()) - 1) for s in steps)
+    return Check(err, tol, "Every row sums to 1 over the prefix; grey cells did not exist yet")
+
+
+# -- the KV cache ---------------------------------------------------------------------------------------------
+@dataclass
+class CacheRun:
+    """The same greedy/sampled continuation with and without the KV cache: tokens, logits and time per step."""
+    same: bool               # the same tokens both ways
+    diff: float              # largest |logit with cache - without|
+    scale: float             # the largest |logit| (at least 1): float32 rounding grows with it
+    ms_on: np.ndarray        # (n,) milliseconds per step with the cache (best of 2)
+    ms_off: np.ndarray       # (n,) without it
+
+    @property
+    def claim(self) -> Fact:
+        return Fact(self.same and self.diff <= 1e-5 * self.scale,
+                    f"The same {len(self.ms_on)} tokens with and without the cache; largest logit difference "
+                    f"{self.diff:.1e} on logits up to {self.scale:.1f} in size (relative {self.diff / self.scale:.1e}: "
+                    "float32 rounding, ≤ 1e-5).")
+
+    def caption(self, max_len: int) -> str:
+        ratio = self.ms_off.sum() / max(self.ms_on.sum(), 1e-9)
+        note = (" At this short context the saving is within the timing noise of a shared server; it grows with the "
+                "length of the text." if ratio < 1.5 else "")
+        return (f"Total: {self.ms_off.sum():.0f} ms without the cache, {self.ms_on.sum():.0f} ms with it (ratio "
+                f"{ratio:.1f}×) for this small model and its {max_len}-token context.{note} Without the cache every "
+                "step re-reads the whole prefix (work grows with its length); with it, only the new token's query, "
+                "key and value are computed and the stored ones are reused. `bench/bench_generate.py` measures 512 "
+                "tokens.")
+
+
+def cache_run(model, ids: list[int], s: Settings, n: int, eos_id: int, tokenizer=None) -> CacheRun:
+    """n new tokens from `ids` with and without the cache, untraced, best of 2 per token (a shared server is noisy)."""
+    runs = {}
+    for cache in (True, False):
+        tries = [run_steps(model, ids, s, eos_id, tokenizer, use_cache=cache, max_new_tokens=n, stop_at_eos=False,
+                           attention=False) for _ in range(2)]
+        ms = np.min([[step.seconds * 1000 for step in t] for t in tries], axis=0)
+        runs[cache] = ([x.token_id for x in tries[0]], torch.stack([x.logits for x in tries[0]]), ms)
+    diff = (runs[True][1] - runs[False][1]).abs().max().item()
+    scale = max(1.0, runs[False][1].abs().max().item())
+    return CacheRun(runs[True][0] == runs[False][0], diff, scale, runs[True][2], runs[False][2])
+
+
+def cache_intro(n: int, room: int) -> str:
+    """What the KV cache tab measures: n new tokens, `room` being what is left of the context after the prompt."""
+    span = "up to the full context" if n == room else f"for {n} new tokens"
+    return ("The keys and values of earlier tokens never change (the mask stops them looking ahead), so they can be "
+            "**stored** and reused: each new step computes only the new token. Measured here from your prompt "
+            f"{span}.")
+
+
+# -- strategies -----------------------------------------------------------------------------------------------
+def compare_strategies(model, ids: list[int], s: Settings, n_samples: int, eos_id: int,
+                       text: Callable[[list[G.GenStep]], str], tokenizer=None) -> tuple[list[dict], list[dict]]:
+    """(one row per sample: strategy, sample, text, avg log p; one row per strategy: G.strategy_scores) for greedy
+    and sampling at TEMPERATURES; greedy is run once (its samples would all be the same text)."""
+    rows, summary = [], []
+    for name, strat in [("greedy", G.GREEDY), *[(f"T={t:g}", G.Sampling(temperature=t)) for t in TEMPERATURES]]:
+        runs = [run_steps(model, ids, s, eos_id, tokenizer, strategy=strat, seed=s.seed + i, attention=False)
+                for i in range(1 if strat.is_greedy else n_samples)]
+        for i, r in enumerate(runs):
+            rows.append({"strategy": name, "sample": i + 1, "text": text(r),
+                         "avg log p": G.average_logprob([x.logprob for x in r])})
+        summary.append({"strategy": name, **G.strategy_scores(
+            [[x.token_id for x in r] for r in runs], [[x.logprob for x in r] for r in runs], n_samples,
+            deterministic=strat.is_greedy)})
+    return rows, summary
+
+
+def sample_text(steps: list[G.GenStep], tokenizer=None, decode: bool = False) -> str:
+    """A sample as text: the app's word tokens joined by spaces; decode: a model folder's tokens decoded."""
+    if decode:
+        return tokenizer.decode([x.token_id for x in steps], skip_special_tokens=False)
+    return " ".join(x.token for x in steps)
+
+
+def strategies_caption(n_samples: int) -> str:
+    return ("Low temperature: likely but repetitive text (high average log p, few distinct n-grams). High "
+            f"temperature: more diverse, less likely text. Greedy is deterministic: its {n_samples} samples would "
+            "all be the same text, so it is run once and that text counts for all of them. Diversity is measured "
+            "across the samples: writing the same thing every time is the least diverse a strategy can be.")
+
+
+# -- teacher forcing ------------------------------------------------------------------------------------------
 @dataclass
 class TeacherForcing:
     forced: torch.Tensor      # (n,) log p(truth[i] | context + truth[:i]) from one pass
@@ -26,6 +204,24 @@ class TeacherForcing:
                      f"One teacher-forced pass (all {n} predictions at once) equals {n} separate runs on each "
                      "true prefix, in log p")
 
+    def rows(self, start: int, truth: list[int], texts: Callable[[list[int]], list[str]]) -> dict[str, list]:
+        """The table's columns from position `start`: the true tokens beside the free-running ones (None where one
+        of the two is shorter)."""
+        n = max(len(truth), len(self.free))
+        pad = lambda xs: [*xs, *[None] * (n - len(xs))]  # noqa: E731
+        return {"position": list(range(start, start + n)),
+                "true token": pad(texts(truth)),
+                "p(true | true prefix)": pad(self.forced.exp().tolist()),
+                "model's top pick (true prefix)": pad(texts(self.top)),
+                "free running: own token": pad(texts([x.token_id for x in self.free])),
+                "p(own | own prefix)": pad([math.exp(x.logprob) for x in self.free])}
+
+    def caption(self, end: str) -> str:
+        return (f"Teacher forcing: log p(sentence incl. {end} | context) = Σ log p = {self.forced.sum().item():.2f}. "
+                f"Free running feeds the model its own choices: Σ log p = "
+                f"{sum(x.logprob for x in self.free):.2f} over {len(self.free)} tokens. Training uses teacher "
+                "forcing; generation must run free, so an early mistake changes everything after it.")
+
 
 @torch.no_grad()
 def teacher_forcing(model, context: list[int], truth: list[int], tokenizer, eos_id: int | None) -> TeacherForcing:
@@ -39,3 +235,49 @@ def teacher_forcing(model, context: list[int], truth: list[int], tokenizer, eos_
     free = list(G.generate(model, context, strategy="greedy", max_new_tokens=len(truth), tokenizer=tokenizer,
                            attention=False, eos_id=eos_id))
     return TeacherForcing(forced, separate, top, free)
+
+
+# -- the context limit ----------------------------------------------------------------------------------------
+def context_run(model, ids: list[int]) -> list[tuple[int, str | None]]:
+    """(position, stop_reason) of every step of greedy generation from `ids` that never stops at an end token."""
+    return [(x.position, x.stop_reason) for x in G.generate(model, ids, strategy="greedy",
+                                                            max_new_tokens=model.config.max_len, stop_at_eos=False,
+                                                            attention=False)]
+
+
+def context_intro(max_len: int) -> str:
+    return (f"This model reads at most **{max_len:,} tokens**. When the text fills that context, generation "
+            "**stops** with a message. (A sliding window would silently forget the start of the prompt.)")
+
+
+def too_long_to_run(n: int, cap: int) -> str:
+    return (f"Writing the {n:,} tokens that would fill this model's context is too long a run for a shared server, so "
+            f"it is not run here; models with a context of up to {cap} tokens show it live.")
+
+
+def context_sentence(steps: list[tuple[int, str | None]], max_len: int, end: str) -> str:
+    return (f"Greedy from your prompt without stopping at {end}: {len(steps)} new tokens, then it stopped because "
+            + G.stop_message(steps[-1][1], max_len))
+
+
+def context_claim(steps: list[tuple[int, str | None]], max_len: int) -> Fact:
+    last, reason = steps[-1]
+    return Fact(reason == "context" and last == max_len - 1, f"The sequence ends at position {last} "
+                f"(positions 0..{max_len - 1} = {max_len} tokens, the model's context).")
+
+
+# -- what the page says -----------------------------------------------------------------------------------------
+def truncation_note(total: int, limit: int, folder: bool) -> str:
+    """Why a long prompt was cut: to leave room for a new token, or (a model folder) to this page's view size."""
+    if folder:
+        return f"Your prompt has {total} tokens; this page keeps the first {limit}."
+    return (f"Your prompt has {total} tokens; this model reads at most {limit + 1}, so the first {limit} are kept to "
+            "leave room for at least one new token.")
+
+
+COMPARE_INTRO = ("Several samples from your prompt at a few temperatures (no top-k/top-p), scored by the model's own "
+                 "average log-probability and by diversity (distinct n-grams across the samples).")
+ONE_SAMPLE = ("With one sample per strategy, distinct-n only sees repeats inside a single text: take 2 or more "
+              "samples to compare how diverse the strategies are.")
+TF_INTRO = ("**Teacher forcing** scores a given sentence with the *true* prefix at every position, all positions in "
+            "one pass. **Free running** lets the model continue from the same context on its own.")
