@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from viz_model.figures.sinusoidal import every_nth
 from viz_model.train import RECIPES
 from viz_model.ui.masks import QUIZ
-from viz_model.ui.sinusoidal import every_nth
 
 ROOT = Path(__file__).resolve().parent.parent
 

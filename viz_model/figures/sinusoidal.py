@@ -7,7 +7,17 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from viz_model.figures.common import DIVERGING, axis, escape, fast_figure, layout_dict, panel_row, to_numpy, vline
+from viz_model.figures.common import (
+    DIVERGING,
+    axis,
+    escape,
+    fast_figure,
+    layout_dict,
+    ordinal,
+    panel_row,
+    to_numpy,
+    vline,
+)
 
 
 def _curves(pe: np.ndarray, dims: Sequence[int]) -> list[dict]:
@@ -144,3 +154,27 @@ def vector_rows(rows: dict[str, np.ndarray], dims=None, title: str | None = None
         title, height=120 + 36 * len(names), xaxis=axis("dimension"),
         yaxis=dict(tickmode="array", tickvals=list(range(len(names))), ticktext=[escape(n) for n in names],
                    autorange="reversed")))
+
+
+def every_nth(n: int, shown: int, what: str) -> str | None:
+    """"every 32nd position" when `shown` evenly spaced ones of `n` are drawn (lessons.common.decimate), "about"
+    when the spacing is not a whole number; None when all are drawn."""
+    if shown >= n:
+        return None
+    step = (n - 1) / max(shown - 1, 1)
+    if round(step) < 2:  # "about every 1st" says nothing
+        return f"{shown:,} of {n:,} {what}s"
+    return f"{'' if step == round(step) else 'about '}every {ordinal(round(step))} {what}"
+
+
+def table_heatmap(pe, pos_idx: Sequence[int], dim_idx: Sequence[int]) -> go.Figure:
+    """pe_heatmap of the whole (n_pos, d) table at pos_idx x dim_idx, its title saying which ones it shows."""
+    n_pos, d = pe.shape
+    parts = [s for s in (every_nth(n_pos, len(pos_idx), "position"), every_nth(d, len(dim_idx), "dimension")) if s]
+    note = f" ({' and '.join(parts)} shown)" if parts else ""
+    return pe_heatmap(pe, pos_idx, dim_idx, f"The PE table: {n_pos} positions × {d} dimensions{note}")
+
+
+def shift_figures(check, matrix, title: str) -> tuple[go.Figure, go.Figure]:
+    """The shift matrix M_k (its shown corner, `matrix`) and the errors of its check table, one bar per t."""
+    return matrix_heatmap(matrix, title), shift_errors(check, "Same M_k, every t")
