@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from viz_model.lessons.train import validate
+from viz_model.lessons.train import spec_summary, validate
 from viz_model.runtime import jobs as J
 from viz_model.tokenizer import load_tokenizer
 from viz_model.ui import share
@@ -22,10 +22,7 @@ job = reg.get(st.session_state.get(JOB_KEY))
 with st.expander("Configure", expanded=job is None, icon=":material/tune:"):
     spec = T.config_form()
     try:
-        cfg, n_params = validate(spec, vocab)
-        heads = f" × {cfg.n_heads} heads" if hasattr(cfg, "n_heads") else f" of {spec.arch.upper()}"
-        st.caption(f"{n_params:,} parameters · {cfg.n_layers} layers{heads} · d_model {cfg.d_model}"
-                   f" · {spec.steps * spec.batch_size:,} sequences seen.")
+        st.caption(spec_summary(spec, *validate(spec, vocab)))
     except ValueError as e:
         st.warning(str(e))
 

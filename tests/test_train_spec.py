@@ -4,9 +4,11 @@ copies that differ in one thing, each with its own label (the curves are keyed b
 import itertools
 
 import pytest
+import torch
 
 from viz_model.lessons import train as T
-from viz_model.tokenizer import load_tokenizer
+from viz_model.lessons.common import prefix_check as prefix_errors
+from viz_model.tokenizer import encode, load_tokenizer
 
 VOCAB = load_tokenizer("word").get_vocab_size()
 
@@ -100,3 +102,60 @@ def test_only_a_translation_run_can_guide_a_head_and_its_label_says_so():
         T.validate(T.TrainSpec(task="lm", align_weight=0.05), VOCAB)
     with pytest.raises(ValueError, match="between 0 and 1"):
         T.validate(T.TrainSpec(task="translate", align_weight=2.0), VOCAB)
+
+
+# -- what the page shows, computed by the lesson -------------------------------------------------------------------
+def test_teacher_forcing_claim_holds_for_a_causal_run_and_fails_under_a_bidirectional_mask():
+    run = T.Run(T.TrainSpec(steps=10))
+    tf = T.teacher_forcing_check(run, "the cat sat on the mat")
+    assert tf.claim.ok and tf.claim.claim.startswith("Each row equals running its prefix alone")
+    mean = sum(r["loss"] for r in tf.rows) / len(tf.rows)
+    assert tf.summary == f"{len(tf.rows)} predictions from one pass; mean loss {mean:.3f} nats."
+    ids = torch.tensor(encode(run.tok, "the cat sat on the mat", bos=True).ids)
+    err = float(prefix_errors(run.model, ids, attn_mask=torch.ones(len(ids), len(ids))).max())  # the future visible
+    bad = T.prefix_claim(err)
+    assert not bad.ok and bad.claim.startswith("One-pass predictions differ from prefix runs by")
+    assert T.teacher_forcing_check(T.Run(T.TrainSpec(steps=10, causal=False)), "the cat sat").claim is None
+
+
+def test_a_batchnorm_runs_prefix_check_runs_in_eval_mode():
+    """In training mode BatchNorm refuses a one-token prefix (torch raises); the check runs as the table does."""
+    run = T.Run(T.TrainSpec(steps=10, norm="batchnorm"))
+    run.model.train()
+    assert T.teacher_forcing_check(run, "the cat sat on the mat").claim.ok and run.model.training
+
+
+def test_the_no_mask_demo_fails_before_any_training_and_holds_past_the_gap():
+    d = T.mask_demo(T.Run(T.TrainSpec(steps=10)), T.Run(T.TrainSpec(steps=10, causal=False)))
+    untrained = T.mask_demo_claim(d)  # nothing learned to copy yet: hiding the future changes almost nothing
+    assert not untrained.ok and untrained.claim.endswith("train longer (300+ steps on the tiny model).")
+    copied = {**d, "free_peeking": 0.4, "free_no_future": 0.4 + T.MASK_GAP + 0.01}
+    assert T.mask_demo_claim(copied).ok and T.mask_demo_rows(d)["model"] == ["causal mask", "no mask"]
+
+
+def test_progress_text_gives_speed_and_time_left_only_while_running():
+    class Job:
+        title, step, total, status, events = "tiny · lm", 40, 200, "running", [{"kind": "step", "tokens_per_s": 1234.0}]
+
+        def events_since(self, start):
+            return self.events[start:]
+
+        def eta_seconds(self):
+            return 12.0
+
+        def steps_per_second(self):
+            return 3.0
+
+    job = Job()
+    assert T.progress_text(job, True) == ("tiny · lm — step 40/200 · running · 3.0 steps/s · 1,234 tokens/s · about "
+                                          "12 s left")
+    assert T.progress_text(job, False) == "tiny · lm — step 40/200 · running"
+
+
+def test_the_forms_summary_and_the_evolution_notes_name_the_setup():
+    spec = T.TrainSpec(task="translate", align_weight=0.05)
+    cfg, n = T.validate(spec, load_tokenizer("word").get_vocab_size())
+    assert T.spec_summary(spec, cfg, n).startswith(f"{n:,} parameters · {cfg.n_layers} layers × ")
+    notes = T.evolution_notes(spec, 3, active=True, translation=True)
+    assert notes[0].startswith("3 snapshots of the probe") and "(weight 0.05)" in notes[1]
+    assert len(T.evolution_notes(T.TrainSpec(), 3, active=False, translation=False)) == 1

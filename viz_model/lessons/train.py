@@ -19,11 +19,12 @@ import torch
 from viz_model import heads
 from viz_model.checkpoint import MODEL_KINDS
 from viz_model.config import PRESETS, ModelConfig
-from viz_model.data import TASKS, TaskData, sample_prompt
+from viz_model.data import TASKS, TaskData, probe_text, sample_prompt
 from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
+from viz_model.lessons.common import Fact
 from viz_model.lessons.common import prefix_check as prefix_errors
-from viz_model.model import TinyTransformer
+from viz_model.model import TinyTransformer, eval_mode
 from viz_model.rnn import RECURRENT_KINDS, RecurrentConfig
 from viz_model.seq2seq import Seq2SeqConfig
 from viz_model.tokenizer import encode, load_tokenizer
@@ -317,8 +318,10 @@ def history(events: list[dict]) -> History:
 
 
 def prefix_check(model: TinyTransformer, tok, text: str) -> float:
-    """Max |logit difference| between the one-pass prediction at t and running the prefix 0..t alone."""
-    return float(prefix_errors(model, encode(tok, text, max_len=model.config.max_len, bos=True).ids).max())
+    """Max |logit difference| between the one-pass prediction at t and running the prefix 0..t alone, in eval mode
+    as teacher_forcing runs (a BatchNorm model in training mode refuses the one-token prefix)."""
+    with eval_mode(model):
+        return float(prefix_errors(model, encode(tok, text, max_len=model.config.max_len, bos=True).ids).max())
 
 
 @torch.no_grad()
@@ -331,3 +334,103 @@ def mask_demo(run_masked: Run, run_free: Run) -> dict:
             "free_no_future": heldout_loss(run_free.model, run_free.data, attn_mask=causal),
             "sample_causal": greedy(run_masked.model, run_masked.tok, sample_prompt(run_masked.spec.task)),
             "sample_free": greedy(run_free.model, run_free.tok, sample_prompt(run_free.spec.task))}
+
+
+# -- what the page shows: the form's kinds, a run's progress line, teacher forcing's claim, the no-mask demo -------
+# What a size preset sets in the form besides the model's shape (tiny: seconds; classroom: the lecture model).
+PRESET_FORM = {"tiny": {"train_batch": 16, "train_seq": 32, "train_steps": 200},
+               "classroom": {"train_batch": 32, "train_seq": 64, "train_steps": 600},
+               "custom": {"train_batch": 32, "train_seq": 64, "train_steps": 600}}
+ARCH_LABELS = {"transformer": "transformer", "rnn": "RNN (nn.RNN, tanh)", "lstm": "LSTM (nn.LSTM)"}
+QKV_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
+              "none": "none (raw XXᵀ)"}
+GUIDE_WEIGHTS, GUIDE_WEIGHT = [0.01, 0.05, 0.2, 1.0], 0.05  # 0.05: the "translate-guided" recipe (and Garg et al.)
+PREFIX_TOL = 1e-4   # max |logit difference| between the one-pass row and its prefix run (float32 rounding)
+MASK_GAP = 0.5      # nats: hiding the future must raise the no-mask model's held-out loss by more than this
+
+
+def spec_summary(spec: TrainSpec, cfg, n_params: int) -> str:
+    """The form's one-line summary of what Start would train."""
+    heads_ = f" × {cfg.n_heads} heads" if hasattr(cfg, "n_heads") else f" of {spec.arch.upper()}"
+    return (f"{n_params:,} parameters · {cfg.n_layers} layers{heads_} · d_model {cfg.d_model}"
+            f" · {spec.steps * spec.batch_size:,} sequences seen.")
+
+
+def progress_text(job, running: bool) -> str:
+    """The progress bar's line for a job (runtime.jobs.Job): step/total and status; while running, its speed in
+    steps/s and in tokens/s (the latest step's) and the time left."""
+    events = job.events_since(max(0, len(job.events) - 50))
+    tps = next((e["tokens_per_s"] for e in reversed(events) if e.get("kind") == "step"), 0.0)
+    eta = job.eta_seconds()
+    text = f"{job.title} — step {job.step:,}/{job.total:,} · {job.status}"
+    if running:
+        text += f" · {job.steps_per_second():.1f} steps/s · {tps:,.0f} tokens/s"
+        text += f" · about {eta:.0f} s left" if eta is not None else ""
+    return text
+
+
+def evolution_notes(spec: TrainSpec, n_snaps: int, active: bool, translation: bool) -> list[str]:
+    """The captions above the attention player: what it shows, and for a translator which head was guided."""
+    notes = [f"{n_snaps} snapshots of the probe “{probe_text(spec.task)}”: drag the slider or press play."
+             + (" New snapshots join the player as the run takes them." if active else "")]
+    if translation:
+        notes.append("A translation model: each frame is the probe's cross-attention, target words (rows) reading "
+                     "source words (columns). Watch it go from uniform to the word alignment."
+                     + (f" Head 0 of the last layer is guided toward the alignment (weight {spec.align_weight:g}): "
+                        "compare it with the heads that find their own way." if spec.align_weight else ""))
+    return notes
+
+
+@dataclass
+class TeacherForcing:
+    rows: list[dict]         # teacher_forcing's table: one prediction per position
+    summary: str             # how many predictions one pass gave, and their mean loss
+    claim: Fact | None       # each row equals running its prefix alone; None: no causal mask, nothing to check
+
+
+def teacher_forcing_check(run: Run, text: str) -> TeacherForcing:
+    """Teacher forcing on the run's model, and the claim that one pass gives what T prefix runs give. Read it under
+    the job's model_lock."""
+    rows = teacher_forcing(run.model, run.tok, text)
+    recurrent = run.spec.kind in RECURRENT_KINDS
+    err = 0.0 if recurrent else prefix_check(run.model, run.tok, text) if run.config.causal else None
+    mean = sum(r["loss"] for r in rows) / len(rows)
+    summary = f"{len(rows)} predictions from one pass; mean loss {mean:.3f} nats."
+    return TeacherForcing(rows, summary, None if err is None else prefix_claim(err))
+
+
+def prefix_claim(err: float) -> Fact:
+    """One pass gives what the T prefix runs give: err is prefix_check's max |logit difference|."""
+    if err < PREFIX_TOL:
+        return Fact(True, f"Each row equals running its prefix alone (max logit difference {err:.1e}).")
+    return Fact(False, f"One-pass predictions differ from prefix runs by {err:.1e}.")
+
+
+def mask_demo_claim(d: dict) -> Fact:
+    """mask_demo's verdict: the no-mask model does worse once the future is hidden (it learned to copy)."""
+    ok = d["free_no_future"] > d["free_peeking"] + MASK_GAP
+    msg = (f"No-mask model: held-out loss {d['free_peeking']:.2f} when it may read the future, "
+           f"{d['free_no_future']:.2f} when it may not (causal model: {d['causal']:.2f}).")
+    return Fact(ok, msg if ok else msg + " The gap is not clear yet: train longer (300+ steps on the tiny model).")
+
+
+def mask_demo_rows(d: dict) -> dict[str, list[str]]:
+    return {"model": ["causal mask", "no mask"], "greedy continuation": [d["sample_causal"], d["sample_free"]]}
+
+
+def no_attention(arch: str) -> str:
+    return (f"An {arch.upper()} has no attention to watch: everything it knows about the past is squeezed into one "
+            "hidden state, handed from step to step.")
+
+
+# -- what the page says -------------------------------------------------------------------------------------------
+TF_INTRO = ("One forward pass over a sentence gives a prediction at **every** position at once: the causal mask only "
+            "restricts what each position may read.")
+TF_NOT_NEXT_TOKEN = ("This table is for next-token models. A masked-LM encoder predicts hidden words from both sides, "
+                     "and a translator is teacher-forced on the target sentence: see the Encoder and Encoder–decoder "
+                     "pages.")
+TF_NO_MASK = ("This model has no causal mask: position t reads the word it must predict, so this table flatters it "
+              "(see the ablation tab).")
+NO_MASK_WHY = ("**Why the no-mask curve falls so fast.** Without the mask, position *t* can read token *t + 1* — the "
+               "very word it must predict — so training turns into copying. At generation time the future does not "
+               "exist yet, and the trick fails.")

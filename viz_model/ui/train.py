@@ -14,16 +14,7 @@ from viz_model.data import TASK_LABELS, probe_text
 from viz_model.device import available_devices
 from viz_model.figures.train import attention_now, attention_player, loss_curves, lr_curve, role_timeline
 from viz_model.lessons import train as lesson
-from viz_model.lessons.train import (
-    ABLATIONS,
-    ARCHS,
-    TrainSpec,
-    ablation_specs,
-    history,
-    mask_demo,
-    prefix_check,
-    validate,
-)
+from viz_model.lessons.train import TrainSpec
 from viz_model.runtime import jobs as J
 from viz_model.runtime.runs import checkpoint_zip, import_upload, model_key, runs_dir, safe_name, save_run
 from viz_model.runtime.train_process import make_events
@@ -32,28 +23,18 @@ from viz_model.ui import chart, share
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import JOB_KEY
 from viz_model.ui.models import register_user_model
-from viz_model.ui.widgets import specials_notice
+from viz_model.ui.widgets import show_check, specials_notice
 
 ABLATION_KEY, DISCARD_KEY, TF_TASK_KEY = "train_ablation_ids", "train_confirm_discard", "train_tf_task"
 ADDED_KEY = "train_added"
-
-# What a size preset sets in the form besides the model's shape (tiny: seconds; classroom: the lecture model).
-PRESET_FORM = {"tiny": {"train_batch": 16, "train_seq": 32, "train_steps": 200},
-               "classroom": {"train_batch": 32, "train_seq": 64, "train_steps": 600},
-               "custom": {"train_batch": 32, "train_seq": 64, "train_steps": 600}}
-
 STEPS_HELP = (f"{lesson.LIMITS['steps'][0]} to {lesson.LIMITS['steps'][1]:,} on this shared server; a count "
               "outside that trains the nearest allowed one, and the page says so beside Start.")
-ARCH_LABELS = {"transformer": "transformer", "rnn": "RNN (nn.RNN, tanh)", "lstm": "LSTM (nn.LSTM)"}
-GUIDE_WEIGHTS, GUIDE_WEIGHT = [0.01, 0.05, 0.2, 1.0], 0.05  # 0.05: the "translate-guided" recipe (and Garg et al.)
-QKV_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
-              "none": "none (raw XXᵀ)"}
 
 
 def config_form() -> TrainSpec:
     """Widgets -> TrainSpec (validated later, before anything starts)."""
     c0, c1, c2, c3 = st.columns(4)
-    kind = c0.selectbox("Model kind", ARCHS, key="train_arch", **share.URL, format_func=ARCH_LABELS.get,
+    kind = c0.selectbox("Model kind", lesson.ARCHS, key="train_arch", **share.URL, format_func=lesson.ARCH_LABELS.get,
                         help="A transformer, or torch's own nn.RNN / nn.LSTM (no attention: a hidden state "
                              "carried step by step). The RNN ignores the transformer switches below.")
     preset = c1.selectbox("Size", ["tiny", "classroom", "custom"], key="train_preset", on_change=_apply_preset,
@@ -75,14 +56,14 @@ def config_form() -> TrainSpec:
     causal = p4.toggle("Causal mask", True, key="train_causal", **share.URL)
     tie = p4.toggle("Tie input/output weights", True, key="train_tie", **share.URL)
     q1, q2, q3, q4 = st.columns(4)
-    qkv = q1.selectbox("Q, K and V", QKV_MODES, key="train_qkv", **share.URL, format_func=QKV_LABELS.get,
+    qkv = q1.selectbox("Q, K and V", QKV_MODES, key="train_qkv", **share.URL, format_func=lesson.QKV_LABELS.get,
                        help="Separate projections, one shared by Q and K, one shared by K and V, or none (XXᵀ).")
     norm_kind = q2.selectbox("Normalization", NORMS, key="train_norm_kind", **share.URL,
                              help="LayerNorm: each token over its features; BatchNorm: each feature over the "
                                   "batch and positions (padding included); RMSNorm: no mean subtracted (Llama).")
     residual = q3.toggle("Residual connections", True, key="train_residual", **share.URL)
     warmup = q4.toggle("Learning-rate warm-up", True, key="train_warmup", **share.URL)
-    for k, v in PRESET_FORM[preset].items():
+    for k, v in lesson.PRESET_FORM[preset].items():
         # a link's value wins; else a first visit takes the preset's (a switch of preset: _apply_preset)
         if k not in st.query_params:
             st.session_state.setdefault(k, v)
@@ -102,8 +83,8 @@ def config_form() -> TrainSpec:
                      help="Guided alignment (Garg et al. 2019): an extra loss, -log(attention on the aligned source "
                           "word), for head 0 of the last decoder layer. Off, every head finds its own way: none "
                           "is told to align."):
-            align = float(g2.select_slider("Guide weight", GUIDE_WEIGHTS, GUIDE_WEIGHT, key="train_guide_weight",
-                                           **share.URL))
+            align = float(g2.select_slider("Guide weight", lesson.GUIDE_WEIGHTS, lesson.GUIDE_WEIGHT,
+                                           key="train_guide_weight", **share.URL))
     return TrainSpec(preset=preset, task=task, arch=kind, pos_encoding=pos, rope_base=float(base), norm_position=norm,
                      causal=causal, tie_weights=tie, qkv=qkv, norm=norm_kind, residual=residual, warmup=warmup,
                      lr=float(lr), batch_size=int(batch), seq_len=int(seq),
@@ -119,11 +100,11 @@ def steps_notice() -> None:
 
 def _apply_preset() -> None:
     """on_change of the Size box: the new preset's batch, context and steps replace the old preset's."""
-    st.session_state.update(PRESET_FORM[st.session_state["train_preset"]])
+    st.session_state.update(lesson.PRESET_FORM[st.session_state["train_preset"]])
 
 
 def start_run(reg, owner: str, spec: TrainSpec, vocab_size: int) -> str:
-    _, n_params = validate(spec, vocab_size)  # a clear message before any thread starts
+    _, n_params = lesson.validate(spec, vocab_size)  # a clear message before any thread starts
     job = reg.submit(owner, spec.label(), spec.steps, make_events(spec), meta={"spec": spec, "params": n_params})
     return job.id
 
@@ -195,16 +176,7 @@ def confirm_discard(reg, owner: str, spec: TrainSpec, vocab_size: int, job) -> N
 
 def status(job, reg) -> None:
     """Progress bar with step/total, ETA, tokens/s, queue position, and the job's message."""
-
-
-    events = job.events_since(max(0, len(job.events) - 50))
-    tps = next((e["tokens_per_s"] for e in reversed(events) if e.get("kind") == "step"), 0.0)
-    eta = job.eta_seconds()
-    text = f"{job.title} — step {job.step:,}/{job.total:,} · {job.status}"
-    if job.status == J.RUNNING:
-        text += f" · {job.steps_per_second():.1f} steps/s · {tps:,.0f} tokens/s"
-        text += f" · about {eta:.0f} s left" if eta is not None else ""
-    st.progress(min(job.step / max(job.total, 1), 1.0), text=text)
+    st.progress(min(job.step / max(job.total, 1), 1.0), text=lesson.progress_text(job, job.status == J.RUNNING))
     if job.status == J.QUEUED:
         pos = reg.queue_position(job.id)
         st.info(f"Waiting in the queue: position {pos}. The server trains {reg.slots} runs at a time; "
@@ -219,26 +191,22 @@ def status(job, reg) -> None:
 
 def curves(job) -> None:
     """Loss (train + held-out) and the learning-rate schedule."""
-    h = history(job.events_since())
+    h = lesson.history(job.events_since())
     if not h.steps:
         st.caption("The charts appear with the first training step.")
         return
     c1, c2 = st.columns([3, 2])
-    chart.show(loss_curves({job.title: h.curve()}, title="Loss: train (solid) and held-out (dashed)",
-                                total=job.total),
-                                key="train_loss_chart", name="train_loss", container=c1, exports=False)
+    chart.show(loss_curves({job.title: h.curve()}, title="Loss: train (solid) and held-out (dashed)", total=job.total),
+               key="train_loss_chart", name="train_loss", container=c1, exports=False)
     chart.show(lr_curve(h.steps, h.lr, total=job.total),
                key="train_lr_chart", name="train_lr", container=c2, exports=False)
 
 
 def attention(job) -> None:
     """The latest probe attention, per-head role scores over time, and the greedy samples so far."""
-
-
-    h, spec = history(job.events_since()), job.meta["spec"]
+    h, spec = lesson.history(job.events_since()), job.meta["spec"]
     if spec.kind in ("rnn", "lstm"):
-        st.caption(f"An {spec.arch.upper()} has no attention to watch: everything it knows about the past is "
-                   "squeezed into one hidden state, handed from step to step.")
+        st.caption(lesson.no_attention(spec.arch))
     if h.snaps:
         d1, d2 = st.columns(2)
         what = "cross-attention (target → source)" if h.query_tokens else "attention"
@@ -268,27 +236,20 @@ def _evolution(jobs: list) -> None:
         st.caption(f"The run is {job.status}: snapshots appear here as it takes them, every "
                    f"{job.meta['spec'].every} steps.")
         return
-    h = history(job.events_since())
+    h = lesson.history(job.events_since())
     run = job.result
     if not h.snaps:
         st.caption("An RNN has no attention: there is nothing to snapshot." if run.spec.kind in ("rnn", "lstm")
                    else f"The first snapshot comes at step {run.spec.every}.")
         return
-    st.caption(f"{len(h.snaps)} snapshots of the probe “{probe_text(run.spec.task)}”: drag the slider or press "
-               "play." + (" New snapshots join the player as the run takes them." if job.active else ""))
-    if h.query_tokens:
-        st.caption("A translation model: each frame is the probe's cross-attention, target words (rows) reading "
-                   "source words (columns). Watch it go from uniform to the word alignment."
-                   + (f" Head 0 of the last layer is guided toward the alignment (weight {run.spec.align_weight:g}): "
-                      "compare it with the heads that find their own way." if run.spec.align_weight else ""))
+    for note in lesson.evolution_notes(run.spec, len(h.snaps), job.active, bool(h.query_tokens)):
+        st.caption(note)
     chart.show(attention_player(h.snaps, h.snap_steps, h.tokens, q_tokens=h.query_tokens), key="train_player",
                name="train_attention_evolution", exports=not job.active)
 
 
 def teacher_forcing(job) -> None:
-
-    st.markdown("One forward pass over a sentence gives a prediction at **every** position at once: the causal "
-                "mask only restricts what each position may read.")
+    st.markdown(lesson.TF_INTRO)
     run = job.result if job is not None else None
     task = run.spec.task if run is not None else st.session_state.get("train_task", "lm")
     if st.session_state.get(TF_TASK_KEY) != task or "train_tf_text" not in st.session_state:
@@ -303,32 +264,23 @@ def teacher_forcing(job) -> None:
         st.info("Start a run first: the table uses the model being trained.")
         return
     if run.spec.task in ("mlm", "translate"):
-        st.info("This table is for next-token models. A masked-LM encoder predicts hidden words from both sides, and "
-                "a translator is teacher-forced on the target sentence: see the Encoder and Encoder–decoder pages.")
+        st.info(lesson.TF_NOT_NEXT_TOKEN)
         return
     specials_notice(None, typed_specials(run.tok, text))  # typed text is literal: "<eos>" is not the end token
-    recurrent = run.spec.kind in ("rnn", "lstm")
     with job.model_lock:  # the worker mutates the model between steps; read a consistent copy
-        rows = lesson.teacher_forcing(run.model, run.tok, text)
-        err = 0.0 if recurrent else prefix_check(run.model, run.tok, text) if run.config.causal else None
-    st.dataframe(pd.DataFrame(rows).round({"p(target)": 3, "loss": 3}), hide_index=True, key="train_tf_table")
-    mean = sum(r["loss"] for r in rows) / len(rows)
-    st.caption(f"{len(rows)} predictions from one pass; mean loss {mean:.3f} nats.")
-    if err is None:
-        st.warning("This model has no causal mask: position t reads the word it must predict, so this table "
-                   "flatters it (see the ablation tab).")
-    elif err < 1e-4:
-        st.success(f"✓ Each row equals running its prefix alone (max logit difference {err:.1e}).")
+        tf = lesson.teacher_forcing_check(run, text)
+    st.dataframe(pd.DataFrame(tf.rows).round({"p(target)": 3, "loss": 3}), hide_index=True, key="train_tf_table")
+    st.caption(tf.summary)
+    if tf.claim is None:
+        st.warning(lesson.TF_NO_MASK)
     else:
-        st.error(f"✗ One-pass predictions differ from prefix runs by {err:.1e}.")
+        show_check(tf.claim)
 
 
 def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
-
-
-    kind = st.radio("Vary", ABLATIONS, horizontal=True, key="train_ablation_kind", **share.URL)
+    kind = st.radio("Vary", lesson.ABLATIONS, horizontal=True, key="train_ablation_kind", **share.URL)
     try:
-        specs = ablation_specs(spec, kind)
+        specs = lesson.ablation_specs(spec, kind)
     except ValueError as e:
         st.info(f"Not available for this setup: {e}")
         return
@@ -337,7 +289,7 @@ def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
     if st.button(f"Run {len(specs)} side by side", key="train_ablation_start", icon=":material/compare:"):
         try:
             for s in specs:
-                validate(s, vocab_size)
+                lesson.validate(s, vocab_size)
         except ValueError as e:
             st.warning(f"Not started: {e}")
         else:
@@ -357,30 +309,20 @@ def _compared(reg, kind: str, jobs: list) -> None:
         pos = reg.queue_position(j.id)
         st.progress(min(j.step / max(j.total, 1), 1.0), text=f"{j.title}: {j.status}"
                     + (f" (queue position {pos})" if pos else f", step {j.step}/{j.total}"))
-    runs = {j.title: history(j.events_since()).curve() for j in jobs}
+    runs = {j.title: lesson.history(j.events_since()).curve() for j in jobs}
     chart.show(loss_curves(runs, title="Same setup, one thing changed", total=max(j.total for j in jobs)),
                key="train_ablation_chart", name="train_ablation", exports=not any(j.active for j in jobs))
     done = [j for j in jobs if j.status == J.DONE]
     if kind == "causal mask" and len(done) == 2:
         masked, free = sorted(done, key=lambda j: not j.meta["spec"].causal)
         with masked.model_lock, free.model_lock:
-            d = mask_demo(masked.result, free.result)
-        st.markdown("**Why the no-mask curve falls so fast.** Without the mask, position *t* can read token "
-                    "*t + 1* — the very word it must predict — so training turns into copying. At generation "
-                    "time the future does not exist yet, and the trick fails.")
-        ok = d["free_no_future"] > d["free_peeking"] + 0.5
-        msg = (f"No-mask model: held-out loss {d['free_peeking']:.2f} when it may read the future, "
-               f"{d['free_no_future']:.2f} when it may not (causal model: {d['causal']:.2f}).")
-        if ok:
-            st.success("✓ " + msg)
-        else:
-            st.error("✗ " + msg + " The gap is not clear yet: train longer (300+ steps on the tiny model).")
-        st.table({"model": ["causal mask", "no mask"], "greedy continuation": [d["sample_causal"], d["sample_free"]]})
+            d = lesson.mask_demo(masked.result, free.result)
+        st.markdown(lesson.NO_MASK_WHY)
+        show_check(lesson.mask_demo_claim(d))
+        st.table(lesson.mask_demo_rows(d))
 
 
 def checkpoints(job, owner: str) -> None:
-
-
     c1, c2 = st.columns(2)
     with c1:
         st.markdown("**Save the trained model**")
