@@ -214,9 +214,7 @@ def linear_regime_rnn(gain: float, d_model: int = 16, vocab_size: int = 32, seed
     if not (math.isfinite(gain) and gain > 0):
         raise ValueError(f"the gain of W_hh must be a positive number, got {gain!r}.")
     gen = torch.Generator().manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):  # its other weights (the head) seeded too: the same model every time
-        torch.manual_seed(seed)
-        model = RecurrentLM("rnn", vocab_size, d_model, 1)
+    model = RecurrentLM("rnn", vocab_size, d_model, 1)
     cell = model.layers[0]
     with torch.no_grad():
         cell.weight_hh_l0.copy_(gain * torch.linalg.qr(torch.randn(d_model, d_model, generator=gen))[0])
