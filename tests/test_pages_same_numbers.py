@@ -21,6 +21,29 @@ Not compared, because it differs from run to run or is not there without a click
     stacks / four setups), Encoder › Why masked LM? (a link to Train).
 Everything else was identical between two recordings of dffc99b (one script run, one pytest run per page).
 
+The code before #27 (42b6523, recorded the same way in tests/data/pages_same_numbers_42b6523.json for reference; the
+test does not read it; every page ran without an exception there, though the process aborted at exit, "terminate called
+without an active exception": the RNN page's warm-up thread, fixed in d880121) against dffc99b. Identical views (15 of
+53): the four Train tabs; Q, K and V › Minimal pairs and Held-out loss; Sinusoidal › Curves; RoPE › Angles, Context
+extension, Length test; Encoder › Why masked LM?; Encoder–decoder › Encoder once, K/V reused; RNN vs Transformer › 1 and
+3; Normalization › Four reasons, Residual connections, Pre- vs post-norm. Every other view differs only by changes that
+commits between them meant:
+  - heatmaps gained "· numbers" overlay traces (#29 b04ad26, readable_numbers: cell numbers black or white per cell);
+    their data traces are unchanged: Start, Explorer (head map, step matrix), Masks panels, Sinusoidal (binary,
+    M_k), RoPE "Where it acts";
+  - ✓/✗ boxes now state their tolerance ("max error E, tolerance T"; #26/#27: 0b4ed95, ecc7ce7, ee7ca6b and the
+    lessons' Check values): every page, with the same measured errors (except Encoder–decoder's, below);
+  - Encoder and Encoder–decoder (fill-ins, attention grids, bank charts, alignment, next-word bars, held-out
+    metrics and scores): the masked-LM encoder and both translators were retrained (#25 f3574be) and the held-out
+    tables gained seen/unseen skeletons (#25); the bank charts read <bos> words <eos> (#26 5b8c549);
+  - Q, K and V "Four variants": same scores (z); panel names, hover text and asymmetry text use one rounding and
+    numbers are printed where they fit (#26 ee7ca6b); its Claims tab reworded, the held-out-loss claim gone from it
+    (6 claims, was 7: the loss claim is now computed beside its numbers, ee7ca6b);
+  - Generate tables: no end-token row unless written, Π column from Σ log p (#26 b8a715c);
+  - RNN vs Transformer "2 · Gradient by distance": key ÷ d=1 column in .3g and the sentence from the numbers (#26
+    e263a27);
+  - Cost: the KV-cache chart and table list the English model (#24 477c621).
+
 Regenerate (only when a change of numbers is intended):
     .venv/bin/python tests/test_pages_same_numbers.py [--out tests/data/pages_same_numbers.json] [page ...]
 """
