@@ -138,7 +138,7 @@ def test_a_huge_unknown_word_is_named_short(app_test, page_file):
 
 
 def test_unknown_words_text_names_each_once_and_counts_the_rest():
-    from viz_model.ui.widgets import NOTICE_WORDS, unknown_words_text
+    from viz_model.model_text import NOTICE_WORDS, unknown_words_text
 
     words = [f"w{i}" for i in range(NOTICE_WORDS + 3)]
     text = unknown_words_text(["w0", *words])

@@ -23,6 +23,7 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.config import ModelConfig
 from viz_model.device import resolve_device
 from viz_model.model import TinyTransformer
+from viz_model.model_text import is_folder_model  # noqa: F401  (moved to core; pages import it from here until updated)
 from viz_model.tokenizer import load_tokenizer
 
 MODELS_DIR = ASSETS_DIR / "models"
@@ -154,11 +155,6 @@ def _read_folders(raw: str, stamp: tuple) -> tuple[hf.ModelDir, ...]:
     except OSError:  # an unreadable folder (permissions): the app still starts, with the other models
         log.exception("could not list the model folders in %s", hf.ENV_VAR)
         return ()
-
-
-def is_folder_model(ckpt: Checkpoint) -> bool:
-    """A model read from a Hugging Face folder (GPT-2, Llama...), not one of the app's own checkpoints."""
-    return (ckpt.metadata or {}).get("source") == "huggingface"
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,0 +1,147 @@
+"""How each model reads text: its own special tokens, start token, token labels and the words it cannot read.
+
+The app's models use "<bos>", "<eos>", "<pad>"; a model folder (GPT-2, Llama...) uses what its tokenizer config names
+("<|endoftext|>", "<s>", "</s>"...), from metadata["special_tokens"], and its start token only where its own tokenizer
+puts one in front (metadata["adds_bos"]). Nothing here hard-codes those. (Moved from ui.widgets, #27: no Streamlit.)
+"""
+
+from __future__ import annotations
+
+from tokenizers import Tokenizer, decoders, pre_tokenizers
+
+from viz_model.checkpoint import Checkpoint
+from viz_model.tokenizer import BOS, EOS, PAD, Encoded, display_token, encode, load_tokenizer
+
+_BYTE_ALPHABET = frozenset(pre_tokenizers.ByteLevel.alphabet())
+_BYTE_DECODER = decoders.ByteLevel()
+_MARKS = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+
+
+def is_folder_model(ckpt: Checkpoint) -> bool:
+    """A model read from a Hugging Face folder (GPT-2, Llama...), not one of the app's own checkpoints."""
+    return (ckpt.metadata or {}).get("source") == "huggingface"
+
+
+def uses_bos(ckpt: Checkpoint) -> bool:
+    """Whether a sentence starts with the model's start token. Shipped models were trained on '<bos> text'
+    (metadata "bos"); a model folder's tokenizer puts its own <bos> first or not (metadata "adds_bos": Llama
+    yes, GPT-2 and Qwen2 no). Feed each the same as it was trained on."""
+    if is_folder_model(ckpt):
+        return bool(ckpt.metadata.get("adds_bos")) and start_token(ckpt) is not None
+    return bool((ckpt.metadata or {}).get("bos")) and ckpt.tokenizer.token_to_id(BOS) is not None
+
+
+def special_token(ckpt: Checkpoint, role: str) -> tuple[int, str] | None:
+    """(id, text) of the model's own "bos" / "eos" / "pad" / "unk" token, or None when it has none. A folder's pad
+    may be an embedding row no token uses: its text is then "<row N>"."""
+    if is_folder_model(ckpt):
+        entry = ((ckpt.metadata or {}).get("special_tokens") or {}).get(role)
+        if not entry or entry.get("id") is None:
+            return None
+        return int(entry["id"]), entry.get("token") or f"<row {entry['id']}>"
+    name = {"bos": BOS, "eos": EOS, "pad": PAD, "unk": "<unk>"}[role]
+    tid = ckpt.tokenizer.token_to_id(name)
+    return None if tid is None else (int(tid), name)
+
+
+def start_token(ckpt: Checkpoint) -> tuple[int, str] | None:
+    """The token a sentence may start with: "<bos>", or a folder model's own ("<|endoftext|>" for GPT-2, "<s>")."""
+    return special_token(ckpt, "bos")
+
+
+def end_token(ckpt: Checkpoint) -> tuple[int, str] | None:
+    """The token that ends a text: "<eos>", or a folder model's own ("<|endoftext|>", "</s>", "<|im_end|>")."""
+    return special_token(ckpt, "eos")
+
+
+def pad_token(ckpt: Checkpoint) -> tuple[int, str]:
+    """The padding token (a folder model always has one: its own, an unused embedding row, or its end token)."""
+    found = special_token(ckpt, "pad")
+    return found if found is not None else (int(ckpt.model.config.pad_id), f"<id {ckpt.model.config.pad_id}>")
+
+
+def encode_for(ckpt: Checkpoint, text: str, max_len: int | None = None, bos: bool = False,
+               specials: tuple[str, ...] = ()) -> Encoded:
+    """tokenizer.encode for this model: with bos, its own start token in front (start_token); a folder model's
+    tokens are labelled by piece_text ('␣the'), its pieces are the raw vocabulary entries ('Ġthe'). Typed text is
+    literal: a special token's spelling ("<eos>", "<PAD>", "<|endoftext|>") is plain text, except the `specials` a
+    lesson asks for (the Encoder's <mask>, the Masks page's <pad>)."""
+    tok = ckpt.tokenizer
+    if not is_folder_model(ckpt):
+        enc = encode(tok, text, max_len=max_len, bos=bos, specials=specials)
+    else:
+        raw = encode(tok, text, specials=specials)  # no special tokens added, not cut yet
+        ids, tokens = list(raw.ids), token_texts(ckpt, raw.ids)
+        pieces = [tok.id_to_token(i) or f"<id {i}>" for i in ids]
+        start = start_token(ckpt) if bos else None
+        if start is not None:
+            ids, tokens, pieces = [start[0], *ids], [start[1], *tokens], [start[1], *pieces]
+        total = len(ids)
+        truncated = raw.truncated or (max_len is not None and total > max_len)
+        if max_len is not None:
+            ids, tokens, pieces = ids[:max_len], tokens[:max_len], pieces[:max_len]
+        enc = Encoded(ids, tokens, pieces, truncated, total, raw.literal)
+    return enc
+
+
+def token_texts(ckpt: Checkpoint, ids) -> list[str]:
+    """Display text of each token id (display_token for the app's models, piece_text for a model folder's)."""
+    tok = ckpt.tokenizer
+    if not is_folder_model(ckpt):
+        return [display_token(tok, int(i)) for i in ids]
+    added = set(tok.get_added_tokens_decoder())
+    return [piece_text(tok, int(i), added) for i in ids]
+
+
+def piece_text(tok: Tokenizer, token_id: int, added: set[int] | None = None) -> str:
+    """A real tokenizer's token as a label: its text with a space shown as ␣ and a newline as ↵ (GPT-2's 'Ġthe' and
+    Llama's '▁the' both read '␣the'); special and added tokens literal; part of a multi-byte character stays the raw
+    byte-level piece."""
+    piece = tok.id_to_token(token_id)
+    if piece is None:
+        return f"<id {token_id}>"
+    if token_id in (set(tok.get_added_tokens_decoder()) if added is None else added):
+        return piece
+    if set(piece) <= _BYTE_ALPHABET:
+        text = _BYTE_DECODER.decode([piece])
+        if "\ufffd" in text:
+            return piece
+    else:
+        text = piece.replace("▁", " ")
+    return text.translate(_MARKS) or piece
+
+
+def tokenizer_columns(text: str, model_tok, other: str = "bpe") -> dict[str, list[str]] | None:
+    """The same text under the model's own tokenizer and a shipped one (`other`: "bpe" or "word"), as table columns."""
+    try:
+        theirs = load_tokenizer(other)
+    except ValueError:
+        return None
+    own = "word" if other == "bpe" else "bpe"
+    a, b = encode(model_tok, text, max_len=64), encode(theirs, text, max_len=64)
+    n = max(len(a.ids), len(b.ids))
+    pad = lambda xs: [*xs, *[""] * (n - len(xs))]  # noqa: E731
+    return {f"{own} (the model's)": pad(a.pieces), f"{own} id": pad([str(i) for i in a.ids]),
+                         f"{other} piece": pad(b.pieces), f"{other} id": pad([str(i) for i in b.ids])}
+
+
+def token_id(ckpt: Checkpoint, word: str) -> int | None:
+    enc = encode_for(ckpt, word)
+    return enc.ids[0] if enc.ids and not enc.unknown else None
+
+
+NOTICE_WORDS, NOTICE_WORD_CHARS = 12, 24  # a notice names at most 12 words, each cut to 24 characters
+
+
+def short_word(word: str, limit: int = NOTICE_WORD_CHARS) -> str:
+    """A word as a notice names it: a 5,000-character 'word' filled the screen (#26), so a long one is cut to
+    `limit` characters and says how long it was."""
+    return word if len(word) <= limit else f"{word[:limit - 1]}… ({len(word):,} characters)"
+
+
+def unknown_words_text(words: list[str]) -> str:
+    """The words a word-level model read as <unk>: each once, in order, at most NOTICE_WORDS, each shortened."""
+    distinct = list(dict.fromkeys(words))
+    named = ", ".join(f"`{short_word(w).replace('`', 'ˋ')}`" for w in distinct[:NOTICE_WORDS])
+    more = len(distinct) - NOTICE_WORDS
+    return named + (f" and {more:,} more" if more > 0 else "")
