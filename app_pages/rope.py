@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from viz_model.lessons import rope as lesson
 from viz_model.ui import rope as sections
 from viz_model.ui import share
 from viz_model.ui.models import is_folder_model
@@ -17,10 +18,8 @@ st.markdown(
 
 ckpt = current_model()
 cfg = ckpt.model.config
-live_dk = cfg.d_k if cfg.pos_encoding == "rope" and cfg.d_k % 2 == 0 else 32
-live_base = cfg.rope_base if cfg.pos_encoding == "rope" else 10000.0
-st.caption(f"Pair and score views use d_k = {live_dk} and base {live_base:,.0f}"
-           + (" (the sidebar model's heads)." if cfg.pos_encoding == "rope" else "."))
+live_dk, live_base, panel_len, live_note = lesson.live_settings(cfg)
+st.caption(live_note)
 real = ckpt if is_folder_model(ckpt) and cfg.pos_encoding == "rope" else None  # its own theta and scaling
 if is_folder_model(ckpt) and real is None:
     st.info(f"The sidebar model ({ckpt.metadata.get('model_type')}) has {cfg.pos_encoding} positions, not RoPE: "
@@ -32,8 +31,7 @@ TABS = {
     "Pair rotation": lambda: sections.pair_rotation(live_dk, live_base),
     "Angles": lambda: sections.angles_and_wavelengths(live_dk, live_base),
     "Relative scores": lambda: sections.relative_scores(live_dk, live_base),
-    "Context extension": lambda: sections.context_extension(cfg.max_len if cfg.pos_encoding == "rope" else 4096,
-                                                            real),
+    "Context extension": lambda: sections.context_extension(panel_len, real),
     "Length test": sections.length_experiment,
     "Where it acts": sections.where_rope_acts,
     "Conventions": sections.conventions,

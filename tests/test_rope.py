@@ -141,3 +141,11 @@ def test_the_length_experiment_puts_the_rope_model_first_and_keeps_a_failed_mode
     wide = rl.length_table(table)
     linear = rope.ROPE_SCALING_LABELS["linear"]
     assert wide.loc[("enc-rope", linear), 128] == "4.210" and wide.loc[("enc-rope", linear), 256] == "—"
+
+
+def test_the_live_views_follow_a_rope_model_and_fall_back_for_another():
+    rope_cfg = ModelConfig.preset("tiny", rope_base=500000.0)
+    d_k, base, panel_len, note = rl.live_settings(rope_cfg)
+    assert (d_k, base, panel_len) == (rope_cfg.d_k, 500000.0, rope_cfg.max_len)
+    assert note == f"Pair and score views use d_k = {rope_cfg.d_k} and base 500,000 (the sidebar model's heads)."
+    assert rl.live_settings(ModelConfig.preset("tiny", pos_encoding="sinusoidal"))[:3] == (32, 10000.0, 4096)

@@ -21,6 +21,17 @@ from viz_model.tokenizer import special_ids
 MAX_EDIT_VALUE = 1e6
 
 
+def live_settings(cfg: ModelConfig) -> tuple[int, float, int, str]:
+    """The d_k and base of the pair and score views (the sidebar model's when it uses RoPE), the training length the
+    context-extension panel opens on, and the sentence that says which ones the page uses."""
+    own = cfg.pos_encoding == "rope"
+    d_k = cfg.d_k if own and cfg.d_k % 2 == 0 else 32
+    base = cfg.rope_base if own else 10000.0
+    note = f"Pair and score views use d_k = {d_k} and base {base:,.0f}" + (
+        " (the sidebar model's heads)." if own else ".")
+    return d_k, base, cfg.max_len if own else 4096, note
+
+
 # -- RoPE: the lecture's worked example -----------------------------------------------------------------
 def parse_matrix(rows, shape: tuple[int, int]) -> np.ndarray:
     """Validate an edited table: every cell a finite number of moderate size."""
