@@ -159,3 +159,22 @@ def test_the_forms_summary_and_the_evolution_notes_name_the_setup():
     notes = T.evolution_notes(spec, 3, active=True, translation=True)
     assert notes[0].startswith("3 snapshots of the probe") and "(weight 0.05)" in notes[1]
     assert len(T.evolution_notes(T.TrainSpec(), 3, active=False, translation=False)) == 1
+
+
+@pytest.mark.parametrize("arch", ["rnn", "lstm"])
+def test_a_recurrent_runs_teacher_forcing_claim_is_measured(arch, monkeypatch):
+    """An RNN's ✓ was a 0.0 nobody computed (#27: no ✓ the page did not compute): now each prefix runs alone. A model
+    that read the future would give another number, and the claim fails."""
+    run = T.Run(T.TrainSpec(steps=10, arch=arch))
+    tf = T.teacher_forcing_check(run, "the cat sat on the mat")
+    assert tf.claim.ok and tf.claim.claim.startswith("Each row equals running its prefix alone")
+    real = type(run.model).forward
+
+    def peeking(self, ids, *a, **k):  # every position also reads the sequence's last token: the future leaks in
+        out = real(self, ids, *a, **k)
+        out.logits = out.logits + out.logits[:, -1:].detach()
+        return out
+
+    monkeypatch.setattr(type(run.model), "forward", peeking)
+    bad = T.teacher_forcing_check(run, "the cat sat on the mat")
+    assert not bad.claim.ok and bad.claim.claim.startswith("One-pass predictions differ")
