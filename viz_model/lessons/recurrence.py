@@ -214,7 +214,9 @@ def linear_regime_rnn(gain: float, d_model: int = 16, vocab_size: int = 32, seed
     if not (math.isfinite(gain) and gain > 0):
         raise ValueError(f"the gain of W_hh must be a positive number, got {gain!r}.")
     gen = torch.Generator().manual_seed(seed)
-    model = RecurrentLM("rnn", vocab_size, d_model, 1)
+    with torch.random.fork_rng(devices=[]):  # its LM head too from the seed, not from whatever ran before (#27)
+        torch.manual_seed(seed)
+        model = RecurrentLM("rnn", vocab_size, d_model, 1)
     cell = model.layers[0]
     with torch.no_grad():
         cell.weight_hh_l0.copy_(gain * torch.linalg.qr(torch.randn(d_model, d_model, generator=gen))[0])
