@@ -3,6 +3,7 @@
 import numpy as np
 import streamlit as st
 
+from viz_model.lessons import explorer as lesson
 from viz_model.ui import cache, share, widgets
 from viz_model.ui import explorer as ui
 from viz_model.ui.sidebar import current_model
@@ -42,16 +43,16 @@ tkey = cache.input_key(mid, enc.ids, tokens, bits, scale_on, float(temperature))
 st.header("All heads at a glance")
 roles, measured = ui.roles_for(ckpt)
 page = ui.grid_start(cfg)  # the pass traces only the grid page's layers (all of them for a small model)
-data = cache.cached_trace(model, mid, tuple(enc.ids), bits, scale_on, float(temperature), ui.grid_layers(cfg, page))
+data = cache.cached_trace(model, mid, tuple(enc.ids), bits, scale_on, float(temperature), lesson.grid_layers(cfg, page))
 ui.grid(cfg, data["probs"], tokens, roles, data["allowed"], tkey, page)
-if (note := ui.kv_note(cfg)) is not None:
+if (note := lesson.kv_note(cfg)) is not None:
     st.caption(note)
-    ui.kv_share_check(data, cfg)
+    widgets.show_check(lesson.kv_share_claim(data, cfg))
 if roles is not None and (table := ui.roles_table(ckpt, measured)) is not None:
     label = "measured now on this model" if measured else "measured on held-out text when the model was trained"
     with st.expander(f"Head roles, {label}"):
         st.dataframe(table, hide_index=True, width="stretch")
-        st.caption(ui.ROLE_LEGEND if measured is None else ui.MEASURED_LEGEND.format(
+        st.caption(lesson.ROLE_LEGEND if measured is None else lesson.MEASURED_LEGEND.format(
             n=8, bos=f": {widgets.start_token(ckpt)[1]}" if widgets.uses_bos(ckpt) else ""))
 
 ui.head_view(ckpt, enc, data, tkey, (bits, scale_on, float(temperature)), average, roles)

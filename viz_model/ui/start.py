@@ -10,10 +10,10 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.figures.attention import attention_heatmap
 from viz_model.lessons import common as common_lesson
 from viz_model.lessons import english as english_lesson
+from viz_model.model_text import is_folder_model
 from viz_model.ui import chart
 from viz_model.ui.cache import cached, input_key, model_id, shared_results
 from viz_model.ui.errors import section
-from viz_model.ui.models import is_folder_model
 from viz_model.ui.widgets import layer_head, show_check, show_checks
 
 
