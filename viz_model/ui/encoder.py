@@ -208,9 +208,9 @@ def why_mlm() -> None:
 
 
 # -- held-out metrics ---------------------------------------------------------------------------------
-@st.cache_data(max_entries=8, show_spinner=False)
-def live_metrics(_ckpt: Checkpoint, model_key: str) -> dict:
-    return lesson.heldout_metrics(_ckpt.model, _ckpt.tokenizer)
+def live_metrics(ckpt: Checkpoint, model_key: str) -> dict:
+    return cached("encoder_metrics", (model_key,), lambda: lesson.heldout_metrics(ckpt.model, ckpt.tokenizer),
+                  model_pass=True)
 
 
 def metrics(ckpt: Checkpoint) -> None:

@@ -240,12 +240,6 @@ def train_link() -> None:
 
 
 # -- 5. the batch dimension ---------------------------------------------------------------------------------------
-@st.cache_data(max_entries=32, show_spinner=False)
-def batch_facts(_model, key: str, ids: tuple[tuple[int, ...], ...]) -> dict:
-    """The lesson's measurements and one traced pass of the batch (every layer's weights, (L, N, H, T, T))."""
-    return lesson.batch_facts(_model, ids)
-
-
 @section("the batch view")
 def batch_view(ckpt: Checkpoint, enc: Encoded) -> None:
     cfg = ckpt.model.config
@@ -254,7 +248,8 @@ def batch_view(ckpt: Checkpoint, enc: Encoded) -> None:
     other = st.selectbox("Sample 2", others, index=min(5, len(others) - 1), key="norm_other", **share.URL)
     ids, tokens = lesson.batch_ids(ckpt.tokenizer, enc, other, cfg.pad_id, min(MAX_BATCH_T, cfg.max_len),
                                    uses_bos(ckpt))
-    f = batch_facts(ckpt.model, input_key(model_id(ckpt), ids), tuple(map(tuple, ids)))
+    f = cached("norm_batch", (input_key(model_id(ckpt), ids),),  # every layer's weights, (L, N, H, T, T)
+               lambda: lesson.batch_facts(ckpt.model, tuple(map(tuple, ids))), model_pass=True)
     st.markdown(lesson.shapes_note(f))
     show_check(lesson.mask_claim(f, cfg.causal))
     layer, head = layer_head("norm_batch", cfg.n_layers, cfg.n_heads, where=st.columns(2))

@@ -15,6 +15,7 @@ from viz_model.lecture import ROPE_SENTENCE
 from viz_model.lessons import rope as lesson
 from viz_model.lessons.common import decimate
 from viz_model.ui import share
+from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, is_folder_model, load_model
@@ -29,14 +30,10 @@ HELP = {"angle from q to k in this pair": "(s − t)·θ_i, wrapped to (−180°
 EXT_SEEDED = "rope_ext_seeded"  # which model's settings the context-extension panel was last seeded with
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _on_off(model_id: str, ids: tuple[int, ...], _model) -> tuple:
-    """Traces with RoPE on and off for one (read-only, shared) model and sentence."""
-    return lesson.rope_on_off(_model, ids)
-
-
 def on_off(ckpt, ids) -> tuple:
-    return _on_off(f"{ckpt.path}:{ckpt.metadata.get('title')}:{id(ckpt.model)}", tuple(ids), ckpt.model)
+    """Traces with RoPE on and off for one (read-only, shared) model and sentence."""
+    return cached("rope_on_off", (input_key(model_id(ckpt), tuple(ids)),),
+                  lambda: lesson.rope_on_off(ckpt.model, tuple(ids)), model_pass=True)
 
 
 def rope_model():
@@ -191,16 +188,11 @@ def _extension_views(d_k: int, base: float, L: int, Lp: int, method: str, extra:
 
 
 # -- length experiment ----------------------------------------------------------------------------------
-@st.cache_data(max_entries=64, show_spinner=False)
-def _cell(key: str, path: str | None, mtime: float, multiple: int) -> pd.DataFrame:
-    """Held-out losses of one model at one length, every method (cached per model file)."""
+def _file_cell(key: str, multiple: int) -> pd.DataFrame:
+    """Held-out losses of one model at one length, every method (per loaded model: a changed file is a new one)."""
     ckpt = load_model(key, st.session_state.get(DEVICE_KEY, "auto"))
-    return lesson.length_cell(ckpt.model, ckpt.tokenizer, multiple)
-
-
-def _file_cell(shipped: dict, key: str, multiple: int) -> pd.DataFrame:
-    path = shipped[key].path if key in shipped else None
-    return _cell(key, path, Path(path).stat().st_mtime if path else 0.0, multiple)
+    return cached("rope_length_cell", (model_id(ckpt), multiple),
+                  lambda: lesson.length_cell(ckpt.model, ckpt.tokenizer, multiple), model_pass=True)
 
 
 @section("the length experiment")
@@ -223,7 +215,7 @@ def length_experiment() -> None:
     if not st.session_state.get("rope_len_ran"):
         return
     bar = st.progress(0.0, text="starting…")
-    table = lesson.length_experiment(keys, lambda key, m: _file_cell(shipped, key, m),
+    table = lesson.length_experiment(keys, _file_cell,
                                      lambda done, text: bar.progress(done, text=text))
     show(rfigs.length_losses(table, rope.ROPE_SCALING_LABELS, "Held-out loss against context length"),
          key="rope_len_fig", name="rope_length_experiment")

@@ -15,10 +15,9 @@ from viz_model.ui.sidebar import model_with
 from viz_model.ui.widgets import show_check, token_id
 
 
-@st.cache_resource(max_entries=6, show_spinner=False)
 def table(n_pos: int, d: int, base: float) -> np.ndarray:
-    """Shared, read-only PE table: cache_resource hands out the same array (up to 64 MB) without copying it."""
-    return lesson.read_only_pe(n_pos, d, base)
+    """Shared, read-only PE table: the cache hands out the same array (up to 64 MB) without copying it."""
+    return cached("pe_table", (n_pos, d, float(base)), lambda: lesson.read_only_pe(n_pos, d, base), model_pass=True)
 
 
 @section("the same-token view")
