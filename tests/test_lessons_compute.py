@@ -89,3 +89,19 @@ def test_a_check_is_a_value():
     assert not common.Check(float("nan"), 1e-5, "x").ok
     bad = np.full((2, 3), 0.5)
     assert common.row_sums(bad, "rows").error == pytest.approx(0.5) and not common.row_sums(bad, "rows").ok
+
+
+# Streamlit's caches on the pages: results (figures, model passes, measurements) through the one helper
+# ui.cache.cached; st.cache_resource only for the server's resources: models and tokenizers (ui.models), the job
+# registry (ui.jobs), the class store (ui.classroom).
+RESOURCE_MODULES = {"cache.py", "models.py", "jobs.py", "classroom.py"}
+
+
+def test_pages_cache_results_one_way():
+    found = []
+    for f in sorted([*(ROOT / "viz_model" / "ui").glob("*.py"), *(ROOT / "app_pages").glob("*.py")]):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("cache_data", "cache_resource"):
+                if node.attr == "cache_data" or f.name not in RESOURCE_MODULES or f.parent.name != "ui":
+                    found.append(f"{f.name}:{node.lineno} {node.attr}")
+    assert not found, f"cache these with ui.cache.cached: {found}"

@@ -115,15 +115,12 @@ def measured_roles(ckpt: Checkpoint) -> list | None:
         asked.append(mid)
     start = start_token(ckpt) if uses_bos(ckpt) else None
     try:
-        return _measured_roles(mid, ckpt.model, ckpt.tokenizer, None if start is None else start[0])
+        return cached("head_roles", (mid, None if start is None else start[0]), lambda: real_models.real_head_roles(
+            ckpt.model, ckpt.tokenizer, bos_id=None if start is None else start[0]), model_pass=True,
+            spinner="Measuring every head on repeated random tokens…")
     except ValueError as e:
         st.warning(f"Head roles cannot be measured on this model: {e}")
         return None
-
-
-@st.cache_resource(max_entries=16, show_spinner="Measuring every head on repeated random tokens…")
-def _measured_roles(model_key: str, _model, _tokenizer, bos_id: int | None) -> list:
-    return real_models.real_head_roles(_model, _tokenizer, bos_id=bos_id)
 
 
 def tokens_view(ckpt: Checkpoint, enc) -> None:
@@ -148,9 +145,11 @@ def tokens_view(ckpt: Checkpoint, enc) -> None:
     st.caption(lesson.OTHER_TOKENIZER[own])
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _roles_table(model_key: str, _metadata: dict) -> pa.Table | None:
-    rows = lesson.roles_rows(_metadata, head_name)
+def _roles_table(model_key: str, metadata: dict) -> pa.Table | None:
+    return cached("roles_table", (model_key,), lambda: _arrow(lesson.roles_rows(metadata, head_name)))
+
+
+def _arrow(rows: list[dict] | None) -> pa.Table | None:
     return None if rows is None else pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False)
 
 

@@ -102,21 +102,22 @@ def padding(ckpt: Checkpoint) -> None:
     st.caption(lesson.PADDING_NOTE)
 
 
-@st.cache_data(max_entries=32, show_spinner="Running every prefix…")
-def cached_prefix(_model, model_key: str, ids: tuple[int, ...], masked: bool) -> np.ndarray:
-    return lesson.prefix_runs(_model, list(ids), masked)
+def cached_prefix(ckpt: Checkpoint, ids: tuple[int, ...], masked: bool) -> np.ndarray:
+    return cached("masks_prefix", (input_key(model_id(ckpt), ids), masked),
+                  lambda: lesson.prefix_runs(ckpt.model, list(ids), masked), model_pass=True,
+                  spinner="Running every prefix…")
 
 
 def prefix_runs(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
-    causal = cached_prefix(ckpt.model, model_id(ckpt), tuple(ids), True)
-    free = cached_prefix(ckpt.model, model_id(ckpt), tuple(ids), False)
+    causal, free = cached_prefix(ckpt, tuple(ids), True), cached_prefix(ckpt, tuple(ids), False)
     st.dataframe(pd.DataFrame(lesson.prefix_columns(tokens, causal, free)).set_index("position").T, width="stretch")
     show_said(*lesson.prefix_claims(causal, free))
 
 
-@st.cache_data(max_entries=32, show_spinner="Differentiating every output by every input…")
-def cached_dependency(_model, model_key: str, ids: tuple[int, ...], masked: bool) -> np.ndarray:
-    return lesson.dependency_runs(_model, list(ids), masked)
+def cached_dependency(ckpt: Checkpoint, ids: tuple[int, ...], masked: bool) -> np.ndarray:
+    return cached("masks_dependency", (input_key(model_id(ckpt), ids), masked),
+                  lambda: lesson.dependency_runs(ckpt.model, list(ids), masked), model_pass=True,
+                  spinner="Differentiating every output by every input…")
 
 
 def dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
@@ -126,7 +127,7 @@ def dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
     ids, tokens = ids[:MAX_DEP_T], tokens[:MAX_DEP_T]
     c1, c2 = st.columns(2)
     for col, masked, name in ((c1, True, "causal mask"), (c2, False, "no mask")):
-        j = cached_dependency(ckpt.model, model_id(ckpt), tuple(ids), masked)
+        j = cached_dependency(ckpt, tuple(ids), masked)
         chart.show(dependency_figure(j, tokens, title=f"‖∂h_t/∂e_s‖, {name}"),
                    key=f"masks_dep_{masked}", name=f"dependency_{name.replace(' ', '_')}", container=col)
         if masked:
@@ -135,18 +136,18 @@ def dependency(ckpt: Checkpoint, ids: list[int], tokens: list[str]) -> None:
             col.caption(lesson.free_dependence(j))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_permutation(_ckpt: Checkpoint, model_key: str, masked: bool) -> float:
+def cached_permutation(ckpt: Checkpoint, masked: bool) -> float:
     """Distance between the final vectors of 'report' in the two orders (with <bos> if the model was trained so)."""
-    a, b = (encode_text(_ckpt, s, bos=uses_bos(_ckpt)).ids for s in PERMUTATION)
-    return lesson.report_distance(_ckpt.model, a, b, _ckpt.tokenizer.token_to_id("report"), masked)
+    a, b = (encode_text(ckpt, s, bos=uses_bos(ckpt)).ids for s in PERMUTATION)
+    return cached("masks_permutation", (model_id(ckpt), masked), lambda: lesson.report_distance(
+        ckpt.model, a, b, ckpt.tokenizer.token_to_id("report"), masked), model_pass=True)
 
 
 def permutation() -> None:
     available, distances = {e.key for e in available_models()}, {}
     for key in (k for k in lesson.POSITION_MODELS if k in available):
         ck = load_model(key, st.session_state.get("device_key", "auto"))
-        distances[key] = {masked: cached_permutation(ck, model_id(ck), masked) for masked in (False, True)}
+        distances[key] = {masked: cached_permutation(ck, masked) for masked in (False, True)}
     st.dataframe(pd.DataFrame(lesson.permutation_rows(distances)), hide_index=True, width="stretch")
     show_said(*lesson.permutation_claims(distances), say=st.warning)
     st.caption(lesson.MASK_VS_POSITION)

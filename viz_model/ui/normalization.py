@@ -113,9 +113,8 @@ def reasons_view() -> None:
 
 
 # -- the short training runs: behind a button, kept per setting for every user --------------------------------------
-@st.cache_resource(show_spinner=False)
 def word_tokenizer():
-    return load_tokenizer("word")
+    return cached("tokenizer", ("word",), lambda: load_tokenizer("word"))
 
 
 def run_once(name: str, key: str, label: str, work: str,
