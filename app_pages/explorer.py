@@ -3,6 +3,7 @@
 import numpy as np
 import streamlit as st
 
+from viz_model import model_text
 from viz_model.lessons import explorer as lesson
 from viz_model.ui import cache, share, widgets
 from viz_model.ui import explorer as ui
@@ -53,6 +54,6 @@ if roles is not None and (table := ui.roles_table(ckpt, measured)) is not None:
     with st.expander(f"Head roles, {label}"):
         st.dataframe(table, hide_index=True, width="stretch")
         st.caption(lesson.ROLE_LEGEND if measured is None else lesson.MEASURED_LEGEND.format(
-            n=8, bos=f": {widgets.start_token(ckpt)[1]}" if widgets.uses_bos(ckpt) else ""))
+            n=8, bos=f": {model_text.start_token(ckpt)[1]}" if model_text.uses_bos(ckpt) else ""))
 
 ui.head_view(ckpt, enc, data, tkey, (bits, scale_on, float(temperature)), average, roles)

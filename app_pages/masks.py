@@ -2,12 +2,13 @@
 
 import streamlit as st
 
+from viz_model.model_text import pad_token
 from viz_model.tokenizer import PAD
 from viz_model.ui import masks as ui
 from viz_model.ui import share
 from viz_model.ui.errors import section
 from viz_model.ui.sidebar import current_model
-from viz_model.ui.widgets import layer_head, pad_token, sentence_input
+from viz_model.ui.widgets import layer_head, sentence_input
 
 st.title("Masks")
 st.markdown("A mask decides **which keys each query may read**. It is added to the scores as 0 or −∞ before the "

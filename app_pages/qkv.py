@@ -3,9 +3,10 @@
 import streamlit as st
 
 from viz_model.lessons.qkv import CLAIM_SENTENCES, MINIMAL_PAIRS, lesson_text
+from viz_model.model_text import is_folder_model
 from viz_model.ui import qkv as ui
 from viz_model.ui import share
-from viz_model.ui.models import CLASSROOM_MODEL, is_folder_model, load_model
+from viz_model.ui.models import CLASSROOM_MODEL, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, current_model
 from viz_model.ui.widgets import sentence_input
 

@@ -3,9 +3,9 @@
 import streamlit as st
 
 from viz_model.lessons import rope as lesson
+from viz_model.model_text import is_folder_model
 from viz_model.ui import rope as sections
 from viz_model.ui import share
-from viz_model.ui.models import is_folder_model
 from viz_model.ui.sidebar import current_model
 
 st.title("Rotary position embeddings (RoPE)")

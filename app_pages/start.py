@@ -5,19 +5,11 @@ import streamlit as st
 
 from viz_model.data import TASK_LABELS
 from viz_model.device import describe
+from viz_model.model_text import is_folder_model, start_token, uses_bos
 from viz_model.ui import share
 from viz_model.ui import start as start_view
-from viz_model.ui.models import is_folder_model
 from viz_model.ui.sidebar import current_model
-from viz_model.ui.widgets import (
-    FOLDER_VIEW_TOKENS,
-    MAX_CHARS,
-    encode_text,
-    start_token,
-    token_chips,
-    unknown_notice,
-    uses_bos,
-)
+from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, MAX_CHARS, encode_text, token_chips, unknown_notice
 
 st.title("Attention Lab")
 st.markdown(

@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import assert_clean, texts
 
-from viz_model import checkpoint, hf
+from viz_model import checkpoint, hf, model_text
 from viz_model.lessons import real_models
 from viz_model.ui import models
 
@@ -228,7 +228,7 @@ def test_rope_opens_on_the_models_own_theta_and_scaling(folders):
 
 def test_cached_model_is_shared_and_read_only(folders):
     ckpt = models.load_model("tiny-gpt2")
-    assert models.load_model("tiny-gpt2") is ckpt and models.is_folder_model(ckpt)
+    assert models.load_model("tiny-gpt2") is ckpt and model_text.is_folder_model(ckpt)
     assert not any(p.requires_grad for p in ckpt.model.parameters())
     with torch.no_grad():
         fresh = checkpoint.load_checkpoint(folders["tiny-gpt2"]).model(torch.tensor([[1, 2, 3]])).logits

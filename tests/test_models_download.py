@@ -21,7 +21,7 @@ import torch
 from conftest import ROOT
 from test_hf import _gpt2, _llama, _qwen2
 
-from viz_model import hf
+from viz_model import hf, model_text
 from viz_model import models as downloads
 from viz_model.ui import models
 
@@ -160,7 +160,8 @@ def test_the_app_lists_downloaded_models_from_models_when_the_variable_is_unset(
         assert entry.title.startswith(f"{name} · {kind} · ") and " params · " in entry.title
     assert not models.available_models()[0].folder  # a downloaded model never becomes the default
     ckpt = models.load_model("SmolLM2-135M")
-    assert models.is_folder_model(ckpt) and ckpt.metadata["n_params"] == hf.prepare(offline / "SmolLM2-135M").n_params
+    assert model_text.is_folder_model(ckpt)
+    assert ckpt.metadata["n_params"] == hf.prepare(offline / "SmolLM2-135M").n_params
     # the instructor still decides: set but empty means no folders at all; set means only those folders
     os.environ[hf.ENV_VAR] = ""
     try:

@@ -180,7 +180,8 @@ def test_explorer_on_a_paged_model_traces_the_grid_page_and_the_picked_layer(mod
     from test_app_attention import arr, named
 
     shown = arr(named(json.loads(at.get_by_key("explorer_head_map").proto.spec), "attention")["z"])
-    from viz_model.ui.widgets import encode_text, uses_bos
+    from viz_model.model_text import uses_bos
+    from viz_model.ui.widgets import encode_text
 
     ckpt = models.load_model("tiny-llama")
     enc = encode_text(ckpt, at.text_input(key="explorer_text").value, max_len=64, bos=uses_bos(ckpt))

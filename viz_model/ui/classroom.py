@@ -256,9 +256,9 @@ FREE = "Free question"
 
 
 def _start_preset() -> lesson.Preset:
-    from viz_model.ui.models import is_folder_model
+    from viz_model.model_text import is_folder_model, uses_bos
     from viz_model.ui.sidebar import current_model
-    from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, encode_text, uses_bos
+    from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, encode_text
 
     ckpt, ss = current_model(), st.session_state
     limit = min(ckpt.model.config.max_len, FOLDER_VIEW_TOKENS) if is_folder_model(ckpt) else ckpt.model.config.max_len

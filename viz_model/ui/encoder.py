@@ -14,13 +14,14 @@ from viz_model.figures.encoder import fill_in_bars, look_ahead_bars, masked_atte
 from viz_model.lessons import encoder as lesson
 from viz_model.lessons.encoder import DECODER, KEY, MAX_TOP_K, METRICS, QUERY, SHIPPED
 from viz_model.mlm import mask_words
+from viz_model.model_text import uses_bos
 from viz_model.tokenizer import BOS, MASK, UNK, Encoded
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, cached_trace, input_key, model_id
 from viz_model.ui.errors import section
 from viz_model.ui.models import ModelEntry, available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY
-from viz_model.ui.widgets import CUSTOM, layer_head, show_checks, train_ablation_button, uses_bos
+from viz_model.ui.widgets import CUSTOM, layer_head, show_checks, train_ablation_button
 
 KEPT_MASKS = "encoder_kept_masks"  # {sentence digest: hidden word indices}, so coming back keeps them
 MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:")

@@ -13,25 +13,22 @@ from viz_model.figures import generate as F
 from viz_model.lecture import PROMPTS
 from viz_model.lessons import generate as lesson
 from viz_model.lessons.generate import Settings, StepView
+from viz_model.model_text import end_token, is_folder_model, token_texts, uses_bos
 from viz_model.tokenizer import Encoded
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
-from viz_model.ui.models import is_folder_model
 from viz_model.ui.widgets import (
     FOLDER_VIEW_TOKENS,
     ROW_SUM_TOL,
     encode_text,
-    end_token,
     example_text,
     layer_head,
     reveal_steps,
     row,
     show_check,
-    token_texts,
     unknown_notice,
-    uses_bos,
 )
 
 MAX_NEW = 128          # new tokens per run, whatever the context (bounds the work of one click)

@@ -13,11 +13,12 @@ from viz_model.lecture import PAD_BATCH, PERMUTATION
 from viz_model.lessons import masks as lesson
 from viz_model.lessons.common import Claim
 from viz_model.lessons.masks import QUIZ
+from viz_model.model_text import pad_token, uses_bos
 from viz_model.tokenizer import PAD
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, cached_trace, input_key, mask_bits, model_id
 from viz_model.ui.models import available_models, load_model
-from viz_model.ui.widgets import encode_text, pad_token, show_check, show_checks, uses_bos
+from viz_model.ui.widgets import encode_text, show_check, show_checks
 
 GALLERY = {kind: row.label for kind, row in masks.MASKS.items()}  # the mask table's kinds, in its order
 MAX_GALLERY_T = 16   # the custom editor and four panels stay readable up to here

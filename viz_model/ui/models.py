@@ -23,7 +23,6 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.config import ModelConfig
 from viz_model.device import resolve_device
 from viz_model.model import TinyTransformer
-from viz_model.model_text import is_folder_model  # noqa: F401  (moved to core; pages import it from here until updated)
 from viz_model.tokenizer import load_tokenizer
 
 MODELS_DIR = ASSETS_DIR / "models"

@@ -23,11 +23,12 @@ from viz_model.figures.normalization import (
 )
 from viz_model.lecture import LECTURE_SENTENCES
 from viz_model.lessons import normalization as lesson
+from viz_model.model_text import uses_bos
 from viz_model.tokenizer import Encoded, load_tokenizer
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, input_key, model_id, shared_results
 from viz_model.ui.errors import section
-from viz_model.ui.widgets import layer_head, show_check, show_checks, uses_bos
+from viz_model.ui.widgets import layer_head, show_check, show_checks
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_PAGE = "app_pages/train.py"

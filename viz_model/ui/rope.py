@@ -14,11 +14,12 @@ from viz_model.figures.attention import attention_heatmap
 from viz_model.lecture import ROPE_SENTENCE
 from viz_model.lessons import rope as lesson
 from viz_model.lessons.common import decimate
+from viz_model.model_text import is_folder_model
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
-from viz_model.ui.models import available_models, is_folder_model, load_model
+from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, model_with
 from viz_model.ui.widgets import encode_text, show_check, show_checks
 

@@ -7,12 +7,13 @@ import streamlit as st
 
 from viz_model.figures import sinusoidal as figs
 from viz_model.lessons import sinusoidal as lesson
+from viz_model.model_text import token_id
 from viz_model.ui import share
 from viz_model.ui.cache import cached
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.sidebar import model_with
-from viz_model.ui.widgets import show_check, token_id
+from viz_model.ui.widgets import show_check
 
 
 def table(n_pos: int, d: int, base: float) -> np.ndarray:

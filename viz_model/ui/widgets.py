@@ -12,17 +12,10 @@ import streamlit as st
 from viz_model.checkpoint import Checkpoint
 from viz_model.lecture import EXAMPLES
 from viz_model.lessons.common import Check, Claim, Fact
-from viz_model.model_text import (  # noqa: F401  (the pages' names until they import model_text themselves)
+from viz_model.model_text import (
     encode_for,
-    end_token,
     is_folder_model,
-    pad_token,
-    piece_text,
-    short_word,
-    special_token,
     start_token,
-    token_id,
-    token_texts,
     tokenizer_columns,
     unknown_words_text,
     uses_bos,
