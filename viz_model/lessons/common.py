@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+ROW_SUM_TOL = 1e-5  # float32 softmax rows: |sum - 1| is about 1e-7; a ✓ beyond this tolerance would be false
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,48 @@ class Fact:
 Claim = Check | Fact  # what a lesson's claims(...) returns a list of, in the order the page shows them
 
 
+@dataclass
+class StepView:
+    """One decoding step as a page keeps it: the chosen token and its log-probability, the top-N bars (p the model's,
+    q after the strategy's filter, `chosen` the chosen token's bar) and the step's attention, not the vocab vectors."""
+
+    position: int
+    token_id: int
+    token: str
+    logprob: float
+    labels: list[str]
+    p: np.ndarray
+    q: np.ndarray
+    chosen: int
+    attention: np.ndarray  # (L, H, T): the new token's query over the prefix (a translator's: over the source)
+    stop_reason: str | None
+
+    @classmethod
+    def of(cls, step, token: str, labels: Callable[[np.ndarray], list[str]], attention: torch.Tensor,
+           n: int) -> StepView:
+        """From a generate.GenStep: `labels` names token ids, `attention` is the row to keep, n the bars."""
+        top = top_ids(step.probs, step.token_id, n)
+        return cls(step.position, step.token_id, token, step.logprob, labels(top), step.probs[top].numpy(),
+                   step.filtered_probs[top].numpy(), int(np.nonzero(top == step.token_id)[0][0]),
+                   attention.numpy(), step.stop_reason)
+
+
+def top_ids(probs, chosen: int, n: int) -> np.ndarray:
+    """Ids of the n most probable tokens under the model (plus the chosen one if it is not among them)."""
+    top = np.argsort(-np.asarray(probs), kind="stable")[:n]
+    return top if chosen in top else np.append(top, chosen)
+
+
 def row_sums(probs, claim: str, tol: float = 1e-5) -> Check:
     """Softmax rows sum to 1: the largest |sum - 1| over every row of `probs` (any array, rows on the last axis)."""
     err = float(np.nanmax(np.abs(np.asarray(probs, dtype=np.float64).sum(-1) - 1))) if np.size(probs) else 0.0
     return Check(err, tol, claim)
+
+
+def measured_ago(when: float) -> str:
+    """How long ago a measurement made at time.time() == when was: '12 s ago', '3 min ago'."""
+    age = max(0, int(time.time() - when))
+    return f"{age} s ago" if age < 120 else f"{age // 60} min ago"
 
 
 def decimate(n: int, cap: int) -> np.ndarray:

@@ -16,7 +16,7 @@ import torch
 
 from viz_model.attention import MultiHeadAttention
 from viz_model.device import resolve_device
-from viz_model.lessons.common import Fact, fit_slope
+from viz_model.lessons.common import Fact, fit_slope, measured_ago
 
 PATHS = ("materialised", "sdpa")          # traced path (keeps the T×T matrix) | F.scaled_dot_product_attention
 MODES = ("forward", "forward+backward")
@@ -464,8 +464,7 @@ def sweep_lines(sweep: CostSweep, metric: str) -> list[dict]:
 
 
 def sweep_caption(sweep: CostSweep, when: float, wall_s: float) -> str:
-    age = max(0, int(time.time() - when))
-    ago = f"{age} s ago" if age < 120 else f"{age // 60} min ago"
+    ago = measured_ago(when)
     return (f"Measured on **{sweep.device}** {ago} (took {wall_s:.0f} s): one causal "
             f"attention layer, d_model {sweep.d_model}, {sweep.n_heads} heads, batch {sweep.batch}, "
             f"{sweep.dtype}. Median of 3 timed runs after a warm-up.")

@@ -12,7 +12,7 @@ import torch
 
 from viz_model import data
 from viz_model.generate import Sampling
-from viz_model.lessons.common import Check, Claim, Fact
+from viz_model.lessons.common import Check, Claim, Fact, StepView
 from viz_model.model import eval_mode
 from viz_model.seq2seq import Seq2SeqTrace, Seq2SeqTransformer, decode_steps, encode_source, greedy_batch, guided_head
 from viz_model.tokenizer import BOS, EOS, Encoded, display_token
@@ -286,15 +286,6 @@ def three_attentions(model: Seq2SeqTransformer, src_ids, tgt_ids, pad: int = 0) 
         out[kind] = (probs.numpy(), allowed.numpy())
     return out
 
-__all__ = ["EXAMPLES", "MISSING_TRANSLATOR", "NOT_GUIDED", "NO_REFERENCE", "SHAPES_INTRO", "STRUCTURAL_SPLITS",
-           "THREE_CAPTION", "DecodeTiming", "Membership", "ShapeMembership", "Source", "StepView", "TeacherForced",
-           "accuracy_panels", "alignment_accuracy", "alignment_by_class", "alignment_hits", "alignment_scores",
-           "alignment_sentence", "best_head", "best_timing", "by_class_columns", "crossings", "decode_timing",
-           "decode_views", "decoder_input", "decoding_tensors", "exact_match", "guide_note", "guide_weight",
-           "guided_of", "guided_sentence", "heldout_claims", "heldout_metrics", "metadata_metrics", "reuse_sentence",
-           "shape_membership", "shown_head", "source_of", "structural_claims", "structural_metrics",
-           "structural_rows", "teacher_forced", "three_attentions", "three_claims", "three_panels", "top_ids",
-           "training_membership", "translation_claim", "unguided_line", "word_class"]
 
 
 # TaskData's translation pool (its defaults: the sentences of corpus_split(0, 20_000, 256)), replayed below; a test
@@ -431,26 +422,6 @@ def source_of(tokenizer, enc: Encoded) -> Source:
                   None if alignment is None else tuple(alignment), reason)
 
 
-@dataclass
-class StepView:
-    """What the page keeps of one decoding step: the chosen token, the top-N bars, the attention rows."""
-    token_id: int
-    token: str
-    logprob: float
-    labels: list[str]
-    p: np.ndarray
-    q: np.ndarray
-    chosen: int
-    cross: np.ndarray         # (L, H, T_src): the step's query over the source
-    stop_reason: str | None
-
-
-def top_ids(probs, chosen: int, n: int = 10) -> np.ndarray:
-    """Ids of the n most probable tokens under the model (plus the chosen one if it is not among them)."""
-    top = np.argsort(-np.asarray(probs), kind="stable")[:n]
-    return top if chosen in top else np.append(top, chosen)
-
-
 def decode_views(model: Seq2SeqTransformer, tokenizer, src_ids, strategy: Sampling, seed: int,
                  n_top: int = 10) -> list[StepView]:
     """Every decoding step of this setting (encoder once, cross K/V reused, decoder KV cache) as the page shows it."""
@@ -458,10 +429,8 @@ def decode_views(model: Seq2SeqTransformer, tokenizer, src_ids, strategy: Sampli
     for d in decode_steps(model, list(src_ids), strategy=strategy, seed=seed, max_new_tokens=model.config.max_len,
                           tokenizer=tokenizer, bos_id=tokenizer.token_to_id(BOS), eos_id=tokenizer.token_to_id(EOS)):
         g = d.step
-        top = top_ids(g.probs, g.token_id, n_top)
-        views.append(StepView(g.token_id, g.token, g.logprob, [display_token(tokenizer, int(i)) for i in top],
-                              g.probs[top].numpy(), g.filtered_probs[top].numpy(),
-                              int(np.nonzero(top == g.token_id)[0][0]), d.cross_attention.numpy(), g.stop_reason))
+        views.append(StepView.of(g, g.token, lambda top: [display_token(tokenizer, int(i)) for i in top],
+                                 d.cross_attention, n_top))
     return views
 
 
@@ -510,7 +479,7 @@ def three_claims(run: dict, real: int, pad: int, steps: list[StepView], plain_cr
                        "Future target keys get weight exactly 0.0 (causal); no source key is masked (there is no "
                        "padding)"))
     if steps:
-        rows = np.stack([v.cross for v in steps], axis=2)  # (L, H, n, T_src) from the step-by-step decoding
+        rows = np.stack([v.attention for v in steps], axis=2)  # (L, H, n, T_src) from the step-by-step decoding
         claims.append(Check(float(np.abs(rows - cp[:, :, : len(steps), :real]).max()), 1e-5,
                             f"The {len(steps)} rows decoded one word at a time (encoder once, caches) equal this one "
                             "pass over the whole output"))

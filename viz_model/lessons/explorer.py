@@ -12,11 +12,9 @@ import numpy as np
 import torch
 
 from viz_model.attention import LayerTrace
-from viz_model.lessons.common import Fact
+from viz_model.lessons.common import ROW_SUM_TOL, Fact
 from viz_model.model import TinyTransformer, Trace
 from viz_model.rope import rotate_interleaved
-
-ROW_SUM_TOL = 1e-5  # float32 softmax rows: |sum - 1| is about 1e-7 (as ui.widgets.ROW_SUM_TOL)
 
 
 # -- the pipeline of one layer ------------------------------------------------------------------
@@ -259,25 +257,24 @@ def pipeline_columns(steps: list[Step], checks: dict[str, float]) -> dict[str, l
             "recomputed, max error": ["—" if s.check is None else f"{checks[s.check]:.1e}" for s in steps]}
 
 
+# The pipeline steps whose tensor is recomputed and compared with the trace: step -> (layer_check's error, sentence).
+STEP_CHECKS = {0: ("qkv", "Q, K, V recomputed from X and the weights match the trace"),
+               1: ("scores", "S recomputed as Q·Kᵀ·{scale:.4g} matches the trace"),
+               5: ("head_out", "A·V recomputed from the trace equals head_out"),
+               7: ("attn_out", "concat·W_O + b recomputed equals the layer's attention output")}
+STEP_TOL = 1e-4  # float32 recomputation of a whole layer's tensors
+
+
 def step_claims(i: int, c: dict[str, float], scale: float) -> list[Fact]:
-    """The live check of pipeline step i (0-based) from layer_check's errors `c` (none for steps 3, 4 and 7)."""
-    if i == 0:
-        return [Fact(c["qkv"] < 1e-4, f"Q, K, V recomputed from X and the weights match the trace "
-                                      f"(max error {c['qkv']:.1e}).")]
-    if i == 1:
-        return [Fact(c["scores"] < 1e-4, f"S recomputed as Q·Kᵀ·{scale:.4g} matches the trace "
-                                         f"(max error {c['scores']:.1e}).")]
+    """The live check of pipeline step i (0-based) from layer_check's errors `c` (none for steps 2, 3 and 6)."""
     if i == 4:
         return [Fact(c["row_sums"] <= ROW_SUM_TOL, f"Rows sum to 1, max error {c['row_sums']:.0e} (tolerance "
                                                    f"{ROW_SUM_TOL:.0e}); blocked cells carry weight "
                                                    f"{c['masked_weight']:.0e}.")]
-    if i == 5:
-        return [Fact(c["head_out"] < 1e-4, f"A·V recomputed from the trace equals head_out "
-                                           f"(max error {c['head_out']:.1e}).")]
-    if i == 7:
-        return [Fact(c["attn_out"] < 1e-4, f"concat·W_O + b recomputed equals the layer's attention output "
-                                           f"(max error {c['attn_out']:.1e}).")]
-    return []
+    if i not in STEP_CHECKS:
+        return []
+    name, sentence = STEP_CHECKS[i]
+    return [Fact(c[name] < STEP_TOL, f"{sentence.format(scale=scale)} (max error {c[name]:.1e}).")]
 
 
 def concat_heads(head_out) -> tuple[np.ndarray, list[str]]:

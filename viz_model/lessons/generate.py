@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from viz_model import generate as G
-from viz_model.lessons.common import Check, Fact
+from viz_model.lessons.common import Check, Fact, StepView
 from viz_model.model import eval_mode
 
 TOP_N = 10             # bars in the next-token chart
@@ -26,27 +26,6 @@ class Settings:
     stop_at_eos: bool
     seed: int
     step_mode: bool
-
-
-@dataclass
-class StepView:
-    """What the page keeps of one GenStep: a few numbers and the top-N bars, not the full vocab vectors."""
-    position: int
-    token_id: int
-    token: str
-    logprob: float
-    labels: list[str]
-    p: np.ndarray
-    q: np.ndarray
-    chosen: int
-    attention: np.ndarray  # (L, H, T)
-    stop_reason: str | None
-
-
-def top_ids(probs, chosen: int, n: int = TOP_N) -> np.ndarray:
-    """Ids of the n most probable tokens under the model (plus the chosen one if it is not among them)."""
-    top = np.argsort(-np.asarray(probs), kind="stable")[:n]
-    return top if chosen in top else np.append(top, chosen)
 
 
 def run_steps(model, ids: list[int], s: Settings, eos_id: int, tokenizer=None, **kw) -> list[G.GenStep]:
@@ -63,10 +42,7 @@ def step_views(model, ids: list[int], s: Settings, eos_id: int, end_ids: set[int
     views = []
     for step in G.generate(model, ids, strategy=s.strategy, max_new_tokens=s.max_new, seed=s.seed, use_cache=True,
                            tokenizer=tokenizer, stop_at_eos=s.stop_at_eos, eos_id=eos_id):
-        top = top_ids(step.probs, step.token_id)
-        views.append(StepView(step.position, step.token_id, texts([step.token_id])[0], step.logprob, texts(top),
-                              step.probs[top].numpy(), step.filtered_probs[top].numpy(),
-                              int(np.nonzero(top == step.token_id)[0][0]), step.attention.numpy(), step.stop_reason))
+        views.append(StepView.of(step, texts([step.token_id])[0], texts, step.attention, TOP_N))
         if s.stop_at_eos and step.token_id in end_ids and step.stop_reason != "eos":  # another of the end ids
             views[-1].stop_reason = "eos"
             break

@@ -18,7 +18,7 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.config import ModelConfig
 from viz_model.data import RECALL_KEYS, TASK_LABELS, recall_example
 from viz_model.device import resolve_device
-from viz_model.lessons.common import Claim, Fact, fit_slope
+from viz_model.lessons.common import Claim, Fact, fit_slope, measured_ago
 from viz_model.model import TinyTransformer
 from viz_model.rnn import RecurrentLM
 from viz_model.train import RECALL_DISTANCES, accuracy_by_distance
@@ -319,8 +319,7 @@ def timing_lines(rows: list[TimingRow], slopes: dict[str, float | None]) -> list
 
 def timing_caption(rows: list[TimingRow], when: float, wall_s: float, upper: list[int]) -> str:
     params = ", ".join(f"{name(k)} {next(r.params for r in rows if r.kind == k):,}" for k in _series(rows))
-    age = max(0, int(time.time() - when))
-    ago = f"{age} s ago" if age < 120 else f"{age // 60} min ago"
+    ago = measured_ago(when)
     return (f"Measured on **{rows[0].device.upper()}** {ago} (took {wall_s:.0f} s): median of {REPEATS} runs "
             f"of one batch of {BATCH} after a warm-up. Parameters: {params} (the RNN and LSTM sized to the "
             f"transformer's count). Slope of the log–log fit over T = {upper[0]:,} … {upper[-1]:,}: 1 = time "

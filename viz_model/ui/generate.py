@@ -12,6 +12,7 @@ from viz_model import generate as G
 from viz_model.figures import generate as F
 from viz_model.lecture import PROMPTS
 from viz_model.lessons import generate as lesson
+from viz_model.lessons.common import ROW_SUM_TOL
 from viz_model.lessons.generate import Settings, StepView
 from viz_model.model_text import end_token, is_folder_model, token_texts, uses_bos
 from viz_model.tokenizer import Encoded
@@ -21,7 +22,6 @@ from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.widgets import (
     FOLDER_VIEW_TOKENS,
-    ROW_SUM_TOL,
     encode_text,
     example_text,
     layer_head,

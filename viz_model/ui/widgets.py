@@ -168,9 +168,6 @@ def tokenizer_comparison(text: str, model_tok, other: str = "bpe") -> pd.DataFra
     return None if cols is None else pd.DataFrame(cols)
 
 
-ROW_SUM_TOL = 1e-5  # float32 softmax rows: |sum - 1| is about 1e-7; a ✓ beyond this tolerance would be false
-
-
 def check_line(ok: bool, text: str) -> None:
     (st.success if ok else st.error)(("✓ " if ok else "✗ ") + text)
 
