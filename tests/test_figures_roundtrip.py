@@ -111,6 +111,7 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
     "sinusoidal.pe_slices": lambda: _f("sinusoidal.pe_slices")(pe_table(8, 4), [0, 2, 5], "d = 4"),
     "sinusoidal.pe_heatmap": lambda: _f("sinusoidal.pe_heatmap")(
         PE, np.arange(0, 40, 2), np.arange(0, 16, 2), "The PE table", "PE <sin>"),
+    "sinusoidal.table_heatmap": lambda: _f("sinusoidal.table_heatmap")(PE, np.arange(0, 40, 2), np.arange(16)),
     "sinusoidal.bits_vs_signs": lambda: _f("sinusoidal.bits_vs_signs")(
         (np.arange(16)[:, None] >> np.arange(4)[None, :]) & 1, (pe_table(16, 16)[:, 0::2] > 0).astype(int), "Bits"),
     "sinusoidal.matrix_heatmap": lambda: _f("sinusoidal.matrix_heatmap")(
@@ -235,6 +236,7 @@ TRACE_TYPES = {
     "classroom.answer_histogram": ["bar"],
     "sinusoidal.pe_slices": ["scatter"] * 7,
     "sinusoidal.pe_heatmap": ["heatmap"],
+    "sinusoidal.table_heatmap": ["heatmap"],
     "sinusoidal.bits_vs_signs": ["heatmap"] * 2,
     "sinusoidal.matrix_heatmap": ["heatmap"],
     "sinusoidal.shift_errors": ["bar"],

@@ -8,14 +8,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz_model.figures.common import (
-    MASKED_COLOR,
     SEQUENTIAL,
+    allowed_cells,
     category_axis,
     domain,
     escape,
     fast_figure,
     layout_dict,
-    masked_layer,
+    masked_trace,
     to_numpy,
     token_labels,
 )
@@ -47,17 +47,13 @@ def attention_heatmap(
     Tq, Tk = p.shape
     if (Tq, Tk) != (len(q_tokens), len(k_tokens)):
         raise ValueError(f"matrix is {Tq}x{Tk} but there are {len(q_tokens)} query and {len(k_tokens)} key tokens.")
-    ok = np.ones_like(p, dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
+    ok = allowed_cells(allowed, p.shape)
     ql, kl = token_labels(q_tokens), token_labels(k_tokens)
     show_values = max(Tq, Tk) <= 16 if show_values is None else show_values
     traces = []
     if not ok.all():  # a grey layer beneath, so "blocked" never looks like "learned 0"
-        traces.append(dict(type="heatmap",
-            z=masked_layer(ok), x=kl, y=ql, name="masked", showscale=False,
-            hoverongaps=False,
-            colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertemplate=_hover("masked (−∞)"),
-            text=np.where(ok, "", "×") if show_values else None, texttemplate="%{text}" if show_values else None,
-        ))
+        traces.append(masked_trace(ok, kl, ql, mark="×" if show_values else None, hoverongaps=False,
+                                   hovertemplate=_hover("masked (−∞)")))
     traces.append(dict(type="heatmap",
         z=np.where(ok, p, np.nan).astype(np.float32),  # masked cells are holes
         x=kl, y=ql, name=value_name, hoverongaps=False,
@@ -95,10 +91,9 @@ def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]]
     q_tokens labels the rows when queries and keys differ (cross-attention: (L, H, T_tgt, T_src))."""
     a = to_numpy(probs)
     L, H, Tq, Tk = a.shape
-    ok = np.ones((Tq, Tk), dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
+    ok = allowed_cells(allowed, (Tq, Tk))
     labels = token_labels(tokens)
     rows = labels if q_tokens is None else token_labels(q_tokens)
-    grey = masked_layer(ok)
     hs, vs = 0.02, ((0.12 if roles else 0.08) if L > 1 else 0.0)
     w, h_ = (1 - hs * (H - 1)) / H, (1 - vs * (L - 1)) / L
     data, layout, notes = [], {}, []
@@ -115,9 +110,8 @@ def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]]
             notes.append(dict(text=f"L{l}·H{h}{sub}", x=x0 + w / 2, y=y1, xref="paper", yref="paper",
                               xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)))
             if not ok.all():  # grey underlay: a blocked cell never reads as "learned 0"
-                data.append(dict(type="heatmap", z=grey, x=labels, y=rows, showscale=False, hoverongaps=False,
-                                 colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], name=f"L{l}H{h} masked",
-                                 hovertemplate=f"L{l} H{h}: " + _hover("masked (−∞)"), **ax))
+                data.append(masked_trace(ok, labels, rows, f"L{l}H{h} masked", hoverongaps=False,
+                                         hovertemplate=f"L{l} H{h}: " + _hover("masked (−∞)"), **ax))
             data.append(dict(type="heatmap", z=np.where(ok, a[l, h], np.nan).astype(np.float32), x=labels, y=rows,
                              zmin=0, zmax=1, colorscale=SEQUENTIAL, showscale=(l == h == 0), name=f"L{l}H{h}",
                              hoverongaps=False, hovertemplate=f"L{l} H{h}: " + _hover("%{z:.3f}"),

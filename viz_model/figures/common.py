@@ -88,6 +88,19 @@ def masked_layer(ok: np.ndarray) -> np.ndarray:
     return (~np.asarray(ok, dtype=bool)).astype(np.uint8)
 
 
+def allowed_cells(allowed, shape: tuple[int, ...]) -> np.ndarray:
+    """Bool cells, True where a query may attend: `allowed` as an array, or every cell of `shape` when it is None."""
+    return np.ones(shape, dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
+
+
+def masked_trace(ok: np.ndarray, x, y, name: str = "masked", mark: str | None = None, **kw) -> dict:
+    """The grey layer under a heatmap whose blocked cells are holes (NaN), so "blocked" never reads as "learned 0";
+    `mark` prints a sign ("×", "−∞") in each blocked cell; kw: hover, axes, gaps."""
+    marks = {} if mark is None else dict(text=np.where(ok, "", mark), texttemplate="%{text}")
+    return dict(type="heatmap", z=masked_layer(ok), x=x, y=y, name=name, showscale=False,
+                colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], **marks, **kw)
+
+
 def layout_dict(title: str | None = None, height: int | None = None, *, top: int | None = None,
                 title_top: bool = False, **extra) -> dict:
     """The shared styling (font, margins, a left-aligned title) as a plain dict, the layout of fast_figure.

@@ -10,13 +10,13 @@ import plotly.graph_objects as go
 
 from viz_model.figures.common import (
     FONT,
-    MASKED_COLOR,
     SEQUENTIAL,
+    allowed_cells,
     domain,
     escape,
     fast_figure,
     layout_dict,
-    masked_layer,
+    masked_trace,
     to_numpy,
     token_labels,
 )
@@ -40,10 +40,8 @@ def _panel(name: str, p: np.ndarray, ok: np.ndarray, ql: list[str], kl: list[str
     xs, ys = list(range(Tk)), list(range(Tq))
     out = []
     if not ok.all():
-        out.append(dict(type="heatmap", z=masked_layer(ok), x=xs, y=ys, name=f"{name} mask", showscale=False,
-                        colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertext=hover, hoverinfo="text",
-                        text=np.where(ok, "", "×") if show else None, texttemplate="%{text}" if show else None,
-                        xgap=1, ygap=1, **ax))
+        out.append(masked_trace(ok, xs, ys, f"{name} mask", mark="×" if show else None, hovertext=hover,
+                                hoverinfo="text", xgap=1, ygap=1, **ax))
     out.append(dict(type="heatmap", z=np.where(ok, p, np.nan).astype(np.float32), x=xs, y=ys, name=name, zmin=0,
                     zmax=1, colorscale=SEQUENTIAL, hovertext=hover, hoverinfo="text", hoverongaps=False,
                     text=np.where(ok, np.round(p, 2).astype(str), "") if show else None,
@@ -62,7 +60,7 @@ def three_attentions(panels: Sequence[tuple[str, object, object, Sequence[str], 
     mats = []
     for name, probs, allowed, q_tokens, k_tokens in panels:
         p = to_numpy(probs).astype(float)
-        ok = np.ones(p.shape, bool) if allowed is None else to_numpy(allowed).astype(bool)
+        ok = allowed_cells(allowed, p.shape)
         if p.shape != ok.shape or p.shape != (len(q_tokens), len(k_tokens)):
             raise ValueError(f"{name}: {p.shape[0]}×{p.shape[1]} weights for {len(q_tokens)} queries and "
                              f"{len(k_tokens)} keys.")

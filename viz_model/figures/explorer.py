@@ -11,11 +11,12 @@ from viz_model.figures.common import (
     DIVERGING,
     MASKED_COLOR,
     SEQUENTIAL,
+    allowed_cells,
     category_axis,
     escape,
     fast_figure,
     layout_dict,
-    masked_layer,
+    masked_trace,
     to_numpy,
     token_labels,
     visible,
@@ -59,12 +60,8 @@ def matrix_heatmap(
     bound = float(np.nanmax(np.abs(z))) if ok.any() else 1.0
     traces = []
     if not ok.all():  # grey underlay for blocked (−∞) cells
-        traces.append(dict(type="heatmap",
-            z=masked_layer(ok), x=cols, y=rows, name="masked", showscale=False,
-            colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hoverongaps=False,
-            hovertemplate=where + "−∞<extra></extra>",
-            text=np.where(ok, "", "−∞") if show_values else None, texttemplate="%{text}" if show_values else None,
-        ))
+        traces.append(masked_trace(ok, cols, rows, mark="−∞" if show_values else None, hoverongaps=False,
+                                   hovertemplate=where + "−∞<extra></extra>"))
     traces.append(dict(type="heatmap",
         z=z, x=cols, y=rows, name=value_name, hoverongaps=False, hovertemplate=where + "%{z:.3g}<extra></extra>",
         colorscale=DIVERGING if diverging else SEQUENTIAL,
@@ -118,7 +115,7 @@ def _every(cols: list[str], n: int) -> dict:
 def query_bars(weights, k_tokens: Sequence[str], query_token: str, *, allowed=None) -> go.Figure:
     """One query's attention over the keys as bars; masked keys are listed but drawn as 'masked'."""
     w = to_numpy(weights).astype(float)
-    ok = np.ones_like(w, dtype=bool) if allowed is None else to_numpy(allowed).astype(bool)
+    ok = allowed_cells(allowed, w.shape)
     labels = token_labels(k_tokens)
     q = escape(visible(query_token))
     hover = [f"query '{q}' → key {labels[j]}: " + (f"{w[j]:.3f}" if ok[j] else "masked (−∞)") for j in range(len(w))]
