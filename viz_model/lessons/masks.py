@@ -34,7 +34,8 @@ class MaskEffects:
 
 def mask_effects(scores, allowed) -> MaskEffects:
     """Apply a boolean mask (True = may attend) to one head's scores (tensors or arrays) both ways."""
-    scores, allowed = torch.as_tensor(np.array(scores)), torch.as_tensor(np.array(allowed))  # copies: writable
+    scores, allowed = (x.detach().clone() if torch.is_tensor(x) else torch.from_numpy(np.array(x))  # writable copies
+                       for x in (scores, allowed))
     additive = torch.zeros_like(scores).masked_fill(~allowed, float("-inf"))
     masked = scores + additive
     empty = ~allowed.any(-1, keepdim=True)  # a row with no allowed key: softmax of all -inf is NaN
