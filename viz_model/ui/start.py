@@ -10,6 +10,7 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.figures.attention import attention_heatmap
 from viz_model.lessons import common as common_lesson
 from viz_model.lessons import english as english_lesson
+from viz_model.lessons import start as lesson
 from viz_model.model_text import is_folder_model
 from viz_model.ui import chart
 from viz_model.ui.cache import cached, input_key, model_id, shared_results
@@ -18,8 +19,8 @@ from viz_model.ui.widgets import layer_head, show_check, show_checks
 
 
 def model_card(ckpt: Checkpoint, device: str) -> dict[str, str]:
-    """What the model is, one value per row of the Start page's card (lessons.english.model_card)."""
-    return english_lesson.model_card(ckpt.model, ckpt.metadata or {}, device, is_folder_model(ckpt))
+    """What the model is, one value per row of the Start page's card (lessons.start.model_card)."""
+    return lesson.model_card(ckpt.model, ckpt.metadata or {}, device, is_folder_model(ckpt))
 
 
 def attention_of(ckpt: Checkpoint, ids: tuple[int, ...], layer: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,9 +41,9 @@ def attention_view(ckpt: Checkpoint, enc) -> None:
     fig = cached("start_heatmap", key, lambda: attention_heatmap(
         probs[head], enc.tokens, allowed=allowed, title=f"Layer {layer} · head {head}: attention weights"))
     chart.show(fig, key="start_heatmap", name=f"attention_L{layer}_H{head}")
-    if role := english_lesson.role_line(meta, layer, head):
+    if role := lesson.role_line(meta, layer, head):
         st.caption(role)
-    show_check(english_lesson.row_sum_check(probs[head], cfg.causal))
+    show_check(lesson.row_sum_check(probs[head], cfg.causal))
 
 
 # -- the English model's measured quality ------------------------------------------------------------------
