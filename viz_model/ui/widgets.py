@@ -11,7 +11,7 @@ import streamlit as st
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.lecture import EXAMPLES
-from viz_model.lessons.common import Check, Claim, Fact
+from viz_model.lessons.common import Claim, Fact
 from viz_model.model_text import (
     encode_for,
     is_folder_model,
@@ -168,22 +168,16 @@ def tokenizer_comparison(text: str, model_tok, other: str = "bpe") -> pd.DataFra
     return None if cols is None else pd.DataFrame(cols)
 
 
-def check_line(ok: bool, text: str) -> None:
-    (st.success if ok else st.error)(("✓ " if ok else "✗ ") + text)
-
-
-def verdict(error: float, tol: float, claim: str) -> None:
-    """✓ with the measured error when the claim holds, ✗ otherwise."""
-    show_check(Check(error, tol, claim))
-
-
 def show_check(check: Claim) -> None:
-    """The one way a computed claim (lessons.common.Check or Fact) reaches the page: ✓ or ✗, with its measured error
-    for a Check."""
+    """The one way a computed claim (lessons.common.Check or Fact) reaches the page: ✓ in a success box or ✗ in an
+    error box, with its measured error and tolerance for a Check."""
     if isinstance(check, Fact):
-        return check_line(check.ok, check.claim)
-    check_line(check.ok, f"{check.claim} (max error {check.error:.1e}, tolerance {check.tol:.0e})" if check.ok else
-               f"{check.claim} — failed here: max error {check.error:.1e} (tolerance {check.tol:.0e})")
+        text = check.claim
+    elif check.ok:
+        text = f"{check.claim} (max error {check.error:.1e}, tolerance {check.tol:.0e})"
+    else:
+        text = f"{check.claim} — failed here: max error {check.error:.1e} (tolerance {check.tol:.0e})"
+    (st.success if check.ok else st.error)(("✓ " if check.ok else "✗ ") + text)
 
 
 def show_checks(checks: list[Claim]) -> None:
