@@ -82,16 +82,34 @@ def plotly_array(v, dtype=None) -> np.ndarray:
 @pytest.fixture
 def app_test():
     """AppTest of app.py opened on a page: `at = app_test("app_pages/masks.py")`."""
+    return open_app
+
+
+def open_app(page: str | None = None, timeout: float = 90):
+    """app.py run once in AppTest, then switched to `page` (a module-scoped fixture can call this directly)."""
     from streamlit.testing.v1 import AppTest
 
-    def make(page: str | None = None, timeout: float = 90):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
-        at.run()
-        if page:
-            at.switch_page(page).run()
-        return at
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    return at
 
-    return make
+
+@pytest.fixture(scope="module")
+def classroom():
+    """The shipped classroom checkpoint, loaded once per test module."""
+    from viz_model.checkpoint import load_checkpoint
+
+    return load_checkpoint(ROOT / "assets" / "models" / "classroom.safetensors")
+
+
+@pytest.fixture(scope="module")
+def english_model():
+    """The shipped English checkpoint, loaded once per test module."""
+    from viz_model.checkpoint import load_checkpoint
+
+    return load_checkpoint(ROOT / "assets" / "models" / "english.safetensors")
 
 
 def _free_port() -> int:

@@ -7,12 +7,10 @@ import re
 import conftest
 import numpy as np
 import pytest
-from conftest import plotly_array
+from conftest import open_app, plotly_array
 
-from viz_model.checkpoint import load_checkpoint
 from viz_model.lessons import qkv as lesson
 from viz_model.ui.cache import _built
-from viz_model.ui.models import MODELS_DIR
 
 arr = plotly_array
 
@@ -31,17 +29,7 @@ def clean(at):
 
 @pytest.fixture(scope="module")
 def at():
-    from conftest import ROOT
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    return at.switch_page(PAGE).run()
-
-
-@pytest.fixture(scope="module")
-def classroom():
-    return load_checkpoint(MODELS_DIR / "classroom.safetensors")
+    return open_app(PAGE, timeout=120)
 
 
 def test_page_opens_on_the_lookup_without_the_heldout_measurement(monkeypatch):

@@ -6,7 +6,7 @@ import math
 
 import conftest
 import pytest
-from conftest import spec, texts
+from conftest import open_app, spec, texts
 
 from viz_model.data import RECALL_KEYS
 
@@ -28,12 +28,7 @@ def metrics(at) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def opened():
-    from conftest import ROOT
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    return at.switch_page(PAGE).run()
+    return open_app(PAGE, timeout=120)
 
 
 def test_page_opens_on_the_depth_without_timing(opened):

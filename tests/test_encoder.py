@@ -163,11 +163,6 @@ def test_structural_items_mask_a_word_their_sentence_fixes():
 
 
 # -- what the page shows, computed by the lesson --------------------------------------------------------------
-@pytest.fixture(scope="module")
-def classroom():
-    return checkpoint.load_checkpoint(ASSETS_DIR / "models" / "classroom.safetensors")
-
-
 def test_look_ahead_facts_hold_for_the_encoder_and_fail_with_the_models_swapped(shipped, classroom):
     looks = [encoder.attention_weight(ck.model, ck.tokenizer, encoder.BANK, encoder.QUERY, encoder.KEY)
              for ck in (shipped, classroom)]

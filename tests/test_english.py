@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from viz_model import english
-from viz_model.checkpoint import load_checkpoint
 from viz_model.english import EnglishData, encode_lines, parse_wordnet_line, split_of
 from viz_model.lessons import english as lesson
 from viz_model.tokenizer import UNK, encode
@@ -30,31 +29,27 @@ HOSTILE = {
 }
 
 
-@pytest.fixture(scope="module")
-def ckpt():
-    return load_checkpoint(english.MODEL_PATH)
-
-
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_no_input_becomes_unk(ckpt, name):
-    enc = encode(ckpt.tokenizer, HOSTILE[name])
+def test_no_input_becomes_unk(english_model, name):
+    enc = encode(english_model.tokenizer, HOSTILE[name])
     assert enc.ids and enc.unknown == [] and UNK not in enc.pieces
-    assert ckpt.tokenizer.token_to_id(UNK) not in enc.ids
+    assert english_model.tokenizer.token_to_id(UNK) not in enc.ids
 
 
-def test_lecture_sentences_are_whole_words(ckpt):
+def test_lecture_sentences_are_whole_words(english_model):
     """The coreference sentence the word models could not read: every word is one token (a space before it)."""
-    enc = encode(ckpt.tokenizer, "The animal didn't cross the street because it was too tired")
+    enc = encode(english_model.tokenizer, "The animal didn't cross the street because it was too tired")
     assert [t.strip() for t in enc.tokens] == ["the", "animal", "didn", "'t", "cross", "the", "street", "because",
                                                 "it", "was", "too", "tired"]
 
 
-def test_the_checkpoint_is_the_recipe(ckpt):
-    cfg, meta = ckpt.model.config, ckpt.metadata
+def test_the_checkpoint_is_the_recipe(english_model):
+    cfg, meta = english_model.model.config, english_model.metadata
     for k, v in english.RECIPE["model"].items():
         assert getattr(cfg, k) == v, k
     assert meta["recipe"] == json.loads(json.dumps({k: english.RECIPE[k] for k in ("model", "train", "data")}))
-    assert ckpt.tokenizer.get_vocab_size() == english.VOCAB_SIZE and meta["params"] == ckpt.model.num_params()
+    assert english_model.tokenizer.get_vocab_size() == english.VOCAB_SIZE
+    assert meta["params"] == english_model.model.num_params()
 
 
 def test_wordnet_lines_parse_into_gloss_and_examples():
@@ -66,8 +61,8 @@ def test_wordnet_lines_parse_into_gloss_and_examples():
     assert split_of("n00006269") == split_of("n00006269")  # stable, not Python's salted hash
 
 
-def test_batches_start_at_bos_and_score_repeats_from_the_second_copy(ckpt):
-    tok = ckpt.tokenizer
+def test_batches_start_at_bos_and_score_repeats_from_the_second_copy(english_model):
+    tok = english_model.tokenizer
     data = EnglishData(encode_lines(tok, ["a cat sat", "the dog ran far away", "a bird"]), [[2, 10, 3]], 0, 2,
                        tok.get_vocab_size(), batch_size=32, seq_len=32, repeat_fraction=0.5)
     b1, b2 = data.batch(7), data.batch(7)
@@ -88,21 +83,22 @@ def test_kneser_ney_bigram_is_a_distribution():
 
 
 @pytest.mark.slow
-def test_measurements_recomputed_here_match_the_build_and_clear_the_bars(ckpt):
+def test_measurements_recomputed_here_match_the_build_and_clear_the_bars(english_model):
     """Every number the Start page shows, recomputed on this CPU from the shipped model and held-out sample, and the
     bigram refitted from WordNet's training split: equal to the build's (which ran on a GPU) and past the bars."""
-    meta = ckpt.metadata
+    meta = english_model.metadata
     heldout = english.load_heldout()
-    live = lesson.measure(ckpt.model, ckpt.tokenizer, heldout)
+    live = lesson.measure(english_model.model, english_model.tokenizer, heldout)
     for source, rec in meta["heldout"].items():
         for k in ("perplexity", "shuffled_perplexity"):
             assert live["heldout"][source][k] == pytest.approx(rec[k], rel=2e-3), (source, k)
     assert live["induction"]["second_copy_loss"] == pytest.approx(meta["induction"]["second_copy_loss"], abs=1e-3)
     text = english.english_text()
     assert english.heldout_sample(text)["wordnet"] == heldout["wordnet"]  # the shipped sample is the test split's
-    bigram = lesson.Bigram.fit(encode_lines(ckpt.tokenizer, text.train), ckpt.tokenizer.get_vocab_size())
+    tok = english_model.tokenizer
+    bigram = lesson.Bigram.fit(encode_lines(tok, text.train), tok.get_vocab_size())
     for source, texts in heldout.items():
-        ppl = lesson.bigram_perplexity(bigram, encode_lines(ckpt.tokenizer, texts))
+        ppl = lesson.bigram_perplexity(bigram, encode_lines(english_model.tokenizer, texts))
         assert ppl == pytest.approx(meta["heldout"][source]["bigram_perplexity"], rel=1e-6)
         live["heldout"][source]["bigram_perplexity"] = ppl
     got = {c.name: c for c in lesson.claims(live)}
@@ -130,8 +126,8 @@ def test_english_is_the_shipped_default():
 
 
 # -- the Start page's numbers, computed by the lesson (#27: lessons compute, ui shows) -------------------------
-def test_start_facts_are_the_bars_on_the_recorded_numbers_and_fail_past_a_bar(ckpt):
-    meta = ckpt.metadata
+def test_start_facts_are_the_bars_on_the_recorded_numbers_and_fail_past_a_bar(english_model):
+    meta = english_model.metadata
     facts = lesson.facts(meta)
     assert len(facts) == len(lesson.claims(meta)) and all(f.ok for f in facts)
     assert "(bar ≤ 0.8)" in facts[0].claim and "(bar ≥ 0.6)" in facts[-1].claim
@@ -141,8 +137,8 @@ def test_start_facts_are_the_bars_on_the_recorded_numbers_and_fail_past_a_bar(ck
     assert len(order) == 1 and not order[0].ok and ": 1 (bar ≤ 0.6)" in order[0].claim
 
 
-def test_start_quality_rows_divide_the_recorded_perplexities(ckpt):
-    meta = ckpt.metadata
+def test_start_quality_rows_divide_the_recorded_perplexities(english_model):
+    meta = english_model.metadata
     rows = lesson.quality_rows(meta)
     assert [r["held-out text"] for r in rows] == [lesson.SOURCE_NAMES.get(s, s) for s in meta["heldout"]]
     h = meta["heldout"]["wordnet"]

@@ -9,17 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from viz_model.checkpoint import load_checkpoint
 from viz_model.config import ModelConfig
 from viz_model.lessons import explorer as lesson
 from viz_model.model import TinyTransformer, eval_mode
 from viz_model.tokenizer import encode
-from viz_model.ui.models import MODELS_DIR
-
-
-@pytest.fixture(scope="module")
-def classroom():
-    return load_checkpoint(MODELS_DIR / "classroom.safetensors")
 
 
 @pytest.fixture(scope="module")

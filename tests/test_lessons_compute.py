@@ -17,11 +17,6 @@ from viz_model.lessons import generate as gen_lesson
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def classroom():
-    return load_checkpoint(ASSETS_DIR / "models" / "classroom.safetensors")
-
-
 def test_no_module_of_the_ui_calls_a_model():
     """A call of something named model / _model (or x.model(...)) in viz_model/ui: a forward pass in the wrong layer."""
     found = []

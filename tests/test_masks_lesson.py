@@ -4,7 +4,6 @@ shipped models and fails on an input that breaks it."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 
 from viz_model.checkpoint import load_checkpoint
@@ -19,11 +18,6 @@ IDS_TEXT = "the cat sat on the mat"
 
 def shipped(name: str):
     return load_checkpoint(MODELS_DIR / f"{name}.safetensors")
-
-
-@pytest.fixture(scope="module")
-def classroom():
-    return shipped("classroom")
 
 
 def ids_of(ckpt, text: str = IDS_TEXT) -> list[int]:
