@@ -112,3 +112,19 @@ def test_the_quiz_answers_are_judged_by_the_lesson():
         assert lesson.quiz_answer(n, right).ok and why in lesson.quiz_answer(n, right).claim
         wrong = next(i for i in range(len(options)) if i != right)
         assert not lesson.quiz_answer(n, wrong).ok
+
+
+def test_the_lecture_padded_row_on_a_bpe_model_has_its_pads_at_the_end_and_no_lone_spaces(english_model):
+    """The Masks page's batch on the English model: typed as 'send report <pad> <pad>', the byte-level BPE read each
+    space before a pad as a token of its own (' ' between the pads, counted as a real word); the pads now come from
+    the batch, contiguous at the end of the short row."""
+    tok = english_model.tokenizer
+    pad_id = tok.token_to_id("<pad>")
+    seqs = [(e.ids, e.tokens) for e in (encode(tok, lesson.unpadded(s), bos=True) for s in PAD_BATCH)]
+    tables = lesson.padding_tables(english_model.model, seqs, pad_id, "<pad>")
+    short = list(tables.key_rows["sentence 2"].values())
+    assert short[-2:] == ["✗ <pad>", "✗ <pad>"] and all(c.startswith("✓ ") for c in short[:-2])
+    assert all(c[2:].strip() for c in short)  # no token whose label is only white space
+    assert tables.claims[0].ok
+    typed = encode(tok, PAD_BATCH[1], bos=True, specials=("<pad>",))  # the old way: a space token between the pads
+    assert any(not t.strip() for t in typed.tokens)

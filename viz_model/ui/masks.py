@@ -90,8 +90,7 @@ def additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[s
 
 
 def padding(ckpt: Checkpoint) -> None:
-    encs = [encode_text(ckpt, s, bos=uses_bos(ckpt), specials=(PAD,), notice=False)  # the lecture's row has pads
-            for s in PAD_BATCH]
+    encs = [encode_text(ckpt, lesson.unpadded(s), bos=uses_bos(ckpt), notice=False) for s in PAD_BATCH]
     pad_id, pad_name = pad_token(ckpt)
     tables = lesson.padding_tables(ckpt.model, [(e.ids, e.tokens) for e in encs], pad_id, pad_name)
     c1, c2 = st.columns(2)
