@@ -156,3 +156,17 @@ def test_bpe_round_trips_any_text_and_splits_rare_words(bpe):
     text = "the trophy didn't fit in the suitcase, zebras!"
     assert bpe.decode(bpe.encode(text).ids) == text.lower()
     assert len(bpe.encode("antidisestablishment").ids) > 1
+
+
+def test_a_kept_special_on_a_byte_level_bpe_takes_the_space_before_it(english_model):
+    """'send report <PAD> <PAD>' on the English model: the byte-level BPE read each space before a kept <pad> as a
+    token of its own (a lone ' ' between the pads); the special now takes it, as an AddedToken(lstrip=True) does.
+    A special read as plain text, the word tokenizer and a space after the special are unchanged."""
+    tok = english_model.tokenizer
+    kept = encode(tok, "send report <PAD> <PAD>", specials=(PAD,))
+    assert kept.tokens == [" send", " report", "<pad>", "<pad>"]
+    assert kept.ids[:2] == encode(tok, "send report").ids and kept.ids[2:] == [tok.token_to_id(PAD)] * 2
+    assert encode(tok, "a <pad>  b", specials=(PAD,)).tokens == [" a", "<pad>", " ", " b"]
+    assert encode(tok, "send report <PAD>").literal == [("<PAD>", PAD)]  # not kept: still plain text
+    word = load_tokenizer("word")
+    assert encode(word, "send report <PAD> <PAD>", specials=(PAD,)).tokens == ["send", "report", "<PAD>", "<PAD>"]

@@ -147,13 +147,17 @@ def _literal_ids(tok: Tokenizer, text: str, keep: frozenset[str]
              if i in special and (i != unk or _fold(text[a:b]) == _fold(special[i]))]
     keep_folded = {_fold(t) for t in keep}
     literal = [(text[slice(*enc.offsets[k])], name) for k, name in found if _fold(name) not in keep_folded]
-    if not literal:
+    # A byte-level BPE reads the space before a kept special as a token of its own ('send report <pad> <pad>': a lone
+    # ' ' between the pads, a real word to the masks); the special takes it, as a Hugging Face AddedToken(lstrip=True).
+    absorb = isinstance(tok.decoder, decoders.ByteLevel) and len(literal) < len(found)
+    if not literal and not absorb:
         return list(enc.ids), list(enc.offsets), []
     split = _split_specials(tok)
     ids, offsets, start = [], [], 0
     for k in [*(k for k, name in found if _fold(name) in keep_folded), None]:
         end = enc.offsets[k][0] if k is not None else len(text)
-        part = split.encode(text[start:end], add_special_tokens=False)
+        part = split.encode(text[start:end].rstrip() if absorb and k is not None else text[start:end],
+                            add_special_tokens=False)
         ids += part.ids
         offsets += [(a + start, b + start) for a, b in part.offsets]
         if k is not None:
