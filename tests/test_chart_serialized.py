@@ -36,3 +36,26 @@ def assert_identical(a, b, path: str = "figure") -> None:
 def test_the_dict_sent_is_the_validated_copy(name):
     fig = SAMPLES[name]()
     assert_identical(_Serialized(fig).to_dict(), readable_numbers(go.Figure(fig)).to_dict())
+
+
+def test_a_chart_without_toolbar_has_no_modebar_and_others_keep_theirs():
+    """The sidebar's class histogram (toolbar=False): Plotly's modebar covered its title on hover in the narrow
+    sidebar. Every other chart keeps the modebar and its PNG camera."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import plotly.graph_objects as go
+
+        from viz_model.ui import chart
+
+        fig = go.Figure(go.Bar(x=[1, 2], y=["a", "b"], orientation="h"))
+        chart.show(fig, key="with", exports=False)
+        chart.show(fig, key="without", exports=False, toolbar=False)
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception
+    configs = [json.loads(c.proto.config) for c in at.get("plotly_chart")]  # in the script's order
+    assert configs[0].get("displayModeBar", True) is True and configs[0]["toImageButtonOptions"]["format"] == "png"
+    assert configs[1]["displayModeBar"] is False

@@ -18,12 +18,14 @@ from viz_model.figures.export import figure_csv, figure_html, figure_tables, pre
 from viz_model.ui.presenter import presenter_on
 
 
-def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = True, container=None, **kwargs):
+def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = True, toolbar: bool = True,
+         container=None, **kwargs):
     """st.plotly_chart with the app's conventions. `name` names the exported files (defaults to key).
 
     Every chart says what it shows in one sentence computed from its data (figures.describe.summary): the chart's
     accessible name (alt) and a caption under it, for everyone. `container` (a column, tab...) is where to draw;
-    exports=False for charts a live fragment redraws every second (no popovers; the sentence still).
+    exports=False for charts a live fragment redraws every second (no popovers; the sentence still); toolbar=False
+    hides Plotly's modebar where a narrow chart has no room for it (the sidebar's: it covered the title on hover).
     """
     name = name or key
     target = container if container is not None else st
@@ -32,8 +34,8 @@ def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = T
         fig = presenter_style(go.Figure(fig))
     kwargs.setdefault("alt", words)
     # theme=None: the figure's own template (figures.common.TEMPLATE) is what the student sees; see its comment
-    event = target.plotly_chart(_Serialized(fig), key=key, config=png_config(name, scale=4 if presenter_on() else 3),
-                                theme=None, **kwargs)
+    config = {**png_config(name, scale=4 if presenter_on() else 3), **({} if toolbar else {"displayModeBar": False})}
+    event = target.plotly_chart(_Serialized(fig), key=key, config=config, theme=None, **kwargs)
     target.caption(f"In words: {literal(words)}")
     if exports:
         row = target.container(horizontal=True, gap="small")

@@ -239,7 +239,7 @@ def _leader_status_body(code: str) -> None:
     counts = store().tally(code, q.qid)
     st.markdown(f"**Question {q.qid}:** {chart.literal(q.prompt)}")
     fig = answer_histogram(q.choices, counts, q.answer.get("correct") if q.revealed else None)
-    chart.show(fig, key="class_histogram", name=f"class_{code}_q{q.qid}", exports=False)
+    chart.show(fig, key="class_histogram", name=f"class_{code}_q{q.qid}", exports=False, toolbar=False)
     if q.revealed:
         st.caption(chart.literal(lesson.model_answer_text(q.choices, q.answer)))
         if st.button("Close the question", key="class_close"):
