@@ -18,7 +18,7 @@ st.markdown(
 
 ckpt = current_model()
 cfg = ckpt.model.config
-live_dk, live_base, panel_len, live_note = lesson.live_settings(cfg)
+live_dk, live_base, live_note = lesson.live_settings(cfg)
 st.caption(live_note)
 real = ckpt if is_folder_model(ckpt) and cfg.pos_encoding == "rope" else None  # its own theta and scaling
 if is_folder_model(ckpt) and real is None:
@@ -31,7 +31,7 @@ TABS = {
     "Pair rotation": lambda: sections.pair_rotation(live_dk, live_base),
     "Angles": lambda: sections.angles_and_wavelengths(live_dk, live_base),
     "Relative scores": lambda: sections.relative_scores(live_dk, live_base),
-    "Context extension": lambda: sections.context_extension(panel_len, real),
+    "Context extension": lambda: sections.context_extension(lesson.panel_defaults(cfg), real),
     "Length test": sections.length_experiment,
     "Where it acts": sections.where_rope_acts,
     "Conventions": sections.conventions,

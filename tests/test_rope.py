@@ -1,6 +1,8 @@
 """The RoPE page's claims and views as lessons.rope computes them (#27: lessons compute, ui shows): each claim holds
 on real numbers and fails where the property it states is broken."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -145,7 +147,14 @@ def test_the_length_experiment_puts_the_rope_model_first_and_keeps_a_failed_mode
 
 def test_the_live_views_follow_a_rope_model_and_fall_back_for_another():
     rope_cfg = ModelConfig.preset("tiny", rope_base=500000.0)
-    d_k, base, panel_len, note = rl.live_settings(rope_cfg)
-    assert (d_k, base, panel_len) == (rope_cfg.d_k, 500000.0, rope_cfg.max_len)
+    d_k, base, note = rl.live_settings(rope_cfg)
+    assert (d_k, base) == (rope_cfg.d_k, 500000.0)
     assert note == f"Pair and score views use d_k = {rope_cfg.d_k} and base 500,000 (the sidebar model's heads)."
-    assert rl.live_settings(ModelConfig.preset("tiny", pos_encoding="sinusoidal"))[:3] == (32, 10000.0, 4096)
+    sinusoidal = ModelConfig.preset("tiny", pos_encoding="sinusoidal")
+    assert rl.live_settings(sinusoidal)[:2] == (32, 10000.0)
+    # the context-extension panel opens on the model's context when it uses RoPE, else 4,096; L′ eight times L
+    assert rl.panel_defaults(rope_cfg) == {"d_k": 128, "base": 10000.0, "L": rope_cfg.max_len,
+                                           "Lp": 8 * rope_cfg.max_len}
+    assert rl.panel_defaults(sinusoidal)["L"] == 4096
+    longest = rl.panel_defaults(SimpleNamespace(max_len=rl.L_MAX, pos_encoding="rope"))  # a 128k-context folder
+    assert (longest["L"], longest["Lp"]) == (rl.L_MAX, rl.LP_MAX)

@@ -95,13 +95,12 @@ def start_question(model, tokens: Sequence[str], ids: Sequence[int], layer: int,
 
 def rope_preset(config, settings: Mapping) -> Preset:
     """The RoPE page's question at its context-extension settings (`settings`: its widget values by key; a setting
-    not drawn yet takes the page's default: L the model's context, L′ eight times it, d_k 128, base 10,000)."""
-    default_len = config.max_len if config.pos_encoding == "rope" else 4096
-    L = int(settings.get("rope_ext_L", min(default_len, 131072)))
-    Lp = int(settings.get("rope_ext_Lp", min(8 * default_len, 1048576)))
+    not drawn yet takes the page's default, lessons.rope.panel_defaults)."""
+    d = rope_lesson.panel_defaults(config)
+    L, Lp = int(settings.get("rope_ext_L", d["L"])), int(settings.get("rope_ext_Lp", d["Lp"]))
     extra = {name: float(settings[key]) for name, key in ROPE_EXTRA_KEYS.items() if key in settings}
-    return rope_question(int(settings.get("rope_ext_dk", 128)), float(settings.get("rope_ext_base", 10000.0)), L, Lp,
-                         extra)
+    return rope_question(int(settings.get("rope_ext_dk", d["d_k"])), float(settings.get("rope_ext_base", d["base"])),
+                         L, Lp, extra)
 
 
 def model_answer_text(choices: Sequence[str], answer: dict) -> str:

@@ -21,15 +21,25 @@ from viz_model.tokenizer import special_ids
 MAX_EDIT_VALUE = 1e6
 
 
-def live_settings(cfg: ModelConfig) -> tuple[int, float, int, str]:
-    """The d_k and base of the pair and score views (the sidebar model's when it uses RoPE), the training length the
-    context-extension panel opens on, and the sentence that says which ones the page uses."""
+L_MAX, LP_MAX = 131072, 1048576  # the context-extension panel's largest training length L and target length L′
+
+
+def panel_defaults(cfg: ModelConfig) -> dict:
+    """The context-extension panel's opening settings for the sidebar's model: L its context when it uses RoPE (else
+    4,096), L′ eight times L, d_k 128, base 10,000 (class mode's RoPE question reads the same)."""
+    default_len = cfg.max_len if cfg.pos_encoding == "rope" else 4096
+    return {"d_k": 128, "base": 10000.0, "L": min(default_len, L_MAX), "Lp": min(8 * default_len, LP_MAX)}
+
+
+def live_settings(cfg: ModelConfig) -> tuple[int, float, str]:
+    """The d_k and base of the pair and score views (the sidebar model's when it uses RoPE), and the sentence that
+    says which ones the page uses."""
     own = cfg.pos_encoding == "rope"
     d_k = cfg.d_k if own and cfg.d_k % 2 == 0 else 32
     base = cfg.rope_base if own else 10000.0
     note = f"Pair and score views use d_k = {d_k} and base {base:,.0f}" + (
         " (the sidebar model's heads)." if own else ".")
-    return d_k, base, cfg.max_len if own else 4096, note
+    return d_k, base, note
 
 
 # -- RoPE: the lecture's worked example -----------------------------------------------------------------
@@ -296,8 +306,8 @@ def model_extension(cfg: ModelConfig) -> dict:
     sc = dict(cfg.rope_scaling or {})
     method, factor = sc.pop("type", "none"), float(sc.pop("factor", 1.0))
     original = int(sc.pop("original_max_position_embeddings", 0)) or round(cfg.max_len / factor)
-    out = {"d_k": cfg.d_k, "base": float(cfg.rope_base), "L": min(max(16, original), 131072), "method": method}
-    out["Lp"] = min(max(out["L"], round(factor * out["L"])) if method != "none" else 8 * out["L"], 1048576)
+    out = {"d_k": cfg.d_k, "base": float(cfg.rope_base), "L": min(max(16, original), L_MAX), "method": method}
+    out["Lp"] = min(max(out["L"], round(factor * out["L"])) if method != "none" else 8 * out["L"], LP_MAX)
     out.update({k: float(v) for k, v in sc.items() if k in SCALING_PARAMS})
     return out
 

@@ -133,22 +133,20 @@ def _seed_extension(model: dict | None, name: str) -> None:
 
 
 @section("the context extension panel")
-def context_extension(default_len: int, ckpt=None) -> None:
-    """ckpt: the sidebar's RoPE model folder, whose own theta, scaling and lengths the panel opens on (and checks
-    against its own frequencies); None for the app's own models."""
+def context_extension(d: dict, ckpt=None) -> None:
+    """d: lessons.rope.panel_defaults. ckpt: the sidebar's RoPE model folder, whose own theta, scaling and lengths the
+    panel opens on instead (and checks against its own frequencies); None for the app's own models."""
     own = lesson.model_extension(ckpt.model.config) if ckpt is not None else None
     _seed_extension(own, str(ckpt.path) if ckpt is not None else "")
     if own is not None:
         st.caption(lesson.own_settings_sentence(ckpt.model.config))
     c = st.columns(4)
     d_ks, bases = lesson.panel_choices(own)
-    d_k = c[0].select_slider("d_k", d_ks, value=128, key="rope_ext_dk", **share.URL)
-    base = c[1].select_slider("base", bases, value=10000.0, key="rope_ext_base", **share.URL,
+    d_k = c[0].select_slider("d_k", d_ks, value=d["d_k"], key="rope_ext_dk", **share.URL)
+    base = c[1].select_slider("base", bases, value=d["base"], key="rope_ext_base", **share.URL,
                               format_func=lambda b: f"{b:,.0f}")
-    L = c[2].number_input("training length L", 16, 131072, min(default_len, 131072), step=16, key="rope_ext_L",
-                          **share.URL)
-    Lp = c[3].number_input("target length L′", 16, 1048576, min(8 * default_len, 1048576), step=16,
-                           key="rope_ext_Lp", **share.URL)
+    L = c[2].number_input("training length L", 16, lesson.L_MAX, d["L"], step=16, key="rope_ext_L", **share.URL)
+    Lp = c[3].number_input("target length L′", 16, lesson.LP_MAX, d["Lp"], step=16, key="rope_ext_Lp", **share.URL)
     methods = list(rope.ROPE_INIT_FUNCTIONS)
     method = st.radio("method", methods, format_func=rope.ROPE_SCALING_LABELS.get, horizontal=True,
                       key="rope_ext_method", **share.URL, index=methods.index("ntk"))
