@@ -1,8 +1,9 @@
 """Every page shows the same numbers before and after (#27's quality bar): each page of app.py, opened with its
 default settings on the classroom model, and each of its tabs, is compared with a record made from the code before
-the refactor (commit dffc99b) in tests/data/pages_same_numbers.json. One page was re-recorded after a meant change,
+the refactor (commit dffc99b) in tests/data/pages_same_numbers.json. Two pages were re-recorded after a meant change,
 named in the file's "rerecorded": RNN vs Transformer's linear-regime chart (its RNN's LM head now comes from its seed,
-not from whatever ran before it on the server).
+not from whatever ran before it on the server) and Normalization › The batch dimension's stated error (the loss terms
+computed as the model's loss is).
 
 What is recorded, per view (a page's default view and each of its tabs):
   - every Plotly chart (by key, else by its place on the page): layout title, axis titles and tick labels, annotation
