@@ -85,11 +85,14 @@ def app_test():
     return open_app
 
 
-def open_app(page: str | None = None, timeout: float = 90):
-    """app.py run once in AppTest, then switched to `page` (a module-scoped fixture can call this directly)."""
+def open_app(page: str | None = None, timeout: float = 90, query: dict | None = None):
+    """app.py run once in AppTest (opened with the link's `query` parameters), then switched to `page` (a
+    module-scoped fixture can call this directly)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
     at.run()
     if page:
         at.switch_page(page).run()

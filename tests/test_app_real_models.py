@@ -52,17 +52,11 @@ def grid(at) -> dict:
 
 
 def app(folders, model: str | None = None, page: str | None = None):
-    from conftest import ROOT
-    from streamlit.testing.v1 import AppTest
+    from conftest import open_app
 
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    if model:  # a link names a model by its picker label (Streamlit's URL value of a selectbox)
-        titles = {e.key: e.title for e in models.available_models(("transformer",))}
-        at.query_params["model_key"] = titles.get(model, model)
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    return at
+    # a link names a model by its picker label (Streamlit's URL value of a selectbox)
+    titles = {e.key: e.title for e in models.available_models(("transformer",))}
+    return open_app(page, timeout=120, query={"model_key": titles.get(model, model)} if model else None)
 
 
 def test_sidebar_lists_the_instructors_folders_with_their_size(folders):

@@ -228,7 +228,9 @@ def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = Non
     k = 1 if most == 1 else st.slider("Context words given to the model", 1, most, 1, key="generate_tf_k", **share.URL)
     end = [eos_id(ckpt)] if end_token(ckpt) is not None else []
     context, truth = enc.ids[:first + k], [*enc.ids[first + k:], *end]
-    run = lesson.teacher_forcing(ckpt.model, context, truth, ckpt.tokenizer, eos_id(ckpt))
+    run = cached("generate_teacher_forcing", (input_key(model_id(ckpt), context, truth),),  # 2 + n passes
+                 lambda: lesson.teacher_forcing(ckpt.model, context, truth, ckpt.tokenizer, eos_id(ckpt)),
+                 model_pass=True)
     st.dataframe(pd.DataFrame(run.rows(first + k, truth, partial(token_texts, ckpt))), hide_index=True,
                  key="generate_tf_table")
     show_check(run.check)

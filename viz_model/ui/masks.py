@@ -92,7 +92,9 @@ def additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[s
 def padding(ckpt: Checkpoint) -> None:
     encs = [encode_text(ckpt, lesson.unpadded(s), bos=uses_bos(ckpt), notice=False) for s in PAD_BATCH]
     pad_id, pad_name = pad_token(ckpt)
-    tables = lesson.padding_tables(ckpt.model, [(e.ids, e.tokens) for e in encs], pad_id, pad_name)
+    seqs = [(e.ids, e.tokens) for e in encs]
+    tables = cached("masks_padding", (input_key(model_id(ckpt), seqs, pad_id),),  # two passes: once per server
+                    lambda: lesson.padding_tables(ckpt.model, seqs, pad_id, pad_name), model_pass=True)
     c1, c2 = st.columns(2)
     c1.markdown(f"**Key mask** — which keys may be read (✗ = `{pad_name}`, blocked in every row)")
     c1.dataframe(pd.DataFrame.from_dict(tables.key_rows, orient="index"), width="stretch")
