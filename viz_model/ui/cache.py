@@ -35,10 +35,14 @@ def cached_trace(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes 
     of them; the arrays keep their (L, ...) shape, NaN in the layers not traced, and data["layers"] names the traced
     ones (None: every layer). No pass computes the LM head: no view of a trace shows logits."""
     ids = tuple(ids)
-    layers = None if layers is None else tuple(sorted({int(i) for i in layers}))
-    knobs = (attn_mask, bool(scale_scores), float(temperature), layers)
+    knobs = (attn_mask, bool(scale_scores), float(temperature), _layer_set(layers))
     key = input_key(model_key, ids, *knobs)
     return _widen(cached("trace", (key,), lambda: _frozen(_trace(_model, ids, *knobs)), model_pass=True))
+
+
+def _layer_set(layers) -> tuple[int, ...] | None:
+    """The traced layers as one canonical key: sorted, each once (None: every layer)."""
+    return None if layers is None else tuple(sorted({int(i) for i in layers}))
 
 
 PER_LAYER = ("q", "k", "v", "scores", "probs", "head_out", "attn_out", "x_in", "entropy")
@@ -80,8 +84,7 @@ def cached_checks(_model, model_key: str, ids: tuple[int, ...], attn_mask: bytes
                   temperature: float, layer: int, layers: tuple[int, ...] | None = None) -> dict[str, float]:
     """lesson.pipeline_check for one layer of cached_trace's pass, from its arrays: only the layer on screen is
     recomputed (the same arguments as cached_trace, then the layer; `layers` as cached_trace's, naming the pass)."""
-    args = (tuple(ids), attn_mask, bool(scale_scores), float(temperature),
-            None if layers is None else tuple(sorted({int(i) for i in layers})))
+    args = (tuple(ids), attn_mask, bool(scale_scores), float(temperature), _layer_set(layers))
     key = input_key(model_key, *args, int(layer))
     return cached("trace_checks", (key,), lambda: _checks(_model, model_key, int(layer), *args), model_pass=True)
 
