@@ -116,15 +116,15 @@ def test_the_quiz_answers_are_judged_by_the_lesson():
 
 def test_the_lecture_padded_row_on_a_bpe_model_has_its_pads_at_the_end_and_no_lone_spaces(english_model):
     """The Masks page's batch on the English model: typed as 'send report <pad> <pad>', the byte-level BPE read each
-    space before a pad as a token of its own (' ' between the pads, counted as a real word); the pads now come from
-    the batch, contiguous at the end of the short row."""
+    space before a pad as a token of its own (' ' between the pads, counted as a real word); the tokenizer now gives
+    each kept <pad> the space before it, so the typed row is the batch-padded one."""
     tok = english_model.tokenizer
     pad_id = tok.token_to_id("<pad>")
-    seqs = [(e.ids, e.tokens) for e in (encode(tok, lesson.unpadded(s), bos=True) for s in PAD_BATCH)]
+    seqs = [(e.ids, e.tokens) for e in (encode(tok, s, bos=True, specials=(PAD,)) for s in PAD_BATCH)]
     tables = lesson.padding_tables(english_model.model, seqs, pad_id, "<pad>")
     short = list(tables.key_rows["sentence 2"].values())
     assert short[-2:] == ["✗ <pad>", "✗ <pad>"] and all(c.startswith("✓ ") for c in short[:-2])
     assert all(c[2:].strip() for c in short)  # no token whose label is only white space
     assert tables.claims[0].ok
-    typed = encode(tok, PAD_BATCH[1], bos=True, specials=("<pad>",))  # the pads typed: the same row (the tokenizer
-    assert typed.ids == [*seqs[1][0], pad_id, pad_id]                  # gives each kept <pad> the space before it)
+    unpadded = encode(tok, "send report", bos=True)
+    assert seqs[1][0] == [*unpadded.ids, pad_id, pad_id]

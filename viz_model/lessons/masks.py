@@ -181,12 +181,6 @@ class PaddingTables:
     claims: list[Claim]
 
 
-def unpadded(text: str) -> str:
-    """The lecture's padded row without its typed pads: the batch adds them (padding_tables), so a byte-level BPE
-    model does not read the space before each typed pad as a token of its own (it did: ' ' between the pads)."""
-    return " ".join(w for w in text.split() if w.lower() != PAD)
-
-
 def padding_tables(model: TinyTransformer, seqs: list[tuple[list[int], list[str]]], pad_id: int,
                    pad_name: str) -> PaddingTables:
     """The sentences (ids, tokens) padded into one batch with `pad_id`: its key and loss masks as table rows, and the

@@ -90,7 +90,8 @@ def additive_vs_multiply(scores: np.ndarray, allowed: np.ndarray, tokens: list[s
 
 
 def padding(ckpt: Checkpoint) -> None:
-    encs = [encode_text(ckpt, lesson.unpadded(s), bos=uses_bos(ckpt), notice=False) for s in PAD_BATCH]
+    encs = [encode_text(ckpt, s, bos=uses_bos(ckpt), specials=(PAD,), notice=False)  # the lecture's row has pads
+            for s in PAD_BATCH]
     pad_id, pad_name = pad_token(ckpt)
     seqs = [(e.ids, e.tokens) for e in encs]
     tables = cached("masks_padding", (input_key(model_id(ckpt), seqs, pad_id),),  # two passes: once per server
