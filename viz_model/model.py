@@ -118,10 +118,13 @@ class BlockOutput(NamedTuple):
     cross_trace: LayerTrace | None = None   # cross-attention internals (cross blocks, when traced)
 
 
-def lm_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """Mean next-token cross-entropy; targets equal to pad_id or IGNORE_INDEX are left out."""
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor, pad_id: int, reduction: str = "mean") -> torch.Tensor:
+    """Mean next-token cross-entropy; targets equal to pad_id or IGNORE_INDEX are left out. reduction="none": the
+    (B, T) terms themselves (0 where left out), from the same kernel, so their mean is the loss to float rounding."""
     targets = targets.masked_fill(targets == pad_id, IGNORE_INDEX)  # loss mask: no pad targets
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX,
+                           reduction=reduction)
+    return loss if reduction != "none" else loss.view(targets.shape)
 
 
 class Block(nn.Module):

@@ -14,7 +14,7 @@ from torch import nn
 from viz_model.config import NORMS, ModelConfig
 from viz_model.data import TaskData
 from viz_model.lessons.common import Check, Claim, Fact
-from viz_model.model import IGNORE_INDEX, TinyTransformer, eval_mode, make_norm
+from viz_model.model import IGNORE_INDEX, TinyTransformer, eval_mode, lm_loss, make_norm
 from viz_model.tokenizer import PAD, Encoded, encode
 from viz_model.train import DivergedEvent, StepEvent, TrainConfig, Trainer
 
@@ -207,10 +207,9 @@ def batch_independence(model: TinyTransformer, ids: torch.Tensor, targets: torch
             changed = model(other, trace=True).logits
     layer = out.trace.layers[0]
     flat = targets.masked_fill(targets == pad, IGNORE_INDEX)
-    # The terms as model.lm_loss computes them (rows of (N·T, vocab)): over a transposed (N, vocab, T) tensor the
-    # kernel rounds otherwise, and on the English model's 8,192 words the two means parted by 1.2e-5 (> LOSS_TOL).
-    losses = F.cross_entropy(out.logits.reshape(-1, out.logits.shape[-1]), flat.reshape(-1), ignore_index=IGNORE_INDEX,
-                             reduction="none").view(flat.shape)  # (N, T)
+    # The model's own loss terms: cross-entropy over a transposed (N, vocab, T) tensor rounds otherwise, and on the
+    # English model's 8,192 words its mean parted from the loss by 1.2e-5 (> LOSS_TOL).
+    losses = lm_loss(out.logits, targets, pad, reduction="none")  # (N, T)
     scored = flat != IGNORE_INDEX
     mean = float(losses[scored].mean())
     shapes = {name: tuple(getattr(layer, name).shape) for name in ("q", "k", "v", "probs")}
