@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from viz_model.rnn import RecurrentLM
+
 ROW_SUM_TOL = 1e-5  # float32 softmax rows: |sum - 1| is about 1e-7; a ✓ beyond this tolerance would be false
 
 
@@ -102,15 +104,16 @@ def fit_slope(Ts: Sequence[int], ys: Sequence[float]) -> float | None:
 # -- causal = one pass, not sequential ------------------------------------------------------------
 @torch.no_grad()
 def prefix_check(model, ids, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """(T,) max |logits_t(full pass) - logits_t(prefix 0..t alone)|, both under `attn_mask` (None: causal)."""
+    """(T,) max |logits_t(full pass) - logits_t(prefix 0..t alone)|, both under `attn_mask` (None: causal). An RNN
+    or LSTM has no mask to pass: it reads left to right, and each prefix simply runs alone."""
     ids = torch.as_tensor(ids, dtype=torch.long)
     ids = (ids[None] if ids.ndim == 1 else ids[:1]).to(model.device)  # (1, T): the first sequence
     T = ids.shape[1]
     mask = torch.ones(T, T, dtype=torch.bool).tril() if attn_mask is None else attn_mask.bool()
-    full = model(ids, attn_mask=mask).logits[0]                             # (T, vocab)
-    diffs = [(model(ids[:, : t + 1], attn_mask=mask[: t + 1, : t + 1]).logits[0, t] - full[t]).abs().max()
-             for t in range(T)]
-    return torch.stack(diffs).cpu()
+    masked = not isinstance(model, RecurrentLM)
+    run = lambda t: model(ids[:, :t], **({"attn_mask": mask[:t, :t]} if masked else {})).logits[0]  # noqa: E731
+    full = run(T)                                                           # (T, vocab)
+    return torch.stack([(run(t + 1)[t] - full[t]).abs().max() for t in range(T)]).cpu()
 
 
 @torch.no_grad()

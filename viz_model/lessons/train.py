@@ -317,21 +317,11 @@ def history(events: list[dict]) -> History:
     return h
 
 
-def prefix_check(model: TinyTransformer, tok, text: str, recurrent: bool = False) -> float:
+def prefix_check(model: TinyTransformer, tok, text: str) -> float:
     """Max |logit difference| between the one-pass prediction at t and running the prefix 0..t alone, in eval mode
-    as teacher_forcing runs (a BatchNorm model in training mode refuses the one-token prefix). recurrent: an RNN or
-    LSTM, which has no mask to pass: each prefix is simply run alone."""
-    ids = encode(tok, text, max_len=model.config.max_len, bos=True).ids
+    as teacher_forcing runs (a BatchNorm model in training mode refuses the one-token prefix)."""
     with eval_mode(model):
-        return float((_recurrent_prefix_errors(model, ids) if recurrent else prefix_errors(model, ids)).max())
-
-
-@torch.no_grad()
-def _recurrent_prefix_errors(model, ids) -> torch.Tensor:
-    """(T,) max |logits_t(one pass) - logits_t(prefix 0..t alone)| of a recurrent model (it reads left to right)."""
-    x = torch.tensor([list(ids)], device=model.device)  # (1, T)
-    full = model(x).logits[0]                          # (T, vocab)
-    return torch.stack([(model(x[:, : t + 1]).logits[0, t] - full[t]).abs().max() for t in range(x.shape[1])]).cpu()
+        return float(prefix_errors(model, encode(tok, text, max_len=model.config.max_len, bos=True).ids).max())
 
 
 @torch.no_grad()
@@ -403,7 +393,7 @@ def teacher_forcing_check(run: Run, text: str) -> TeacherForcing:
     the job's model_lock."""
     rows = teacher_forcing(run.model, run.tok, text)
     recurrent = run.spec.kind in RECURRENT_KINDS  # measured too: an RNN's ✓ was once a 0.0 nobody computed
-    err = prefix_check(run.model, run.tok, text, recurrent) if recurrent or run.config.causal else None
+    err = prefix_check(run.model, run.tok, text) if recurrent or run.config.causal else None
     mean = sum(r["loss"] for r in rows) / len(rows)
     summary = f"{len(rows)} predictions from one pass; mean loss {mean:.3f} nats."
     return TeacherForcing(rows, summary, None if err is None else prefix_claim(err))
