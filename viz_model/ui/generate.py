@@ -12,8 +12,8 @@ from viz_model import generate as G
 from viz_model.figures import generate as F
 from viz_model.lecture import PROMPTS
 from viz_model.lessons import generate as lesson
-from viz_model.lessons.common import ROW_SUM_TOL
-from viz_model.lessons.generate import Settings, StepView
+from viz_model.lessons.common import ROW_SUM_TOL, StepView
+from viz_model.lessons.generate import Settings
 from viz_model.model_text import end_token, is_folder_model, token_texts, uses_bos
 from viz_model.tokenizer import Encoded
 from viz_model.ui import share
