@@ -45,9 +45,11 @@ IGNORED_CONSOLE = ("/_stcore/health", "/_stcore/host-config")
 
 @pytest.fixture(scope="session", autouse=True)
 def _one_torch_thread():
-    """As app.py does: tiny tensors on a shared 2-core machine run far faster on one torch thread."""
+    """As app.py does: tiny tensors on a shared 2-core machine run far faster on one torch thread.
+    ATTENTION_LAB_TORCH_THREADS=2, which app.py reads too, runs the suite and its apps on two instead, to show that no
+    test depends on the thread count (a reduction split over two threads adds in another order: #38)."""
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))
     yield
     torch.set_num_threads(before)
 

@@ -35,6 +35,8 @@ from viz_model.seq2seq import (  # noqa: E402
     translate,
 )
 
+pytestmark = pytest.mark.float_sensitive  # run again under ATEN_CPU_CAPABILITY=default by `make test` (#38)
+
 DATA = Path(__file__).resolve().parent / "data"
 REF_TENSORS = DATA / "decoder_stack_reference.safetensors"
 REF_JSON = DATA / "decoder_stack_reference.json"
@@ -185,6 +187,20 @@ def outputs():
     return compute()
 
 
+# The reference was recorded on one CPU; another computes the same float32 passes with another kernel (AVX-512, AVX2,
+# no SIMD: ATEN_CPU_CAPABILITY) and thread count, which adds in another order. After several matmuls that moves an
+# activation by up to ~2e-5 (a residual stream near 0.4 on an AVX2 machine: #38), and 5e-5 under
+# ATEN_CPU_CAPABILITY=default. So activations compare within rtol 1e-4 plus 1e-4 of each tensor's largest finite
+# magnitude (logits up to ~20 get 2e-3, probabilities 1e-4): float32 reality, and 100x below a change in the 2nd
+# significant digit. Token ids, stop reasons and state-dict keys stay exact (the next test), and so do argmaxes.
+RTOL = 1e-4
+
+
+def _atol(want: torch.Tensor) -> float:
+    finite = want[torch.isfinite(want)]
+    return RTOL * max(1.0, float(finite.abs().max()) if finite.numel() else 0.0)
+
+
 def test_every_recorded_tensor_is_unchanged(outputs):
     tensors, _ = outputs
     ref = load_file(REF_TENSORS)
@@ -192,7 +208,20 @@ def test_every_recorded_tensor_is_unchanged(outputs):
     for key, want in ref.items():
         got = tensors[key]
         assert got.shape == want.shape, key
-        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5, msg=lambda m, k=key: f"{k}: {m}")
+        torch.testing.assert_close(got, want, atol=_atol(want), rtol=RTOL, msg=lambda m, k=key: f"{k}: {m}")
+
+
+def test_every_recorded_argmax_is_unchanged(outputs):
+    """Where the reference's best logit leads the runner-up by more than float32 noise, the same token wins."""
+    tensors, _ = outputs
+    ref = load_file(REF_TENSORS)
+    keys = [k for k in ref if k.endswith("logits")]
+    assert len(keys) >= 10
+    for key in keys:
+        top2 = ref[key].topk(2, dim=-1).values  # (..., 2)
+        clear = (top2[..., 0] - top2[..., 1]) > 10 * _atol(ref[key])
+        assert clear.float().mean() > 0.5, key
+        assert torch.equal(tensors[key].argmax(-1)[clear], ref[key].argmax(-1)[clear]), key
 
 
 def test_translations_tokens_and_state_dict_keys_are_unchanged(outputs):
