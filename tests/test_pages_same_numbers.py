@@ -92,6 +92,8 @@ NUMBER = re.compile(r"(?<![\w.])([-−]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w])"
 ARRAY_FIELDS = ("x", "y", "z", "customdata", "text", "hovertext", "values", "labels", "r", "theta", "base", "width")
 # Strings that state a wall-clock time: a box, metric or table cell matching this is not compared.
 TIMING = re.compile(r"\d\s*(ms|µs|us|s|sec|seconds?|min)\b|\btook\b|it/s|per second", re.I)
+# The server's thread setting (ATTENTION_LAB_TORCH_THREADS), which the model card shows: the suite also runs on 2.
+THREADS = re.compile(r"\d+ threads?/request")
 # Charts whose numbers are wall-clock measurements (they differed between two recordings of the same commit): only
 # their titles and their traces' names and types are compared.
 EXCLUDED = {
@@ -211,7 +213,7 @@ def frame_record(df) -> dict:
             integer = getattr(s.dtype, "kind", "f") in "iub" and not s.isna().any()
             cols[str(c)] = fingerprint(s.to_numpy(dtype=int if integer else float))
             continue
-        vals = [str(v) for v in s.tolist()]
+        vals = [THREADS.sub("N threads/request", str(v)) for v in s.tolist()]
         cols[str(c)] = "(timing: not compared)" if any(TIMING.search(v) for v in vals) else fingerprint(vals)
     return {"columns": [str(c) for c in df.columns], "index": fingerprint([str(i) for i in df.index]), "data": cols}
 
