@@ -17,6 +17,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import ROOT, assert_clean, spec  # noqa: E402
 
+pytestmark = pytest.mark.float_sensitive  # run again under ATEN_CPU_CAPABILITY=default by `make test` (#38)
+
 DATA = Path(__file__).resolve().parent / "data" / "masks_gallery.json"
 KINDS = ["causal", "bidirectional", "padding", "sliding_window", "prefix_lm", "custom"]
 SENTENCES = {"plain": "The cat sat on the mat", "padded": "send report <PAD> <PAD>"}
@@ -72,7 +74,9 @@ def _close(a, b, path: str) -> None:
     elif isinstance(a, list) and a and isinstance(a[0], float | int | None):
         x = np.array([np.nan if v is None else v for v in a], dtype=float)
         y = np.array([np.nan if v is None else v for v in b], dtype=float)
-        assert np.allclose(x, y, atol=1e-6, rtol=0, equal_nan=True), path
+        # float32 scores from another CPU kernel (ATEN_CPU_CAPABILITY, threads) differ by ~1e-6 on values near 6
+        # (9.5e-7 seen, #38): rtol 1e-4 with atol 1e-5 survives that, and still fails a change in the 4th digit.
+        assert np.allclose(x, y, atol=1e-5, rtol=1e-4, equal_nan=True), path
     else:
         assert a == b, path
 

@@ -212,6 +212,22 @@ def test_a_model_not_in_the_offline_cache_is_one_clear_sentence(hub, offline):
     assert run.returncode == 1 and (offline / "gpt2" / "config.json").is_file()
 
 
+def test_a_download_elsewhere_names_that_folder_in_every_sentence(hub, offline, tmp_path):
+    """#43: `download NAME --dest DIR` said "copy ... into models/NAME", "run `make models`" and "the app lists it at
+    its next start", none of them true of DIR."""
+    elsewhere = tmp_path / "elsewhere"
+    run = _cli("download", "distilgpt2", "--dest", str(elsewhere))  # not in the offline cache
+    error = [ln for ln in run.stderr.splitlines() if ln.startswith("error:")]
+    assert run.returncode == 1 and len(error) == 1, run.stderr
+    assert f"into {elsewhere / 'distilgpt2'} by hand" in error[0]
+    assert f"download distilgpt2 --dest {elsewhere}" in error[0] and "make models" not in error[0]
+    run = _cli("download", "gpt2", "--dest", str(elsewhere))
+    assert run.returncode == 0 and (elsewhere / "gpt2" / "config.json").is_file(), run.stderr
+    assert f"{hf.ENV_VAR}={elsewhere / 'gpt2'}" in run.stdout and "at its next start" not in run.stdout
+    run = _cli("download", "gpt2")  # the usual home is still listed at the next start
+    assert run.returncode == 0 and "at its next start" in run.stdout
+
+
 def test_no_internet_is_one_clear_sentence(hub, offline):
     with socket.socket() as s:  # a port nothing listens on: the connection is refused at once, nothing leaves
         s.bind(("127.0.0.1", 0))

@@ -98,12 +98,20 @@ def _hub_settings(env: Mapping[str, str]) -> tuple[str | None, bool]:
     return cache or None, offline
 
 
-def _sentence(c: Curated, error: BaseException, offline: bool, cache: str | None) -> str:
-    """huggingface_hub's error, as one sentence for the instructor."""
+def _again(c: Curated, dest: Path, env: Mapping[str, str]) -> str:
+    """The command that fetches `c` into `dest` again: `make models` for the usual home, else the --dest command."""
+    if dest == hf.models_home(env):
+        return f"`make models MODELS={c.name}`"
+    return f"`python -m viz_model.models download {c.name} --dest {dest}`"
+
+
+def _sentence(c: Curated, error: BaseException, offline: bool, cache: str | None, dest: Path,
+              env: Mapping[str, str]) -> str:
+    """huggingface_hub's error, as one sentence for the instructor, naming the folder they asked for (dest)."""
     from huggingface_hub import errors
 
-    again = f"`make models MODELS={c.name}`"
-    by_hand = f"or copy a model folder (config.json, *.safetensors, tokenizer.json) into models/{c.name} by hand"
+    again = _again(c, dest, env)
+    by_hand = f"or copy a model folder (config.json, *.safetensors, tokenizer.json) into {dest / c.name} by hand"
     where = cache or "the Hugging Face cache (HF_HUB_CACHE)"
     if isinstance(error, errors.RevisionNotFoundError):
         return f"{c.name}: the Hub has no such revision of {c.repo_id}; check CURATED in viz_model/models.py."
@@ -124,7 +132,7 @@ def _sentence(c: Curated, error: BaseException, offline: bool, cache: str | None
         return f"{c.name}: the Hugging Face Hub answered {status} for {c.repo_id}; try {again} again later."
     if isinstance(error, OSError):
         return f"{c.name}: could not write the files ({error.strerror or error}); free some disk space or check " \
-               f"the permissions of {where} and models/, then run {again} again."
+               f"the permissions of {where} and {dest}, then run {again} again."
     return f"{c.name}: the download failed ({type(error).__name__}: {error}); run {again} again."
 
 
@@ -156,21 +164,23 @@ def download(name: str, dest: str | Path | None = None, env: Mapping[str, str] |
         snapshot = Path(snapshot_download(c.repo_id, cache_dir=cache, local_files_only=offline,
                                           allow_patterns=list(ALLOW_PATTERNS), ignore_patterns=list(IGNORE_PATTERNS)))
     except Exception as e:  # every failure becomes one sentence, never a traceback
-        raise DownloadError(_sentence(c, e, offline, cache)) from e
+        raise DownloadError(_sentence(c, e, offline, cache, dest, env)) from e
     files = sorted(p for p in snapshot.iterdir() if p.is_file() and allowed(p.name))
     got = {p.name for p in files}
     if "config.json" not in got or not any(n.endswith(".safetensors") for n in got):
         if offline:
-            raise DownloadError(_sentence(c, FileNotFoundError(snapshot), offline, cache))
+            raise DownloadError(_sentence(c, FileNotFoundError(snapshot), offline, cache, dest, env))
         raise DownloadError(f"{c.name}: {c.repo_id} has no config.json with safetensors weights in "
-                            f"{snapshot}; delete that folder and run `make models MODELS={c.name}` again.")
+                            f"{snapshot}; delete that folder and run {_again(c, dest, env)} again.")
     try:
-        return _install(c, files, dest, say)
+        return _install(c, files, dest, say, listed=dest == hf.models_home(env) and not env.get(hf.ENV_VAR))
     except OSError as e:
-        raise DownloadError(_sentence(c, e, offline, cache)) from e
+        raise DownloadError(_sentence(c, e, offline, cache, dest, env)) from e
 
 
-def _install(c: Curated, files: list[Path], dest: Path, say: Callable[[str], None]) -> Path:
+def _install(c: Curated, files: list[Path], dest: Path, say: Callable[[str], None], listed: bool = True) -> Path:
+    """Place the files in dest/NAME through a staging folder. `listed`: whether the app lists dest/NAME as it
+    starts (it reads the models home only while ATTENTION_LAB_MODEL_DIRS is unset); if not, say how to list it."""
     staging = dest / STAGING / c.name
     if staging.exists():
         shutil.rmtree(staging)
@@ -192,8 +202,10 @@ def _install(c: Curated, files: list[Path], dest: Path, say: Callable[[str], Non
     if entry.problem is not None:
         say(f"{c.name} is in {final}, but the app will list it as unavailable: {entry.problem}")
     else:
+        how = ("The app lists it in the model picker at its next start." if listed else
+               f"The app lists it when started with {hf.ENV_VAR}={final} (the instructor chooses the folders).")
         say(f"{c.name} is in {final}: {entry.n_params or 0:,} parameters, "
-            f"{hf.human_bytes(entry.size_bytes)} of weights. The app lists it in the model picker at its next start.")
+            f"{hf.human_bytes(entry.size_bytes)} of weights. {how}")
     return final
 
 
@@ -245,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {e}", file=sys.stderr)
             failed += 1
         except KeyboardInterrupt:
-            print(f"error: {name}: interrupted; models/{name} is unchanged.", file=sys.stderr)
+            print(f"error: {name}: interrupted; {dest / name} is unchanged.", file=sys.stderr)
             return 130
     return 1 if failed else 0
 
