@@ -5,6 +5,7 @@ import streamlit as st
 
 from viz_model import model_text
 from viz_model.lessons import explorer as lesson
+from viz_model.lessons.common import roles_measured_on
 from viz_model.ui import cache, share, widgets
 from viz_model.ui import explorer as ui
 from viz_model.ui.sidebar import current_model
@@ -50,7 +51,8 @@ if (note := lesson.kv_note(cfg)) is not None:
     st.caption(note)
     widgets.show_check(lesson.kv_share_claim(data, cfg))
 if roles is not None and (table := ui.roles_table(ckpt, measured)) is not None:
-    label = "measured now on this model" if measured else "measured on held-out text when the model was trained"
+    label = "measured now on this model, " + roles_measured_on(None, True) if measured else \
+        "measured when the model was built, " + roles_measured_on(ckpt.metadata, model_text.is_folder_model(ckpt))
     with st.expander(f"Head roles, {label}"):
         st.dataframe(table, hide_index=True, width="stretch")
         st.caption(lesson.ROLE_LEGEND if measured is None else lesson.MEASURED_LEGEND.format(

@@ -1,45 +1,25 @@
-"""Start: what the app is, the loaded model, and one sentence through the whole pipeline."""
+"""Start: what the app is and what to do, one sentence through the model first; the model and its quality below."""
 
 import pandas as pd
 import streamlit as st
 
 from viz_model.data import TASK_LABELS
 from viz_model.device import describe
+from viz_model.lessons import start as lesson
 from viz_model.model_text import is_folder_model, start_token, uses_bos
 from viz_model.ui import share
 from viz_model.ui import start as start_view
 from viz_model.ui.sidebar import current_model
-from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, MAX_CHARS, encode_text, token_chips, unknown_notice
+from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, MAX_CHARS, encode_text, page_link, token_chips, unknown_notice
 
 st.title("Attention Lab")
-st.markdown(
-    "See inside a small transformer **while it runs**. Every number on these pages is computed live "
-    "on the model in the sidebar: pick a sentence, a layer and a head, and watch where each token looks."
-)
+st.markdown(lesson.INTRO)
 
 ckpt = current_model()
 model, cfg = ckpt.model, ckpt.model.config
-
-st.header("The model")
-card = start_view.model_card(ckpt, describe(model.device))
 folder = is_folder_model(ckpt)
-rows = [list(card)[:6], list(card)[6:]] if folder else [list(card)]  # a real model's card: two rows that fit
-for names in rows:
-    st.dataframe(pd.DataFrame({"": [card[n] for n in names]}, index=names, dtype=str).T, hide_index=True)
-meta = ckpt.metadata
-if folder:
-    st.caption(f"A {meta.get('architecture') or meta.get('model_type')} read from the instructor's model folder "
-               f"“{meta.get('name')}”: real weights, converted once and shared by everyone, read-only. Every page "
-               "below runs it live; views of every head read at most "
-               f"{min(cfg.max_len, FOLDER_VIEW_TOKENS)} tokens.")
-if isinstance(meta.get("heldout"), dict):
-    start_view.english_quality(ckpt)
-elif meta.get("heldout_loss") is not None:
-    task = TASK_LABELS.get(meta.get("task"), meta.get("task", "?"))
-    st.caption(f"Trained for {meta.get('steps', '?')} steps on {task}; "
-               f"held-out loss {meta['heldout_loss']:.3f}.")
 
-st.header("One sentence, end to end")
+# The first screen: a sentence and its attention (the model card and its measured quality come after).
 text = share.text(st, "Type a sentence", "The cat sat on the mat", "start_text", MAX_CHARS)
 start = start_token(ckpt)
 if start is None:
@@ -59,12 +39,32 @@ enc = encode_text(ckpt, text, max_len=limit, bos=bos)
 if enc.truncated:
     st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
             "so only the first ones are shown.")
-if len(enc.ids) <= int(bos):
+if len(enc.ids) > int(bos):
+    if enc.unknown and not folder:
+        unknown_notice(enc.unknown)
+    token_chips(enc)
+    start_view.attention_view(ckpt, enc)
+else:  # the layer and head are not drawn: they keep their values (persist_state)
     st.warning("Type at least one word to see its tokens and attention.")
-    st.stop()  # the layer and head below are not drawn: they keep their values (persist_state)
-if enc.unknown and not folder:
-    unknown_notice(enc.unknown)
 
-token_chips(enc)
+st.subheader("Where to next")
+for page, label, icon in lesson.NEXT_PAGES:
+    page_link(page, label, icon)
 
-start_view.attention_view(ckpt, enc)
+st.header("The model")
+card = start_view.model_card(ckpt, describe(model.device))
+rows = [list(card)[:6], list(card)[6:]] if folder else [list(card)]  # a real model's card: two rows that fit
+for names in rows:
+    st.dataframe(pd.DataFrame({"": [card[n] for n in names]}, index=names, dtype=str).T, hide_index=True)
+meta = ckpt.metadata
+if folder:
+    st.caption(f"A {meta.get('architecture') or meta.get('model_type')} read from the instructor's model folder "
+               f"“{meta.get('name')}”: real weights, converted once and shared by everyone, read-only. Every page "
+               "runs it live; views of every head read at most "
+               f"{min(cfg.max_len, FOLDER_VIEW_TOKENS)} tokens.")
+if isinstance(meta.get("heldout"), dict):
+    start_view.english_quality(ckpt)
+elif meta.get("heldout_loss") is not None:
+    task = TASK_LABELS.get(meta.get("task"), meta.get("task", "?"))
+    st.caption(f"Trained for {meta.get('steps', '?')} steps on {task}; "
+               f"held-out loss {meta['heldout_loss']:.3f}.")

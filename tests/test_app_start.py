@@ -12,12 +12,32 @@ def test_start_page_shows_model_card_tokens_and_heatmap(app_test):
     at = app_test()
     assert not at.exception
     assert at.title[0].value == "Attention Lab"
-    assert len(at.dataframe) >= 2  # model card + tokens
-    tokens = at.dataframe[1].value
+    assert len(at.dataframe) >= 2  # tokens + model card
+    tokens = at.dataframe[0].value
     assert list(tokens.iloc[0, 1:]) == ["<bos>", "The", "cat", "sat", "on", "the", "mat"]  # shipped models use <bos>
     assert "row sums to 1" in at.success[0].value
     at.toggle(key="start_bos").set_value(False).run()
-    assert list(at.dataframe[1].value.iloc[0, 1:]) == ["The", "cat", "sat", "on", "the", "mat"]
+    assert list(at.dataframe[0].value.iloc[0, 1:]) == ["The", "cat", "sat", "on", "the", "mat"]
+
+
+def _in_order(at) -> list:
+    """Every element of the main area, in the order the page draws them."""
+    def walk(node) -> list:
+        return [x for kid in getattr(node, "children", {}).values() for x in (kid, *walk(kid))]  # pre-order
+    return walk(at.main)
+
+
+def test_the_first_screen_is_a_sentence_and_its_attention_and_the_model_card_comes_after(app_test):
+    """#43 (1): Start opened on the model card and four build checks; the sentence box and its heatmap were about
+    1,000 px down. Now the sentence, its tokens and the heatmap come first, then where to go next, then the model."""
+    at = app_test()
+    kinds = [(type(e).__name__, getattr(e, "key", None), getattr(e, "value", None)) for e in _in_order(at)]
+    where = {what: next(i for i, k in enumerate(kinds) if test(k)) for what, test in {
+        "sentence": lambda k: k[1] == "start_text", "heatmap": lambda k: k[1] == "start_heatmap",
+        "next": lambda k: k[0] == "Subheader" and k[2] == "Where to next",
+        "card": lambda k: k[0] == "Header" and k[2] == "The model"}.items()}
+    assert where["sentence"] < where["heatmap"] < where["next"] < where["card"], where
+    assert len(at.get("page_link")) >= 3
 
 
 def test_layer_and_head_pickers_change_the_heatmap(app_test):

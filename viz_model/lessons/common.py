@@ -125,3 +125,53 @@ def layer_attention(model, ids, layer: int) -> tuple[np.ndarray, np.ndarray]:
     with eval_mode(model):
         out = model(torch.tensor([list(ids)], device=model.device), trace_layers=(layer,), logits=False)
     return out.trace.layers[layer].probs[0].float().cpu().numpy(), out.trace.allowed(layer)[0, 0].cpu().numpy()
+
+
+def roles_measured_on(meta: dict | None, folder: bool) -> str:
+    """What a model's recorded head roles were measured on, in a student's words: the English model and a model folder
+    score their heads on repeated random tokens (lessons.real_models); the word-level models on held-out sentences of
+    their training task (heads.head_roles)."""
+    if folder or "text_roles" in (meta or {}):
+        return "on repeated random tokens (a random run, then the same run again)"
+    return "on held-out sentences of its training task"
+
+
+def first_token_words(start: tuple[int, str] | None, ids: Sequence[int]) -> str:
+    """How a sentence names its first token: "the start token `<bos>`" when the model's start token (id, text) opens
+    it, else "the first token"."""
+    return f"the start token `{start[1]}`" if start and len(ids) and ids[0] == start[0] else "the first token"
+
+
+def head_behaviour(probs: np.ndarray, ids: Sequence[int]) -> dict[str, float | None]:
+    """How one head spreads its weight on this sentence (probs (T, T)), in the terms its role was scored in
+    (heads.role_scores_on_ids): the mean weight of queries 1..T−1 on the token before, on the first token and on
+    themselves; and, over the queries whose token appeared earlier, on the token after its last earlier copy
+    ("induction"; None when nothing repeats)."""
+    T = len(ids)
+    if T < 2:
+        return {"previous-token": None, "first-token": None, "self": None, "induction": None}
+    t = np.arange(1, T)
+    out: dict[str, float | None] = {"previous-token": float(probs[t, t - 1].mean()),
+                                    "first-token": float(probs[t, 0].mean()), "self": float(probs[t, t].mean())}
+    last: dict[int, int] = {}
+    targets = []  # (query, key after the query token's last earlier copy)
+    for q, token in enumerate(ids):
+        if token in last and last[token] + 1 < q:
+            targets.append((q, last[token] + 1))
+        last[token] = q
+    out["induction"] = float(np.mean([probs[q, k] for q, k in targets])) if targets else None
+    return out
+
+
+def behaviour_words(role: str, b: dict[str, float | None], first_token: str = "the first token") -> str:
+    """A head's weights on this sentence (head_behaviour), in words led by the ones its role is about."""
+    spread = (f"{b['previous-token']:.2f} of its weight on the token before, {b['first-token']:.2f} on "
+              f"{first_token}, {b['self']:.2f} on itself")
+    if role == "induction" and b["induction"] is None:
+        rest = "rests" if b["first-token"] >= 0.5 else "puts"
+        return (f"nothing repeats here, so an induction head has nothing to copy: it {rest} {b['first-token']:.2f} "
+                f"of its weight on {first_token}")
+    if role == "induction":
+        return (f"{b['induction']:.2f} of its weight goes to the token after an earlier copy of the current one "
+                f"(where a token repeats); {spread}")
+    return spread

@@ -199,20 +199,35 @@ def claims(meta: dict[str, Any], source: str = "wordnet") -> list[Claim]:
     out = []
     if "bigram_perplexity" in h:
         out.append(Claim("perplexity_vs_bigram", h["perplexity"] / h["bigram_perplexity"],
-                         BARS["perplexity_vs_bigram"], False,
-                         f"perplexity {h['perplexity']:.1f} vs a bigram model's {h['bigram_perplexity']:.1f}"))
+                         BARS["perplexity_vs_bigram"], False, _vs_bigram(h["perplexity"], h["bigram_perplexity"])))
+    order = h["perplexity"] / h["shuffled_perplexity"]
+    copies = ind["second_copy_loss"] / ind["first_copy_loss"]
     out += [
-        Claim("order_vs_shuffled", h["perplexity"] / h["shuffled_perplexity"], BARS["order_vs_shuffled"], False,
-              f"real word order {h['perplexity']:.1f} vs the same tokens shuffled {h['shuffled_perplexity']:.1f}"),
-        Claim("induction_second_vs_first", ind["second_copy_loss"] / ind["first_copy_loss"],
-              BARS["induction_second_vs_first"], False,
-              f"loss on a repeated random sequence's second copy {ind['second_copy_loss']:.2f} vs the first "
-              f"{ind['first_copy_loss']:.2f}"),
+        Claim("order_vs_shuffled", order, BARS["order_vs_shuffled"], False,
+              f"Word order {'matters' if order < 1 else 'does not help'}: the same tokens shuffled surprise it "
+              f"{_times(1 / order)} (perplexity {h['shuffled_perplexity']:,.0f} against {h['perplexity']:.1f})"),
+        Claim("induction_second_vs_first", copies, BARS["induction_second_vs_first"], False,
+              f"It {'copies' if copies < 1 else 'does not copy'}: the second time it reads a random run of tokens, "
+              f"its loss is {ind['second_copy_loss']:.3g} against {ind['first_copy_loss']:.2f} the first time"),
         Claim("previous_token_head", prev, BARS["previous_token_head"], True,
-              f"best previous-token head (layer {best['layer']}, head {best['head']}): mean weight {prev:.2f} on the "
-              f"token before, on repeated random tokens ({on_text:.2f} on held-out English text)"),
+              f"One head reads the token before: layer {best['layer']}, head {best['head']} puts {prev:.2f} of its "
+              f"weight there on repeated random tokens ({on_text:.2f} on held-out English text)"),
     ]
     return out
+
+
+def _times(factor: float) -> str:
+    """'2.6× more' / '1.2× less' (a factor below 1 read the other way round)."""
+    big = max(factor, 1 / factor)
+    number = f"{big:,.0f}" if big >= 10 else f"{big:.2g}"
+    return f"{number}× {'more' if factor >= 1 else 'less'}"
+
+
+def _vs_bigram(ppl: float, bigram: float) -> str:
+    better = ppl < bigram
+    return (f"On text it never saw, it is {max(bigram / ppl, ppl / bigram):.1f}× {'less' if better else 'more'} "
+            f"surprised than a model that only looks at the previous word (perplexity {ppl:.1f} against "
+            f"{bigram:.1f})")
 
 
 def summary(meta: dict[str, Any]) -> dict[str, float]:
@@ -221,9 +236,17 @@ def summary(meta: dict[str, Any]) -> dict[str, float]:
 
 
 def facts(meta: dict[str, Any], source: str = "wordnet") -> list[Fact]:
-    """The four bars as the Start page shows them: ✓/✗, the sentence, the measured value and its bar."""
-    return [Fact(c.ok, f"{c.text}: {c.value:.3g} (bar {'≥' if c.higher_is_better else '≤'} {c.bar})")
-            for c in claims(meta, source)]
+    """The four measurements as the Start page shows them, in a student's words: ✓/✗ and the sentence with its
+    numbers, then the goal the build set, as the same kind of number."""
+    return [Fact(c.ok, f"{c.text} (goal: {_goal(c)})") for c in claims(meta, source)]
+
+
+def _goal(c: Claim) -> str:
+    if c.name == "previous_token_head":
+        return f"at least {c.bar:g}"
+    if c.name == "induction_second_vs_first":
+        return f"at most {c.bar:g} of the first time's loss"
+    return f"{1 / c.bar:.3g}× or more"
 
 
 SOURCE_NAMES = {"wordnet": "WordNet test split (never trained on)", "python_docs": "Python's docs (another source)"}

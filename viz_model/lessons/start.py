@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from viz_model.hf import human_bytes
-from viz_model.lessons.common import ROW_SUM_TOL, Check
+from viz_model.lessons.common import ROW_SUM_TOL, Check, behaviour_words, roles_measured_on
 from viz_model.model import TinyTransformer
 
 
@@ -38,12 +38,18 @@ def model_card(model: TinyTransformer, meta: dict[str, Any], device: str, folder
             "attention": attention, "device": device}
 
 
-def role_line(meta: dict[str, Any] | None, layer: int, head: int) -> str | None:
-    """The head's role as measured when the model was built (None: no role recorded for it)."""
+def role_line(meta: dict[str, Any] | None, layer: int, head: int, behaviour: dict[str, float | None] | None = None,
+              folder: bool = False, first_token: str = "the first token") -> str | None:
+    """The head's recorded role, what it was measured on, and (given `behaviour`, from head_behaviour) what it does on
+    this sentence; None when no role is recorded for the head."""
     role = next((r for r in (meta or {}).get("head_roles") or [] if (r["layer"], r["head"]) == (layer, head)), None)
     if not role:
         return None
-    return f"Measured role of this head on held-out text: **{role['role']}** (score {role['score']:.2f})."
+    line = (f"Role of this head, measured {roles_measured_on(meta, folder)}: **{role['role']}** "
+            f"(score {role['score']:.2f}).")
+    if not behaviour or behaviour["previous-token"] is None:
+        return line
+    return f"{line} On this sentence: {behaviour_words(role['role'], behaviour, first_token)}."
 
 
 def row_sum_check(probs, causal: bool) -> Check:
@@ -51,3 +57,16 @@ def row_sum_check(probs, causal: bool) -> Check:
     note = "grey cells (×) are blocked by the causal mask" if causal else "this model attends in both directions"
     err = float(np.abs(probs.sum(-1) - 1).max())  # summed in the weights' own float32, as the model's softmax is
     return Check(err, ROW_SUM_TOL, f"Every row sums to 1; {note}")
+
+
+# -- what the page says --------------------------------------------------------------------------------------------
+INTRO = ("See inside a small transformer **while it runs**. Type a sentence: in the heatmap each row is a token, and "
+         "its cells say how much that token looks at each token before it (its **attention**). Pick another layer or "
+         "head to see another way of looking. Every number here is computed live on the model in the sidebar.")
+# (page file, label, icon): where a student goes next from the first screen
+NEXT_PAGES = (
+    ("app_pages/explorer.py", "Explorer: every head at once, and the steps from Q and K to the weights",
+     ":material/grid_on:"),
+    ("app_pages/masks.py", "Masks: why a token cannot look ahead", ":material/filter_alt:"),
+    ("app_pages/generate.py", "Generate: the model writes, one token at a time", ":material/edit_note:"),
+)

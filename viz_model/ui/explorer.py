@@ -15,6 +15,7 @@ from viz_model.figures.explorer import additive_mask_heatmap, entropy_bars, matr
 from viz_model.figures.real_models import attention_grid_page
 from viz_model.lessons import explorer as lesson
 from viz_model.lessons import real_models
+from viz_model.lessons.common import behaviour_words, first_token_words, head_behaviour, roles_measured_on
 from viz_model.model_text import is_folder_model, start_token, uses_bos
 from viz_model.ui import chart, share, widgets
 from viz_model.ui.cache import cached, cached_checks, cached_trace, model_id
@@ -89,7 +90,8 @@ def roles_table(ckpt: Checkpoint, measured: list | None) -> pa.Table | None:
 
 def roles_for(ckpt: Checkpoint) -> tuple[list[list[str]] | None, list | None]:
     """(layers x heads role labels, the measured list or None): a shipped model's roles come from its metadata
-    (measured on held-out text when it was trained); any other model's are measured on the fly once asked."""
+    (measured when it was built: lessons.common.roles_measured_on says on what); any other model's are measured on the
+    fly once asked."""
     cfg = ckpt.model.config
     roles = lesson.head_roles(ckpt.metadata, cfg.n_layers, cfg.n_heads)
     if roles is not None:
@@ -213,6 +215,16 @@ def query_focus(data: dict, layer: int, head: int, tokens: list[str], prefix: st
                key=f"{prefix}_mix", name=f"value_mix_{qi}", container=c2)
 
 
+def role_here(ckpt: Checkpoint, enc, probs: np.ndarray, role: str, name: str) -> str:
+    """A head's measured role (`role`: "induction (0.97)"), what it was measured on, and what it does on this
+    sentence (probs (T, T) of the head), computed here."""
+    meta = ckpt.metadata or {}
+    on = roles_measured_on(meta, is_folder_model(ckpt) or not meta.get("head_roles"))  # no record: measured now
+    first = first_token_words(start_token(ckpt), enc.ids)
+    here = behaviour_words(role.split()[0], head_behaviour(probs, enc.ids), first)  # role names have no spaces
+    return f"{name.capitalize()}: role **{role}**, measured {on}. On this sentence: {here}."
+
+
 # -- the head view: a fragment ---------------------------------------------------------------------------
 @section("the head view")  # Layer, Head, the tab and the step rerun only this part: not the sidebar, the grid...
 def head_view(ckpt: Checkpoint, enc, data: dict, tkey: str, knobs: tuple, average: bool,
@@ -230,8 +242,8 @@ def head_view(ckpt: Checkpoint, enc, data: dict, tkey: str, knobs: tuple, averag
     if layer not in data.get("layers", range(cfg.n_layers)):
         data = cached_trace(model, mid, tuple(enc.ids), *knobs, layers=(layer,))
     probs = data["probs"]  # (L, H, T, T), NaN in layers this pass did not trace
-    if roles and roles[layer][head]:
-        st.info(f"{head_name(layer, head).capitalize()}: measured role **{roles[layer][head]}**.")
+    if roles and roles[layer][head] and not average:
+        st.info(role_here(ckpt, enc, probs[layer, head], roles[layer][head], head_name(layer, head)))
     if mates := lesson.kv_mates(cfg, head):
         st.caption(mates)
 

@@ -11,7 +11,6 @@ import time
 
 import pandas as pd
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 from streamlit.runtime.scriptrunner import add_script_run_ctx
 
 from viz_model.device import describe, resolve_device
@@ -23,18 +22,11 @@ from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, input_key, shared_results
 from viz_model.ui.errors import guard, section
 from viz_model.ui.sidebar import DEVICE_KEY
-from viz_model.ui.widgets import show_checks
+from viz_model.ui.widgets import page_link, show_checks
 
 log = logging.getLogger("attention_lab")
 COST_PAGE, TRAIN_PAGE = "app_pages/cost.py", "app_pages/train.py"
 MAX_STORED = 16
-
-
-def page_link(page: str, label: str, icon: str) -> None:
-    try:
-        st.page_link(page, label=label, icon=icon)
-    except StreamlitAPIException:  # not registered in this app
-        pass
 
 
 # -- 1. sequential dependency -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from viz_model.figures.attention import attention_heatmap
 from viz_model.lessons import common as common_lesson
 from viz_model.lessons import english as english_lesson
 from viz_model.lessons import start as lesson
-from viz_model.model_text import is_folder_model
+from viz_model.model_text import is_folder_model, start_token
 from viz_model.ui import chart
 from viz_model.ui.cache import cached, input_key, model_id, shared_results
 from viz_model.ui.errors import section
@@ -41,7 +41,9 @@ def attention_view(ckpt: Checkpoint, enc) -> None:
     fig = cached("start_heatmap", key, lambda: attention_heatmap(
         probs[head], enc.tokens, allowed=allowed, title=f"Layer {layer} · head {head}: attention weights"))
     chart.show(fig, key="start_heatmap", name=f"attention_L{layer}_H{head}")
-    if role := lesson.role_line(meta, layer, head):
+    first = common_lesson.first_token_words(start_token(ckpt), enc.ids)
+    behaviour = common_lesson.head_behaviour(probs[head], enc.ids)
+    if role := lesson.role_line(meta, layer, head, behaviour, is_folder_model(ckpt), first):
         st.caption(role)
     show_check(lesson.row_sum_check(probs[head], cfg.causal))
 

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.lecture import EXAMPLES
@@ -150,6 +151,14 @@ def specials_notice(ckpt: Checkpoint | None, literal: list[tuple[str, str]], kep
     also = (" Here only " + ", ".join(f"`{t}`" for t in kept) + " typed is read as the token itself.") if kept else ""
     st.info(" ".join(said) + " Special tokens are put in by the app where the model needs them." + also,
             icon=":material/text_fields:")
+
+
+def page_link(page: str, label: str, icon: str) -> None:
+    """A link to another lesson page (none in an app that does not register it, such as a test's bare app)."""
+    try:
+        st.page_link(page, label=label, icon=icon)
+    except StreamlitAPIException:
+        pass
 
 
 def token_chips(enc: Encoded) -> None:
