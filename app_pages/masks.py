@@ -29,7 +29,7 @@ def gallery() -> None:
                                 key="masks_kind", required=True, **share.URL)
     c1, c2, _ = st.columns([1, 1, 2])
     layer, head = layer_head("masks", cfg.n_layers, cfg.n_heads, where=(c1, c2))
-    allowed = ui.gallery_mask(kind, T, "masks", ids, *pad_token(ckpt))
+    allowed = ui.gallery_mask(kind, T, "masks", ids, *pad_token(ckpt), tokens=tokens)
     model_mask = cfg.mask_kind.replace("_", " ")  # the kind in the model's config (causal or bidirectional before)
     if kind not in (cfg.mask_kind, "padding"):
         st.caption(f"This model was trained with a {model_mask} mask; under another mask it runs off-distribution. "

@@ -5,11 +5,13 @@ import math
 import pytest
 from conftest import open_page, screenshot, wait_idle
 
+from viz_model.ui.masks import EDITOR_INDEX_W
+
 pytestmark = pytest.mark.browser
 
 CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot'
 EDITOR = '[data-testid="stDataFrame"]'
-INDEX_W, HEADER_H, ROW_H = 50, 35, 35  # Streamlit's data editor at this viewport: index column, header, row
+INDEX_W, HEADER_H, ROW_H = EDITOR_INDEX_W, 35, 35  # the data editor: its query column (set by the page), header, row
 
 
 def probs_row(page, row: int) -> list[float]:

@@ -10,7 +10,8 @@ What is recorded, per view (a page's default view and each of its tabs):
     texts, and per trace its name and type and, for each array field (x, y, z, customdata, text, hovertext, values,
     labels, r, theta, base, header/cells of a table trace), a fingerprint: shape, NaN count, sum, sum of squares, min,
     max and 16 evenly spaced values for numbers; the strings themselves (64 or fewer) or their sha256 for text;
-  - the text of every success and error box (the ✓/✗ claims) and every metric (label, value, delta);
+  - the text of every success and error box (the ✓/✗ claims), every info and warning box (notes, and since #43 a
+    method shown going wrong on purpose) and every metric (label, value, delta);
   - the values of every st.table and st.dataframe (a fingerprint per numeric column, the strings of the others).
 Numbers compare within rtol 1e-5 / atol 1e-6, strings exactly.
 
@@ -230,7 +231,7 @@ def view_record(at) -> dict:
             rec = {"title": rec["title"], "excluded": EXCLUDED[key],
                    "traces": [{"name": t["name"], "type": t["type"]} for t in rec["traces"]]}
         charts[key if key not in charts else f"{key}#{i}"] = rec
-    boxes = [["success", b.value] for b in at.success] + [["error", b.value] for b in at.error]
+    boxes = [[kind, b.value] for kind in ("success", "error", "info", "warning") for b in getattr(at, kind)]
     boxes = [[k, "(timing: not compared)" if TIMING.search(t) else t] for k, t in boxes]
     metrics = [[m.label, m.value, m.delta] for m in at.metric]
     metrics = [[lb, "(timing)", "(timing)"] if TIMING.search(f"{v} {d}") else [lb, v, d] for lb, v, d in metrics]

@@ -38,7 +38,21 @@ class Fact:
     claim: str
 
 
-Claim = Check | Fact  # what a lesson's claims(...) returns a list of, in the order the page shows them
+@dataclass
+class WrongWay:
+    """A demonstration of a method that does not work ("what goes wrong"), not a claim about the model: `shown` is
+    computed (the method did go wrong here, by the numbers in `claim`). Drawn in a neutral style, never as a ✗
+    (ui.widgets.show_check), so a lesson's deliberate counter-example does not look like a failure of the app."""
+
+    shown: bool
+    claim: str
+
+    @property
+    def ok(self) -> bool:
+        return self.shown
+
+
+Claim = Check | Fact | WrongWay  # what a lesson's claims(...) returns a list of, in the order the page shows them
 
 
 @dataclass

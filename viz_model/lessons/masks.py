@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from viz_model.lessons.common import Claim, Fact, prefix_check
+from viz_model.lessons.common import Claim, Fact, WrongWay, prefix_check
 from viz_model.model import TinyTransformer
 from viz_model.tokenizer import PAD
 
@@ -157,9 +157,10 @@ def effects_claims(eff: MaskEffects, allowed: np.ndarray) -> tuple[list[Claim], 
         return out, ("This mask blocks nothing, so multiplying changes nothing. Pick the causal mask to see the "
                      "difference.")
     mul_min = float(eff.row_sums_multiplied.min())
-    out.append(Fact(abs(mul_min - 1) < 1e-5, "Multiplying softmax(S) by the 0/1 mask also zeroes blocked cells, but "
-                                              f"the rows no longer sum to 1 (smallest row sum {mul_min:.3f}): the "
-                                              "weight that leaked to the future is simply lost."))
+    out.append(WrongWay(abs(mul_min - 1) >= 1e-5, "Multiplying softmax(S) by the 0/1 mask also zeroes blocked "
+                                                   "cells, but the rows no longer sum to 1 (smallest row sum "
+                                                   f"{mul_min:.3f}): the weight that leaked to the future is simply "
+                                                   "lost."))
     return out, None
 
 
@@ -223,9 +224,9 @@ def prefix_claims(causal: np.ndarray, free: np.ndarray) -> tuple[list[Claim], st
     bad = free[:-1].max() if len(free) > 1 else 0.0
     if bad < 1e-4:
         return out, "Without the mask this sentence happens to give the same outputs (are all its tokens alike?)."
-    out.append(Fact(bad < 1e-4, f"Without the mask, one pass no longer equals the prefix runs: max |difference| "
-                                f"{bad:.2f}. Early positions read the future; only the last position, which sees "
-                                "everything anyway, agrees."))
+    out.append(WrongWay(bad >= 1e-4, f"Without the mask, one pass no longer equals the prefix runs: max "
+                                     f"|difference| {bad:.2f}. Early positions read the future; only the last "
+                                     "position, which sees everything anyway, agrees."))
     return out, None
 
 

@@ -25,7 +25,8 @@ MAX_GALLERY_T = 16   # the custom editor and four panels stay readable up to her
 MAX_DEP_T = 12       # one backward pass per output coordinate: bounded for a 2-core server
 
 
-def gallery_mask(kind: str, T: int, prefix: str, ids: list[int], pad_id: int, pad_name: str = PAD) -> np.ndarray:
+def gallery_mask(kind: str, T: int, prefix: str, ids: list[int], pad_id: int, pad_name: str = PAD,
+                 tokens: list[str] | None = None) -> np.ndarray:
     """The (T, T) bool mask of the chosen kind, built by the mask table; its own controls (a slider per parameter,
     the editor) are drawn here. pad_id / pad_name: the model's own padding token (a model folder's may be an
     embedding row no text can produce)."""
@@ -36,7 +37,7 @@ def gallery_mask(kind: str, T: int, prefix: str, ids: list[int], pad_id: int, pa
         if note := lesson.padding_note(bool(inputs["real"].all()), pad_id, pad_name):
             st.caption(note)
     elif row.needs == "cells":
-        inputs["cells"] = custom_editor(T, prefix)
+        inputs["cells"] = custom_editor(T, prefix, tokens or [])
     return masks.build_mask(kind, T, **inputs).numpy()
 
 
@@ -47,12 +48,17 @@ def param_slider(param: masks.MaskParam, T: int, prefix: str) -> int:
     return st.slider(param.label, param.low, T, min(param.default, T), key=key, help=param.help, **share.URL)
 
 
-def custom_editor(T: int, prefix: str) -> np.ndarray:
-    """A T x T grid of checkboxes (rows = query, columns = key), starting from the causal mask."""
-    cols = [f"k{j}" for j in range(T)]
-    start = pd.DataFrame(masks.causal_mask(T).numpy(), columns=cols, index=[f"q{i}" for i in range(T)])
-    edited = st.data_editor(start, key=f"{prefix}_custom_{T}", width="stretch",
-                            column_config={c: st.column_config.CheckboxColumn(c, width="small") for c in cols})
+EDITOR_INDEX_W = 110  # px: the query column of the custom editor ("3 sat"; a longer token is cut, its cell says it)
+
+
+def custom_editor(T: int, prefix: str, tokens: list[str]) -> np.ndarray:
+    """A T x T grid of checkboxes (rows = query, columns = key, each labelled by its position and token), starting
+    from the causal mask."""
+    labels = [f"{i} {t}" for i, t in enumerate(tokens[:T])] + [str(i) for i in range(len(tokens), T)]
+    start = pd.DataFrame(masks.causal_mask(T).numpy(), columns=labels, index=labels)
+    config = {c: st.column_config.CheckboxColumn(c, width="small") for c in labels}
+    config["_index"] = st.column_config.TextColumn("query ↓ key →", width=EDITOR_INDEX_W)
+    edited = st.data_editor(start, key=f"{prefix}_custom_{T}", width="stretch", column_config=config)
     st.caption(lesson.CUSTOM_EDITOR)
     return edited.to_numpy(dtype=bool, copy=True)  # writable: torch warns on a read-only array
 
@@ -96,11 +102,11 @@ def padding(ckpt: Checkpoint) -> None:
     seqs = [(e.ids, e.tokens) for e in encs]
     tables = cached("masks_padding", (input_key(model_id(ckpt), seqs, pad_id),),  # two passes: once per server
                     lambda: lesson.padding_tables(ckpt.model, seqs, pad_id, pad_name), model_pass=True)
-    c1, c2 = st.columns(2)
-    c1.markdown(f"**Key mask** — which keys may be read (✗ = `{pad_name}`, blocked in every row)")
-    c1.dataframe(pd.DataFrame.from_dict(tables.key_rows, orient="index"), width="stretch")
-    c2.markdown("**Loss mask** — which next-token targets count in the loss")
-    c2.dataframe(pd.DataFrame.from_dict(tables.loss_rows, orient="index"), width="stretch")
+    # one above the other, each the page's width: side by side, the loss mask was cut at the right, <pad> cells hidden
+    st.markdown(f"**Key mask** — which keys may be read (✗ = `{pad_name}`, blocked in every row)")
+    st.dataframe(pd.DataFrame.from_dict(tables.key_rows, orient="index"), width="stretch", key="masks_key_mask")
+    st.markdown("**Loss mask** — which next-token targets count in the loss")
+    st.dataframe(pd.DataFrame.from_dict(tables.loss_rows, orient="index"), width="stretch", key="masks_loss_mask")
     show_checks(tables.claims)
     st.caption(lesson.PADDING_NOTE)
 

@@ -12,7 +12,7 @@ from streamlit.errors import StreamlitAPIException
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.lecture import EXAMPLES
-from viz_model.lessons.common import Claim, Fact
+from viz_model.lessons.common import Claim, Fact, WrongWay
 from viz_model.model_text import (
     encode_for,
     is_folder_model,
@@ -179,7 +179,14 @@ def tokenizer_comparison(text: str, model_tok, other: str = "bpe") -> pd.DataFra
 
 def show_check(check: Claim) -> None:
     """The one way a computed claim (lessons.common.Check or Fact) reaches the page: ✓ in a success box or ✗ in an
-    error box, with its measured error and tolerance for a Check."""
+    error box, with its measured error and tolerance for a Check. A WrongWay (a method shown failing on purpose) is a
+    neutral "what goes wrong" note, not a ✗; if it did not go wrong here, a warning says so."""
+    if isinstance(check, WrongWay):
+        if check.shown:
+            st.info(f"**What goes wrong:** {check.claim}", icon=":material/science:")
+        else:
+            st.warning(f"This was meant to show a method going wrong, but on this input it did not: {check.claim}")
+        return
     if isinstance(check, Fact):
         text = check.claim
     elif check.ok:
