@@ -12,7 +12,7 @@ from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.describe import LIMIT, number, summary
 from viz_model.figures.explorer import matrix_heatmap, query_bars
 from viz_model.figures.train import loss_curves
-from viz_model.ui.chart import literal
+from viz_model.model_text import md_text
 
 TOKENS = ["<bos>", "The", "animal", "<b>x</b>", "it", "a&b"]
 T = len(TOKENS)
@@ -107,8 +107,10 @@ def test_long_sentences_are_cut_at_a_word_with_an_ellipsis():
 
 
 def test_caption_markdown_shows_tokens_literally():
-    assert literal("'<b>x</b>' *a* `c` :red[d] $e$") == \
-        r"'\<b\>x\</b\>' \*a\* \`c\` \:red\[d\] \$e\$"
+    from markdown_it import MarkdownIt
+
+    typed = "'<b>x</b>' *a* `c` :red[d] $e$"
+    assert MarkdownIt("commonmark").renderInline(md_text(typed)) == "'&lt;b&gt;x&lt;/b&gt;' *a* `c` :red[d] $e$"
 
 
 def test_a_figure_rebuilt_from_another_figures_dict_exports_and_describes_its_matrix():

@@ -143,4 +143,4 @@ def test_unknown_words_text_names_each_once_and_counts_the_rest():
     words = [f"w{i}" for i in range(NOTICE_WORDS + 3)]
     text = unknown_words_text(["w0", *words])
     assert text.count("`w0`") == 1 and text.endswith(" and 3 more")
-    assert unknown_words_text(["a`b"]) == "`aˋb`"  # a backtick cannot end the code span early
+    assert unknown_words_text(["a`b"]) == "``a`b``"  # a longer fence: the backtick shows and cannot end the span

@@ -7,10 +7,12 @@ puts one in front (metadata["adds_bos"]). Nothing here hard-codes those. (Moved 
 
 from __future__ import annotations
 
+import re
+
 from tokenizers import Tokenizer, decoders, pre_tokenizers
 
 from viz_model.checkpoint import Checkpoint
-from viz_model.tokenizer import BOS, EOS, PAD, Encoded, display_token, encode, load_tokenizer
+from viz_model.tokenizer import BOS, EOS, PAD, Encoded, display_token, encode, load_tokenizer, token_labels
 
 _BYTE_ALPHABET = frozenset(pre_tokenizers.ByteLevel.alphabet())
 _BYTE_DECODER = decoders.ByteLevel()
@@ -71,7 +73,7 @@ def encode_for(ckpt: Checkpoint, text: str, max_len: int | None = None, bos: boo
         enc = encode(tok, text, max_len=max_len, bos=bos, specials=specials)
     else:
         raw = encode(tok, text, specials=specials)  # no special tokens added, not cut yet
-        ids, tokens = list(raw.ids), token_texts(ckpt, raw.ids)
+        ids, tokens = list(raw.ids), sequence_texts(ckpt, raw.ids)
         pieces = [tok.id_to_token(i) or f"<id {i}>" for i in ids]
         start = start_token(ckpt) if bos else None
         if start is not None:
@@ -80,12 +82,13 @@ def encode_for(ckpt: Checkpoint, text: str, max_len: int | None = None, bos: boo
         truncated = raw.truncated or (max_len is not None and total > max_len)
         if max_len is not None:
             ids, tokens, pieces = ids[:max_len], tokens[:max_len], pieces[:max_len]
-        enc = Encoded(ids, tokens, pieces, truncated, total, raw.literal)
+        enc = Encoded(ids, tokens, pieces, truncated, total, raw.literal, raw.lowercased)
     return enc
 
 
 def token_texts(ckpt: Checkpoint, ids) -> list[str]:
-    """Display text of each token id (display_token for the app's models, piece_text for a model folder's)."""
+    """Display text of each token id on its own (display_token for the app's models, piece_text for a model
+    folder's): for lists of unrelated tokens, such as a step's top-k candidates. A text's tokens: sequence_texts."""
     tok = ckpt.tokenizer
     if not is_folder_model(ckpt):
         return [display_token(tok, int(i)) for i in ids]
@@ -93,10 +96,20 @@ def token_texts(ckpt: Checkpoint, ids) -> list[str]:
     return [piece_text(tok, int(i), added) for i in ids]
 
 
+def sequence_texts(ckpt: Checkpoint, ids) -> list[str]:
+    """Display text of the tokens of one text, in order: as token_texts, except that the byte pieces of a character
+    the tokenizer split ('🍕' into 4 bytes) are each labelled with that character, '🍕 (bytes 1–2 of 4)'."""
+    tok = ckpt.tokenizer
+    if not is_folder_model(ckpt):
+        return token_labels(tok, ids)
+    added = set(tok.get_added_tokens_decoder())
+    return token_labels(tok, ids, one=lambda t, i: piece_text(t, i, added), finish=lambda s: s.translate(_MARKS))
+
+
 def piece_text(tok: Tokenizer, token_id: int, added: set[int] | None = None) -> str:
     """A real tokenizer's token as a label: its text with a space shown as ␣ and a newline as ↵ (GPT-2's 'Ġthe' and
-    Llama's '▁the' both read '␣the'); special and added tokens literal; part of a multi-byte character stays the raw
-    byte-level piece."""
+    Llama's '▁the' both read '␣the'); special and added tokens literal; part of a multi-byte character alone stays the
+    raw byte-level piece (in a text, sequence_texts labels it with its character)."""
     piece = tok.id_to_token(token_id)
     if piece is None:
         return f"<id {token_id}>"
@@ -139,9 +152,51 @@ def short_word(word: str, limit: int = NOTICE_WORD_CHARS) -> str:
     return word if len(word) <= limit else f"{word[:limit - 1]}… ({len(word):,} characters)"
 
 
+def _named(word: str) -> str:
+    """A word in a notice: its (cut) text as a token, the length it had outside the code span."""
+    if len(word) <= NOTICE_WORD_CHARS:
+        return md_token(word)
+    return f"{md_token(word[:NOTICE_WORD_CHARS - 1] + '…')} ({len(word):,} characters)"  # as short_word cuts it
+
+
 def unknown_words_text(words: list[str]) -> str:
     """The words a word-level model read as <unk>: each once, in order, at most NOTICE_WORDS, each shortened."""
     distinct = list(dict.fromkeys(words))
-    named = ", ".join(f"`{short_word(w).replace('`', 'ˋ')}`" for w in distinct[:NOTICE_WORDS])
+    named = ", ".join(_named(w) for w in distinct[:NOTICE_WORDS])
     more = len(distinct) - NOTICE_WORDS
     return named + (f" and {more:,} more" if more > 0 else "")
+
+
+def case_note(enc: Encoded, most: int = 3) -> str | None:
+    """What the tokenizer's lower-casing did to this text, for the token table ("My" is read as "my"); None where it
+    changed nothing (a tokenizer that keeps case, or a text with no capitals)."""
+    if not enc.lowercased:
+        return None
+    said = [f"{md_token(a)} is read as {md_token(b)}" for a, b in enc.lowercased[:most]]
+    more = len(enc.lowercased) - most
+    return ("This model's tokenizer lower-cases every text before it splits it (a step of its normalizer): "
+            + ", ".join(said) + (f" and {more:,} more" if more > 0 else "") + ".")
+
+
+# -- tokens and typed text inside Markdown --------------------------------------------------------------------------
+_MD_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character: CommonMark lets each be escaped
+
+
+def md_token(token: str) -> str:
+    """A token (or a word, a special token's name: one unit a student reads as typed) for any Markdown Streamlit draws
+    (st.markdown, captions, boxes, widget labels): a code span, so '*', '_x_', '<b>x</b>', '$x$' or ':red[x]' show as
+    typed; a space shown as ␣, a newline as ↵ (a leading space inside **…** broke the bold: '** sun**'); the empty
+    token as ∅. The fence is one backtick longer than any run of backticks in the token, padded where the token starts
+    or ends with one (CommonMark's code-span rule), so '`' shows too. Streamlit's frontend rewrites every
+    ':material/' in the raw text, code spans included (an icon); a word joiner (U+2060, invisible) after the colon
+    keeps the token as typed."""
+    text = str(token).translate(_MARKS).replace(":material/", ":\u2060material/") or "∅"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_text(text: str) -> str:
+    """Typed text inside prose (a sentence, a question, a chart's summary): every ASCII punctuation character
+    backslash-escaped, so Markdown, HTML, LaTeX ('$x$') and Streamlit's directives (':red[x]') show as typed."""
+    return _MD_PUNCTUATION.sub(r"\\\1", str(text))

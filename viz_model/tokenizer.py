@@ -11,6 +11,7 @@ so a page can say so.
 
 from __future__ import annotations
 
+import re
 import threading
 import unicodedata
 from collections import OrderedDict
@@ -25,6 +26,8 @@ PAD, UNK, BOS, EOS, MASK = "<pad>", "<unk>", "<bos>", "<eos>", "<mask>"
 SPECIAL_TOKENS = [PAD, UNK, BOS, EOS, MASK]  # ids 0..4 in every tokenizer
 TOKENIZER_NAMES = ("word", "bpe")
 MAX_TEXT_CHARS = 20_000  # anything longer is cut before tokenizing (a paste must not stall the server)
+_BYTE_ALPHABET = frozenset(pre_tokenizers.ByteLevel.alphabet())  # a byte-level BPE's 256 symbols, one per byte
+_BYTE_FALLBACK = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # a SentencePiece byte-fallback piece: one byte
 
 
 def _specials() -> list[AddedToken]:
@@ -94,6 +97,8 @@ class Encoded:
     truncated: bool       # True when the text had more tokens than max_len (or chars than MAX_TEXT_CHARS)
     n_tokens_total: int   # tokens before truncation
     literal: list[tuple[str, str]] = field(default_factory=list)  # (as typed, special token) read as plain text
+    lowercased: list[tuple[str, str]] = field(default_factory=list)  # (as typed, as read) where the tokenizer
+    # lower-cases: the typed words its normalizer changed ("My" -> "my")
 
     @property
     def unknown(self) -> list[str]:
@@ -113,7 +118,7 @@ def encode(tok: Tokenizer, text: str, max_len: int | None = None, bos: bool = Fa
     cut_chars = len(text) > MAX_TEXT_CHARS
     text = clean_text(text[:MAX_TEXT_CHARS])
     ids, offsets, literal = _literal_ids(tok, text, frozenset(specials))
-    pieces = [display_token(tok, i) for i in ids]
+    pieces = token_labels(tok, ids)  # before any cut: a character cut at max_len still knows its bytes
     byte_level = isinstance(tok.decoder, decoders.ByteLevel)
     # Word-level: label each token with the text it came from, so '<b>' or 'Zebra' show as typed.
     tokens = pieces if byte_level else [text[a:b] or p for (a, b), p in zip(offsets, pieces)]
@@ -123,7 +128,7 @@ def encode(tok: Tokenizer, text: str, max_len: int | None = None, bos: bool = Fa
     truncated = cut_chars or (max_len is not None and total > max_len)
     if max_len is not None:
         ids, tokens, pieces = ids[:max_len], tokens[:max_len], pieces[:max_len]
-    return Encoded(ids, tokens, pieces, truncated, total, literal)
+    return Encoded(ids, tokens, pieces, truncated, total, literal, case_changes(tok, text))
 
 
 def typed_specials(tok: Tokenizer, text: str, specials: Iterable[str] = ()) -> list[tuple[str, str]]:
@@ -207,6 +212,21 @@ def _split_specials(tok: Tokenizer) -> Tokenizer:
     return _remember(_SPLITTERS, tok, build)[1]
 
 
+def lowercases(tok: Tokenizer) -> bool:
+    """Whether the tokenizer's normalizer lower-cases every text before it is split (a fact of the tokenizer, read by
+    running its own normalizer: the English and word-level models' NFKC + Lowercase do, GPT-2 has none)."""
+    return tok.normalizer is not None and tok.normalizer.normalize_str("My ABC") == "my abc"
+
+
+def case_changes(tok: Tokenizer, text: str) -> list[tuple[str, str]]:
+    """(as typed, as the tokenizer reads it) for each distinct typed word its normalizer lower-cases; [] when it
+    keeps case."""
+    if not lowercases(tok):
+        return []
+    words = dict.fromkeys(w for w in re.findall(r"\w+", text) if w != w.lower())
+    return [(w, tok.normalizer.normalize_str(w)) for w in words]
+
+
 def display_token(tok: Tokenizer, token_id: int) -> str:
     """Readable text for one token: byte-level 'Ġthe' -> ' the'; specials stay literal ('<pad>')."""
     piece = tok.id_to_token(token_id)
@@ -215,3 +235,97 @@ def display_token(tok: Tokenizer, token_id: int) -> str:
     if piece in SPECIAL_TOKENS or not isinstance(tok.decoder, decoders.ByteLevel):
         return piece
     return tok.decoder.decode([piece]) or piece
+
+
+def _piece_bytes(tok: Tokenizer, piece: str | None) -> int | None:
+    """How many bytes of text a vocabulary entry holds where the tokenizer's pieces are bytes: a byte-level BPE writes
+    one symbol of its 256-symbol alphabet per byte (so 'ðŁį' is 3 bytes), a SentencePiece byte fallback one '<0xF0>'
+    per byte. None for any other piece (a word, a special token, a piece of whole characters)."""
+    if piece is None:
+        return None
+    if _BYTE_FALLBACK.fullmatch(piece):
+        return 1
+    if isinstance(tok.decoder, decoders.ByteLevel) and set(piece) <= _BYTE_ALPHABET:
+        return len(piece)
+    return None
+
+
+def _decode(tok: Tokenizer, pieces: list[str]) -> str:
+    return tok.decoder.decode(pieces) if tok.decoder is not None else "".join(pieces)
+
+
+def _part_of_a_character(tok: Tokenizer, piece: str | None) -> bool:
+    """A byte piece that alone decodes to '�': some of the bytes of a character that other tokens complete."""
+    return (piece is not None and (not piece.isascii() or bool(_BYTE_FALLBACK.fullmatch(piece)))
+            and _piece_bytes(tok, piece) is not None and "\ufffd" in _decode(tok, [piece]))
+
+
+def token_labels(tok: Tokenizer, ids: Iterable[int], one=None, finish=None) -> list[str]:
+    """Display text of each token of one text, in order: `one(tok, id)` per token (display_token by default), except
+    byte pieces. A byte-level BPE splits a character it has no token for into its UTF-8 bytes ('🍕' is 4 tokens,
+    'م' 2), and each piece alone decodes to '�'; here each is labelled with the character its bytes make and which
+    bytes it holds, '🍕 (bytes 1–3 of 4)', found by decoding the run of pieces together with the tokenizer's own
+    decoder. `finish` is applied to whole characters (a model folder marks spaces '␣'). Only for a text's tokens in
+    order: a list of unrelated candidates (top-k) is labelled one token at a time."""
+    ids = [int(i) for i in ids]
+    one = one or display_token
+    labels = [one(tok, i) for i in ids]
+    pieces = [tok.id_to_token(i) for i in ids]
+    broken = [_part_of_a_character(tok, p) for p in pieces]
+    k = 0
+    while k < len(ids):
+        if not broken[k]:
+            k += 1
+            continue
+        end = next((j for j in range(k, len(ids)) if not broken[j]), len(ids))
+        labels[k:end] = _byte_run_labels(tok, pieces[k:end], finish or (lambda s: s))
+        k = end
+    return labels
+
+
+def _byte_run_labels(tok: Tokenizer, pieces: list[str], finish) -> list[str]:
+    """Labels for consecutive byte pieces: the characters their bytes make, decoded together; the longest prefix
+    that decodes to whole characters is labelled so, bytes after it ('(byte 1 of a cut character)': generation
+    stopped inside a character, or bytes that make none) by their place in what is left."""
+    sizes = [_piece_bytes(tok, p) for p in pieces]
+    whole = next(j for j in range(len(pieces), -1, -1) if "\ufffd" not in _decode(tok, pieces[:j]))
+    text = _decode(tok, pieces[:whole])
+    if sum(len(c.encode()) for c in text) != sum(sizes[:whole]):  # a decoder that added or dropped text
+        whole, text = 0, ""
+    spans, at = [], 0  # (character, first byte, end byte) in the run
+    for c in text:
+        spans.append((c, at, at + len(c.encode())))
+        at += len(c.encode())
+    labels, start, c0 = [], 0, 0
+    for size in sizes[:whole]:
+        parts, end = [], start + size
+        while c0 < len(spans) and spans[c0][1] < end:
+            c, a, b = spans[c0]
+            whole_char = a >= start and b <= end
+            parts.append(finish(c) if whole_char else _bytes_of(c, max(a, start) - a + 1, min(b, end) - a, b - a))
+            if b > end:
+                break
+            c0 += 1
+        labels.append(_join(parts))
+        start = end
+    rest, at = sizes[whole:], 0
+    for size in rest:
+        labels.append(_bytes_of("\ufffd", at + 1, at + size, None))
+        at += size
+    return labels
+
+
+def _bytes_of(char: str, first: int, last: int, of: int | None) -> str:
+    which = f"byte {first}" if first == last else f"bytes {first}–{last}"
+    return f"{char} ({which} of {of})" if of is not None else f"{char} ({which} of a cut character)"
+
+
+def _join(parts: list[str]) -> str:
+    """Whole characters side by side, each part of a character on its own: 'م (byte 2 of 2) + ر (byte 1 of 2)'."""
+    out: list[str] = []
+    for p in parts:
+        if out and " (byte" not in p and " (byte" not in out[-1]:
+            out[-1] += p
+        else:
+            out.append(p)
+    return " + ".join(out)

@@ -14,6 +14,7 @@ from viz_model import data
 from viz_model.generate import Sampling
 from viz_model.lessons.common import Check, Claim, Fact, StepView
 from viz_model.model import eval_mode
+from viz_model.model_text import md_text
 from viz_model.seq2seq import Seq2SeqTrace, Seq2SeqTransformer, decode_steps, encode_source, greedy_batch, guided_head
 from viz_model.tokenizer import BOS, EOS, Encoded, display_token
 
@@ -497,10 +498,10 @@ def crossings(alignment, labels, target: list[str]) -> list[str]:
     a, out = alignment or (), []
     for j in range(1, len(a)):
         if a[j] < a[j - 1]:
-            out.append(f"“{target[j]}” (source word {a[j]} “{labels[a[j]]}”) comes after “{target[j - 1]}” "
-                       f"(source word {a[j - 1]} “{labels[a[j - 1]]}”)")
+            out.append(f"“{md_text(target[j])}” (source word {a[j]} “{md_text(labels[a[j]])}”) comes after "
+                       f"“{md_text(target[j - 1])}” (source word {a[j - 1]} “{md_text(labels[a[j - 1]])}”)")
         elif a[j] == a[j - 1]:
-            out.append(f"“{labels[a[j]]}” becomes two words: “{target[j - 1]} {target[j]}”")
+            out.append(f"“{md_text(labels[a[j]])}” becomes two words: “{md_text(target[j - 1])} {md_text(target[j])}”")
     return out
 
 

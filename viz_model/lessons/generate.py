@@ -14,6 +14,7 @@ import torch
 from viz_model import generate as G
 from viz_model.lessons.common import Check, Fact, StepView
 from viz_model.model import eval_mode
+from viz_model.model_text import md_token
 
 TOP_N = 10             # bars in the next-token chart
 TEMPERATURES = (0.5, 1.0, 1.5)
@@ -36,9 +37,12 @@ def run_steps(model, ids: list[int], s: Settings, eos_id: int, tokenizer=None, *
 
 
 def step_views(model, ids: list[int], s: Settings, eos_id: int, end_ids: set[int],
-               texts: Callable[[list[int]], list[str]], tokenizer=None) -> list[StepView]:
-    """Every step of this setting as the page keeps it; `texts` labels token ids. A run stopping at its end token
-    also stops at the model's other end ids (Llama 3 has several), which then count as its end."""
+               texts: Callable[[list[int]], list[str]], tokenizer=None,
+               sequence: Callable[[list[int]], list[str]] | None = None) -> list[StepView]:
+    """Every step of this setting as the page keeps it; `texts` labels token ids one by one (the top-N bars),
+    `sequence` (where given) labels the tokens of prompt + continuation as one text, so the byte pieces of a
+    character the model wrote in several steps read as that character. A run stopping at its end token also stops at
+    the model's other end ids (Llama 3 has several), which then count as its end."""
     views = []
     for step in G.generate(model, ids, strategy=s.strategy, max_new_tokens=s.max_new, seed=s.seed, use_cache=True,
                            tokenizer=tokenizer, stop_at_eos=s.stop_at_eos, eos_id=eos_id):
@@ -46,6 +50,9 @@ def step_views(model, ids: list[int], s: Settings, eos_id: int, end_ids: set[int
         if s.stop_at_eos and step.token_id in end_ids and step.stop_reason != "eos":  # another of the end ids
             views[-1].stop_reason = "eos"
             break
+    if sequence is not None and views:
+        for v, label in zip(views, sequence([*ids, *(v.token_id for v in views)])[len(ids):]):
+            v.token = label
     return views
 
 
@@ -71,7 +78,7 @@ def end_notes(views: list[StepView]) -> list[str]:
 def step_sentence(v: StepView, pick: int, strategy: G.Sampling) -> str:
     return (f"Step {pick + 1}: the model's probabilities for position {v.position} (left), then after "
             f"**{strategy.describe()}** (right: removed tokens grey, the rest renormalised to sum to 1). The chosen "
-            f"token is orange: **{v.token}** with p = {v.p[v.chosen]:.3f}.")
+            f"token is orange: {md_token(v.token)} with p = {v.p[v.chosen]:.3f}.")
 
 
 def end_logprob(model, seq: list[int], eos_id: int) -> float:

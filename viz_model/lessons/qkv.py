@@ -7,7 +7,6 @@ Every function takes `models`, a mapping {name: TinyTransformer}; a model's vari
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
@@ -17,6 +16,7 @@ import torch
 from viz_model.config import QKV_MODES
 from viz_model.lessons.common import Check, Fact
 from viz_model.model import TinyTransformer, Trace
+from viz_model.model_text import md_text, md_token
 from viz_model.tokenizer import Encoded, encode
 
 VARIANT_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
@@ -42,11 +42,6 @@ METADATA_TOL = 1e-4     # the recomputed held-out loss against the checkpoint's 
 
 def label(variant: str) -> str:
     return VARIANT_LABELS.get(variant, variant)
-
-
-def md(text: str) -> str:
-    """A user-typed token or sentence as literal Markdown text (no *, _, ` or [ formatting)."""
-    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$])", r"\\\1", str(text))
 
 
 def asym_text(value: float) -> str:
@@ -167,10 +162,10 @@ def contributors_text(lk: Lookup) -> str:
     """Whose value the answer mostly is, and the largest weight when that is another key's."""
     first = lk.contributors[0]
     by_weight = max(lk.contributors, key=lambda c: c.weight)
-    text = (f"The answer is mostly the value of *{md(first.token)}* (position {first.index}, p = {first.weight:.2f}, "
-            f"‖p·v‖ = {first.norm:.2f})")
+    text = (f"The answer is mostly the value of {md_token(first.token)} (position {first.index}, "
+            f"p = {first.weight:.2f}, ‖p·v‖ = {first.norm:.2f})")
     if by_weight.index != first.index:
-        text += (f"; *{md(by_weight.token)}* has the largest weight ({by_weight.weight:.2f}) but a shorter value "
+        text += (f"; {md_token(by_weight.token)} has the largest weight ({by_weight.weight:.2f}) but a shorter value "
                  "vector, so it adds less")
     return text + "."
 
@@ -549,7 +544,7 @@ TRAIN_TEXT = ("Train them yourself: the Train page's **Compare setups** tab retr
 
 def or_list(names: Sequence[str]) -> str:
     """“a”, “b” or “c”: names quoted as literal Markdown."""
-    quoted = [f"“{md(n)}”" for n in names]
+    quoted = [f"“{md_text(n)}”" for n in names]
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
@@ -564,13 +559,13 @@ def variant_note(variant: str, model_key: str, others: Sequence[str]) -> str:
 
 
 def lookup_text(token: str) -> str:
-    return (f"**Query** = the q of *{md(token)}*; **keys** = the k of every token it may read; the **scores** "
+    return (f"**Query** = the q of {md_token(token)}; **keys** = the k of every token it may read; the **scores** "
             "q·k_j/√d_k say how well each key matches; the **softmax** turns them into weights p_j that sum to 1.")
 
 
 def pair_text(pair: PairResult) -> str:
-    return (f"The vectors of the shared word **{md(pair.word)}** (position {pair.position}) in *{md(pair.a)}* and in "
-            f"*{md(pair.b)}*: for each layer its **attention output** (the attention block's output after W_O, before "
-            "it is added to the residual stream) and the **final hidden state** (the residual stream after the last "
-            "block, before the final norm). Cosine 1 = the same direction; the lecture expects K = V to blur the two "
-            "sentences together.")
+    return (f"The vectors of the shared word {md_token(pair.word)} (position {pair.position}) in “{md_text(pair.a)}” "
+            f"and in “{md_text(pair.b)}”: for each layer its **attention output** (the attention block's output after "
+            "W_O, before it is added to the residual stream) and the **final hidden state** (the residual stream after "
+            "the last block, before the final norm). Cosine 1 = the same direction; the lecture expects K = V to blur "
+            "the two sentences together.")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import re
 import threading
 
 import plotly.graph_objects as go
@@ -15,6 +14,7 @@ from plotly.basedatatypes import BaseFigure
 from viz_model.figures.common import png_config
 from viz_model.figures.describe import is_underlay, summary, text
 from viz_model.figures.export import figure_csv, figure_html, figure_tables, presenter_style, readable_numbers
+from viz_model.model_text import md_text
 from viz_model.ui.presenter import presenter_on
 
 
@@ -36,17 +36,12 @@ def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = T
     # theme=None: the figure's own template (figures.common.TEMPLATE) is what the student sees; see its comment
     config = {**png_config(name, scale=4 if presenter_on() else 3), **({} if toolbar else {"displayModeBar": False})}
     event = target.plotly_chart(_Serialized(fig), key=key, config=config, theme=None, **kwargs)
-    target.caption(f"In words: {literal(words)}")
+    target.caption(f"In words: {md_text(words)}")
     if exports:
         row = target.container(horizontal=True, gap="small")
         _data_table(row, fig, key)
         _export_buttons(row, fig, key, name)
     return event
-
-
-def literal(words: str) -> str:
-    """Text with student-typed tokens in it as literal Markdown: '*', '<b>', '`' or ':red[' show as typed."""
-    return re.sub(r"([\\`*_{}\[\]()<>#+\-.!|~$:])", r"\\\1", str(words))
 
 
 # A cached figure is one object for every session, and Plotly builds a fast_figure's trace objects from its dicts on
@@ -80,7 +75,7 @@ def _data_table(target, fig: go.Figure, key: str) -> None:
         if not tables:
             st.caption("This chart has no table of numbers.")
         for name, table in tables.items():
-            st.markdown(f"**{literal(text(name))}**")
+            st.markdown(f"**{md_text(text(name))}**")
             if not table.columns.is_unique:  # a table needs distinct column names: number repeated labels
                 table = table.set_axis([f"{i}: {c}" for i, c in enumerate(table.columns)], axis=1)
             st.dataframe(table, width="content")

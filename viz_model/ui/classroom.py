@@ -25,6 +25,7 @@ import streamlit as st
 
 from viz_model.figures.classroom import answer_histogram
 from viz_model.lessons import classroom as lesson
+from viz_model.model_text import md_text
 from viz_model.runtime import classroom as rt
 from viz_model.ui import chart, presenter
 from viz_model.ui.errors import guard
@@ -237,11 +238,11 @@ def _leader_status_body(code: str) -> None:
     if q is None:
         return
     counts = store().tally(code, q.qid)
-    st.markdown(f"**Question {q.qid}:** {chart.literal(q.prompt)}")
+    st.markdown(f"**Question {q.qid}:** {md_text(q.prompt)}")
     fig = answer_histogram(q.choices, counts, q.answer.get("correct") if q.revealed else None)
     chart.show(fig, key="class_histogram", name=f"class_{code}_q{q.qid}", exports=False, toolbar=False)
     if q.revealed:
-        st.caption(chart.literal(lesson.model_answer_text(q.choices, q.answer)))
+        st.caption(md_text(lesson.model_answer_text(q.choices, q.answer)))
         if st.button("Close the question", key="class_close"):
             store().close_question(code, tab_id())
             st.rerun(scope="fragment")
@@ -351,18 +352,18 @@ def _question(code: str, view: rt.ClassView) -> None:
     q = view.question
     if q is None:
         return
-    st.markdown(f"**Question {q.qid}:** {chart.literal(q.prompt)}")
+    st.markdown(f"**Question {q.qid}:** {md_text(q.prompt)}")
     if q.revealed:
         counts = store().tally(code, q.qid)
-        st.markdown("  \n".join(f"{'✓ ' if ok else ''}{chart.literal(c)} — {n}"
+        st.markdown("  \n".join(f"{'✓ ' if ok else ''}{md_text(c)} — {n}"
                                 for ok, c, n in lesson.tally_lines(q.choices, counts, q.answer)))
-        st.caption(chart.literal(lesson.model_answer_text(q.choices, q.answer)))
+        st.caption(md_text(lesson.model_answer_text(q.choices, q.answer)))
         return
     if store().has_answered(code, q.qid, student_id()):
         st.caption("Your answer is in (anonymous). Wait for the reveal.")
         return
     pick = st.radio("Your answer", list(range(len(q.choices))), index=None, key=f"class_pick_{q.qid}",
-                    format_func=lambda i: chart.literal(q.choices[i]))  # a typed choice shows as typed
+                    format_func=lambda i: md_text(q.choices[i]))  # a typed choice shows as typed
     if st.button("Answer", key=f"class_answer_{q.qid}", disabled=pick is None):
         store().answer(code, q.qid, student_id(), int(pick))
         st.rerun(scope="fragment")

@@ -14,7 +14,7 @@ from viz_model.figures.encoder import fill_in_bars, look_ahead_bars, masked_atte
 from viz_model.lessons import encoder as lesson
 from viz_model.lessons.encoder import DECODER, KEY, MAX_TOP_K, METRICS, QUERY, SHIPPED
 from viz_model.mlm import mask_words
-from viz_model.model_text import uses_bos
+from viz_model.model_text import md_text, uses_bos
 from viz_model.tokenizer import BOS, MASK, UNK, Encoded
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, cached_trace, input_key, model_id
@@ -24,7 +24,6 @@ from viz_model.ui.sidebar import DEVICE_KEY
 from viz_model.ui.widgets import CUSTOM, layer_head, show_checks, train_ablation_button
 
 KEPT_MASKS = "encoder_kept_masks"  # {sentence digest: hidden word indices}, so coming back keeps them
-MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:")
 
 
 def device() -> str:
@@ -64,18 +63,13 @@ def words_of(enc: Encoded, ckpt: Checkpoint) -> tuple[list[str], list[str]]:
     return enc.tokens[start:], enc.pieces[start:]
 
 
-def _md(text: str) -> str:
-    """A token as literal text in a widget label (labels are Markdown: '*' or '<b>' must show as typed)."""
-    return "".join("\\" + c if c in MD_SPECIAL else c for c in text)
-
-
 def mask_picker(words: list[str], pieces: list[str]) -> list[int]:
     """Pills over the numbered words (numbers as in the charts, <bos> = 0); a fresh selection per sentence."""
     typed = [i for i, p in enumerate(pieces) if p == MASK]
     options = [i for i in range(len(words)) if i not in typed]
     def label(i: int) -> str:
         shown = f"{UNK} ({words[i]})" if pieces[i] == UNK else words[i]
-        return f"{i + 1} {_md(shown)}"
+        return f"{i + 1} {md_text(shown)}"  # the pill is the token's box: its text escaped
     digest = input_key(words)[:10]
     kept = st.session_state.setdefault(KEPT_MASKS, {})  # the pills' state is dropped while another tab is open
     default = [i for i in kept.get(digest, [] if typed else lesson.default_masks(words)) if i in options]
@@ -95,7 +89,7 @@ def held_out_examples() -> None:
     cols[0].caption("Held-out sentences the encoder never saw:")
     for col, (name, it) in zip(cols[1:], items.items()):
         text = mask_words(list(it.words), [it.index])
-        col.button(f"{name}: {_md(text)}", key=f"encoder_try_{name}", on_click=_set_text, args=(text,))
+        col.button(f"{name}: {md_text(text)}", key=f"encoder_try_{name}", on_click=_set_text, args=(text,))
 
 
 def _set_text(text: str) -> None:

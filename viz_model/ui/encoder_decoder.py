@@ -14,6 +14,7 @@ from viz_model.figures.generate import next_token_bars
 from viz_model.lessons import encoder_decoder as lesson
 from viz_model.lessons.common import StepView
 from viz_model.lessons.encoder_decoder import Source
+from viz_model.model_text import md_token
 from viz_model.tokenizer import EOS, PAD, encode
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
@@ -254,7 +255,7 @@ def next_token(ckpt, src: Source, steps: list[StepView], s: Settings) -> None:
     show(next_token_bars(v.labels, v.p, v.q, v.chosen, strategy=s.strategy.describe(),
                          title=f"Step {pick + 1}: p(next target word | source, words so far)"),
          key="ed_bars", name=f"next_word_step{pick + 1}")
-    st.caption(f"Chosen: `{v.token}` with p = {v.p[v.chosen]:.3f} (log p = {v.logprob:.3f}).")
+    st.caption(f"Chosen: {md_token(v.token)} with p = {v.p[v.chosen]:.3f} (log p = {v.logprob:.3f}).")
 
 
 def _heldout_run(ckpt, n: int) -> dict:

@@ -14,7 +14,7 @@ from viz_model.lecture import PROMPTS
 from viz_model.lessons import generate as lesson
 from viz_model.lessons.common import ROW_SUM_TOL, StepView
 from viz_model.lessons.generate import Settings
-from viz_model.model_text import end_token, is_folder_model, token_texts, uses_bos
+from viz_model.model_text import end_token, is_folder_model, md_token, sequence_texts, token_texts, uses_bos
 from viz_model.tokenizer import Encoded
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
@@ -53,7 +53,7 @@ def prompt_input(ckpt) -> Encoded:
     folder, bos = is_folder_model(ckpt), prompt_bos(ckpt)
     limit = min(ckpt.model.config.max_len - 1, FOLDER_VIEW_TOKENS) if folder else ckpt.model.config.max_len - 1
     start = encode_text(ckpt, "", bos=True).tokens[:1] if bos else []
-    note = f" Its start token {start[0]} is put in front, as in training." if start else ""
+    note = f" Its start token {md_token(start[0])} is put in front, as in training." if start else ""
     text = example_text("generate_text", "generate_example", PROMPTS, PROMPTS[0], "Prompt", picker="Lecture example",
                         help="The model continues this text." + note)
     enc = encode_text(ckpt, text, max_len=limit, bos=bos)
@@ -118,7 +118,8 @@ def full_run(ckpt, ids: list[int], s: Settings) -> list[StepView]:
     """All steps of this setting; step mode reveals them one per click (the same seed gives the same tokens)."""
     key = input_key(model_id(ckpt), tuple(ids), s.strategy, s.max_new, s.seed, s.stop_at_eos)
     return cached("generate_run", key, lambda: lesson.step_views(
-        ckpt.model, ids, s, eos_id(ckpt), end_ids(ckpt), partial(token_texts, ckpt), ckpt.tokenizer))
+        ckpt.model, ids, s, eos_id(ckpt), end_ids(ckpt), partial(token_texts, ckpt), ckpt.tokenizer,
+        sequence=partial(sequence_texts, ckpt)))
 
 
 def visible_steps(views: list[StepView], ids: list[int], s: Settings) -> list[StepView]:

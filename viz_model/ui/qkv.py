@@ -10,6 +10,7 @@ from viz_model.config import QKV_MODES
 from viz_model.figures.explorer import value_mix
 from viz_model.figures.qkv import lookup_bars, loss_bars, pair_cosine_bars, score_panels, self_attention_bars
 from viz_model.lessons import qkv as lesson
+from viz_model.model_text import md_text
 from viz_model.tokenizer import typed_specials
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, input_key, model_id
@@ -189,7 +190,7 @@ def claims_view() -> None:
                 st.success(f"✓ {r.claim}")
             else:
                 st.warning(f"✗ {r.claim}", icon=":material/science:")
-            st.markdown(f"**Measured:** {lesson.md(r.measurement)}")
+            st.markdown(f"**Measured:** {md_text(r.measurement)}")
             st.caption(f"Holds when: {r.tolerance}.")
             if r.note:
                 st.info(r.note, icon=":material/lightbulb:")

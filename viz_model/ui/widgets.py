@@ -14,8 +14,10 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.lecture import EXAMPLES
 from viz_model.lessons.common import Claim, Fact, WrongWay
 from viz_model.model_text import (
+    case_note,
     encode_for,
     is_folder_model,
+    md_token,
     start_token,
     tokenizer_columns,
     unknown_words_text,
@@ -54,8 +56,8 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
         st.warning("Type at least one word (the box is empty or holds only spaces) to see attention.")
         st.stop()  # the selectors below are not drawn: they keep their values (persist_state), so nothing resets
     if bos and is_folder_model(ckpt):
-        st.caption(f"The model's own start token `{start_token(ckpt)[1]}` is put in front, as its tokenizer does; "
-                   "␣ marks a space that belongs to the token.")
+        st.caption(f"The model's own start token {md_token(start_token(ckpt)[1])} is put in front, as its tokenizer "
+                   "does; ␣ marks a space that belongs to the token.")
     elif bos:
         st.caption("A `<bos>` token is put in front, as in training: many heads park their spare attention on it.")
     elif is_folder_model(ckpt):
@@ -145,10 +147,11 @@ def specials_notice(ckpt: Checkpoint | None, literal: list[tuple[str, str]], kep
     meta = (ckpt.metadata or {}).get("special_tokens") or {} if folder else {}
     roles = {**{e["token"]: r for r, e in meta.items() if e and e.get("token")},
              **({} if meta else {"<pad>": "pad", "<unk>": "unk", "<bos>": "bos", "<eos>": "eos", "<mask>": "mask"})}
-    said = [f"`{typed}` typed in the text is read as plain text, not as "
-            f"{_ROLE_NAMES.get(roles.get(name), f'the special token `{name}`')}."
+    said = [f"{md_token(typed)} typed in the text is read as plain text, not as "
+            f"{_ROLE_NAMES.get(roles.get(name), f'the special token {md_token(name)}')}."
             for typed, name in dict(literal[:6]).items()]
-    also = (" Here only " + ", ".join(f"`{t}`" for t in kept) + " typed is read as the token itself.") if kept else ""
+    also = (" Here only " + ", ".join(md_token(t) for t in kept) + " typed is read as the token itself."
+            if kept else "")
     st.info(" ".join(said) + " Special tokens are put in by the app where the model needs them." + also,
             icon=":material/text_fields:")
 
@@ -169,6 +172,9 @@ def token_chips(enc: Encoded) -> None:
     cols = {"": ["token", "vocabulary entry", "id"]}
     cols.update({str(i): [t, p, str(x)] for i, (t, p, x) in enumerate(zip(enc.tokens, enc.pieces, enc.ids))})
     st.dataframe(pa.table(cols), hide_index=True, width="stretch")
+    note = case_note(enc)
+    if note:
+        st.caption(note)
 
 
 def tokenizer_comparison(text: str, model_tok, other: str = "bpe") -> pd.DataFrame | None:
