@@ -10,8 +10,8 @@ from conftest import ROOT, assert_clean, texts
 
 from viz_model import ASSETS_DIR, checkpoint
 from viz_model.lessons import encoder as lesson
-from viz_model.mlm import fill_mask
-from viz_model.tokenizer import load_tokenizer
+from viz_model.mlm import fill_mask, run_masked_ids
+from viz_model.tokenizer import encode, load_tokenizer
 from viz_model.train import TrainConfig, Trainer, build_model
 
 SHIPPED = ASSETS_DIR / "models" / "encoder-mlm.safetensors"
@@ -212,3 +212,91 @@ def test_unknown_words_become_unk_and_html_shows_as_typed(page):
 
 def open_tab(at, label: str):
     return conftest.open_tab(at, "encoder_tab", label)
+
+
+# -- #43 item 4: the page opens on the English encoder ---------------------------------------------------------
+ENGLISH = ASSETS_DIR / "models" / "english-encoder.safetensors"
+
+
+@pytest.fixture(scope="module")
+def english_encoder():
+    assert ENGLISH.exists(), "the English encoder is tracked in assets/models"
+    return checkpoint.load_checkpoint(ENGLISH)
+
+
+@pytest.fixture
+def default_page(english_encoder):
+    """The page as a student opens it: no model of theirs, nothing picked."""
+    return conftest.open_app(PAGE, timeout=120)
+
+
+def test_the_page_opens_on_the_english_encoder_and_fills_a_students_sentence(default_page, english_encoder):
+    """#43: 'My grandmother baked <mask> while the storm knocked out the <mask>' turned 7 of 10 words into <unk>."""
+    at = default_page
+    assert_clean(at)
+    assert at.selectbox(key="encoder_model").value == lesson.ENGLISH
+    at = at.text_input(key="encoder_text").set_value(lesson.STUDENT_SENTENCE).run()
+    assert_clean(at)
+    assert not any("never seen" in c for c in texts(at.caption))  # no <unk> notice
+    assert not any("unk" in o for o in at.pills[0].options) and at.pills[0].value == []
+    table = at.dataframe[0].value
+    assert list(table["hidden word"]) == ["— (typed <mask>)"] * 2
+    expected = fill_mask(english_encoder.model, english_encoder.tokenizer, lesson.STUDENT_SENTENCE, top_k=5)
+    bars = [t for t in fills_chart(at)["data"] if t["type"] == "bar"]
+    assert len(bars) == 2
+    for bar, fills in zip(bars, expected):
+        assert bar["x"] == pytest.approx([p for _, p in fills], abs=1e-6)
+        assert sum(t.strip().isalpha() for t, _ in fills) >= 4, fills  # words, not specials or punctuation
+    assert list(table["top-1"]) == [f[0][0] for f in expected]
+
+
+def test_hiding_a_piece_of_a_word_runs_the_sentences_own_tokens(default_page, english_encoder):
+    """A byte-level BPE splits 'grandmother': hiding one piece keeps the others as they were read (not the text
+    encoded again), and the hidden piece is ranked by its own id."""
+    tok = english_encoder.tokenizer
+    at = default_page.text_input(key="encoder_text").set_value("my grandmother baked bread").run()
+    pieces = encode(tok, "my grandmother baked bread").ids
+    assert len(pieces) > 4  # grandmother is more than one token
+    at = at.pills[0].set_value([2]).run()  # the second piece of "grandmother"
+    assert_clean(at)
+    ids = list(pieces)
+    ids[2] = tok.token_to_id("<mask>")
+    run = run_masked_ids(english_encoder.model, tok, ids, ["x"] * len(ids), top_k=5, trace=False)
+    row = at.dataframe[0].value.iloc[0]
+    assert row["top-1"] == run.fills[0][0][0]
+    p = run.probs[0]
+    assert row["its rank"] == f"{int((p > p[pieces[2]]).sum()) + 1} of {len(p)}"
+
+
+def test_every_tab_runs_on_the_english_encoder(default_page, english_encoder):
+    at = open_tab(default_page, "The bank by the river")
+    assert_clean(at)
+    assert not texts(at.warning)  # the English decoder reads the sentence with the same tokens
+    assert any("decoder “english” (causal)" in m for m in texts(at.markdown))  # the English model, same BPE
+    assert any(s.startswith("✓ Causal decoder") for s in texts(at.success))
+    assert any(s.startswith("✓ Encoder: “bank” can read “river”") for s in texts(at.success))
+    at = open_tab(at, "Why masked LM?")
+    assert_clean(at)
+    at = open_tab(at, "Held-out metrics")
+    assert_clean(at)
+    meta = english_encoder.metadata
+    table = at.dataframe[0].value
+    assert list(table["encoder, recorded when trained"][:2]) == [lesson.pct(meta["fill_top1"]),
+                                                                  lesson.pct(meta["fill_top5"])]
+    assert list(table["unigram baseline"][:2]) == [lesson.pct(meta["unigram_top1"]), lesson.pct(meta["unigram_top5"])]
+    assert any("toy encoder's" in c for c in texts(at.caption))  # where the agreement and pronoun numbers went
+    at = at.button(key="encoder_recompute").click().run()
+    assert_clean(at)
+    assert [s[:2] for s in texts(at.success)] == ["✓ ", "✓ "]  # beats the unigram; recomputed = recorded
+
+
+def test_the_toy_encoder_is_named_by_its_vocabulary_and_keeps_its_lessons(default_page):
+    toy = checkpoint.load_checkpoint(SHIPPED)
+    picker = default_page.selectbox(key="encoder_model")
+    n = toy.tokenizer.get_vocab_size()
+    assert f"Toy encoder ({n}-word vocabulary): agreement and pronoun lessons" in picker.options
+    at = picker.select(lesson.SHIPPED).run()
+    assert_clean(at)
+    assert "agreement:" in " ".join(b.label for b in at.button)  # its held-out agreement and pronoun sentences
+    at = open_tab(at, "Held-out metrics")
+    assert at.dataframe[0].value["recorded when trained"][0] == f"{100 * toy.metadata['agreement_number_top1']:.1f} %"

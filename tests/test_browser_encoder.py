@@ -116,3 +116,28 @@ def test_why_masked_lm_opens_the_train_pages_causal_mask_comparison(page):
     vary = page.locator('[data-testid="stRadio"]').filter(has_text="Vary")
     vary.get_by_role("radio", name="causal mask", checked=True).wait_for()
     assert page.console.errors() == []
+
+
+def test_a_students_sentence_gets_fill_ins_on_the_default_english_encoder(page):
+    """#43: the Encoder page opened on a 293-word encoder that read "My grandmother baked <mask> while the storm
+    knocked out the <mask>" as 7 <unk>; the default is now the English encoder, and both blanks get word fill-ins."""
+    open_page(page, "encoder")
+    picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Encoder")
+    assert "English encoder" in picker.inner_text()
+    box = page.get_by_label("Sentence")
+    box.fill("My grandmother baked <mask> while the storm knocked out the <mask>")
+    box.press("Enter")
+    page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
+        return el && el._fullData && el._fullData.length === 2; }}""")  # one panel per typed <mask>
+    wait_idle(page)
+    pills = page.locator('[data-testid="stButtonGroup"]').inner_text()
+    assert "unk" not in pills and "grand" in pills  # read as BPE pieces, none of them <unk>
+    assert page.get_by_text("never seen").count() == 0
+    fills = plot_data(page, 0)
+    assert [t["name"] for t in fills] == ["mask 1", "mask 2"]
+    words = page.locator(CHART).first.evaluate(
+        "el => [el.layout.yaxis.ticktext, el.layout.yaxis2.ticktext]")
+    for ticks in words:  # each blank's top 5: mostly words, none of them a special token
+        assert sum(t.strip().isalpha() for t in ticks) >= 4 and not any("&lt;" in t for t in ticks), ticks
+    screenshot(page, "encoder_english_student_sentence")
+    assert page.console.errors() == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from viz_model.model import IGNORE_INDEX, TinyTransformer, eval_mode
 from viz_model.tokenizer import MASK, SPECIAL_TOKENS, display_token, encode
@@ -45,6 +46,20 @@ def mask_tokens(ids: torch.Tensor, *, mask_id: int, vocab_size: int, p: float = 
     return inputs, targets
 
 
+def masked_lm_loss(model: TinyTransformer, ids: torch.Tensor, targets: torch.Tensor,
+                   key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """model(ids, key_padding_mask, targets=targets).loss, with the LM head run only where a token is scored.
+
+    Masked LM scores about 15 % of the positions, and with a large vocabulary the head (d_model x V per position) is
+    most of a step's work: the same loss, the head's share cut by about 7 (targets: pad_id or -100 = not scored).
+    """
+    scored = (targets != IGNORE_INDEX) & (targets != model.config.pad_id)            # (B, T)
+    last = model.config.n_layers - 1
+    out = model(ids, key_padding_mask=key_padding_mask, trace_layers=(last,), logits=False)
+    x = model.ln_f(out.trace.residual[last][scored])                                 # (N, d_model)
+    return F.cross_entropy(model.head(x), targets[scored])
+
+
 @dataclass
 class MaskedRun:
     """One encoder pass over a sentence with <mask> tokens: what the Encoder page shows."""
@@ -58,12 +73,20 @@ class MaskedRun:
     unknown: list[str]                      # words the tokenizer does not know (shown as <unk>)
 
 
-@torch.no_grad()
 def run_masked(model: TinyTransformer, tokenizer, text: str, top_k: int = 5, trace: bool = True) -> MaskedRun:
     """Encode `text` as <bos> words <eos>, run the encoder once, read the distribution at every <mask>."""
     enc = encode(tokenizer, text, specials=(MASK,))  # a typed <mask> is a blank; any other special is text
+    return run_masked_ids(model, tokenizer, enc.ids, enc.tokens, top_k=top_k, trace=trace, unknown=enc.unknown)
+
+
+@torch.no_grad()
+def run_masked_ids(model: TinyTransformer, tokenizer, ids: list[int], tokens: list[str], top_k: int = 5,
+                   trace: bool = True, unknown: list[str] | None = None) -> MaskedRun:
+    """run_masked on a sentence already tokenized: `ids` (no <bos>/<eos>, <mask> ids where a token is hidden) and
+    their labels. A page that hides sub-word pieces of a byte-level BPE runs these ids as they are: re-encoding a
+    text with <mask> inside a word would split the rest of that word differently."""
     mask_id = tokenizer.token_to_id(MASK)
-    ids = [tokenizer.token_to_id("<bos>"), *enc.ids, tokenizer.token_to_id("<eos>")]
+    ids = [tokenizer.token_to_id("<bos>"), *ids, tokenizer.token_to_id("<eos>")]
     if len(ids) > model.config.max_len:
         raise ValueError(f"the sentence has {len(ids)} tokens with <bos> and <eos>; this encoder reads at most "
                          f"{model.config.max_len}. Shorten it.")
@@ -79,8 +102,7 @@ def run_masked(model: TinyTransformer, tokenizer, text: str, top_k: int = 5, tra
     top = torch.topk(probs, min(top_k, probs.shape[-1]), dim=-1)
     fills = [[(display_token(tokenizer, int(i)), float(p)) for p, i in zip(ps, ix)]
              for ps, ix in zip(top.values, top.indices)]
-    tokens = ["<bos>", *enc.tokens, "<eos>"]
-    return MaskedRun(tokens, x[0].cpu(), positions, probs, fills, out.trace, enc.unknown)
+    return MaskedRun(["<bos>", *tokens, "<eos>"], x[0].cpu(), positions, probs, fills, out.trace, unknown or [])
 
 
 def fill_mask(model: TinyTransformer, tokenizer, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
@@ -96,4 +118,5 @@ def mask_words(words: list[str], positions: list[int]) -> str:
     return " ".join(MASK if i in set(positions) else w for i, w in enumerate(words))
 
 
-__all__ = ["MaskedRun", "N_SPECIAL", "fill_mask", "mask_tokens", "mask_words", "run_masked"]
+__all__ = ["MaskedRun", "N_SPECIAL", "fill_mask", "mask_tokens", "mask_words", "masked_lm_loss", "run_masked",
+           "run_masked_ids"]

@@ -26,6 +26,22 @@ EXAMPLES = ("The cat sat on the mat", "the old king thanked the children when th
             "The bank by the river", "She gave him the book because he asked for it")
 
 
+def toy_vocabulary(tokenizer) -> tuple[int, int]:
+    """(English words the translator reads, words of the toy language it writes), counted in its tokenizer."""
+    english = {*data.WORD_CLASSES, *(w for pair in data.MULTIWORD for w in pair)}  # the toy grammar's words
+    toy, vocab = set(data.target_vocabulary()), tokenizer.get_vocab()
+    return sum(1 for w in vocab if w in english), sum(1 for w in vocab if w in toy)
+
+
+def toy_language_text(tokenizer) -> str:
+    """What the page says up front: the translator knows a toy language, of so many words, and nothing else."""
+    n_english, n_toy = toy_vocabulary(tokenizer)
+    return (f"This translator speaks a **toy language of {n_toy} words** (toy Pig Latin) and reads only the "
+            f"**{n_english} English words** of its toy grammar: any other word is `<unk>`, and a sentence outside the "
+            "grammar gets no reference translation. Pick one of its sentences in the picker below, or type your own "
+            "with its words.")
+
+
 def alignment_hits(cross_attention: torch.Tensor, alignment: list[int], source_ids: list[int] | None = None,
                    ) -> torch.Tensor:
     """(L, H, n) bool: target word j's cross-attention row peaks on its aligned source word; given the source's

@@ -1,5 +1,6 @@
-"""Streamlit glue for the Encoder page: the encoder picker, masks to fill in, attention with the masks outlined,
-'the bank by the river' on an encoder and a causal decoder, why masked LM, and the held-out metrics."""
+"""Streamlit glue for the Encoder page: the encoder picker (the English encoder first), masks to fill in, attention
+with the masks outlined, 'the bank by the river' on an encoder and a causal decoder, why masked LM, and the held-out
+metrics."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.figures.common import escape
 from viz_model.figures.encoder import fill_in_bars, look_ahead_bars, masked_attention_grid, masked_attention_heatmap
 from viz_model.lessons import encoder as lesson
-from viz_model.lessons.encoder import DECODER, KEY, MAX_TOP_K, METRICS, QUERY, SHIPPED
-from viz_model.mlm import mask_words
+from viz_model.lessons.encoder import ENGLISH, KEY, MAX_TOP_K, METRICS, QUERY, SHIPPED, Blanks
 from viz_model.model_text import md_text, uses_bos
 from viz_model.tokenizer import BOS, MASK, UNK, Encoded
 from viz_model.ui import chart, share
@@ -32,23 +32,25 @@ def device() -> str:
 
 # -- which encoder ------------------------------------------------------------------------------------
 def encoder_entries() -> list[ModelEntry]:
-    """Shipped and this user's models that are encoders (bidirectional), the shipped one first."""
+    """Shipped and this user's models that are encoders (bidirectional): the English encoder, the toy one, the rest."""
     found = [e for e in available_models(("transformer",))
              if e.path and Path(e.path).exists() and lesson.bidirectional(e.path, Path(e.path).stat().st_mtime)]
-    return sorted(found, key=lambda e: e.key != SHIPPED)
+    return sorted(found, key=lambda e: (e.key != ENGLISH, e.key != SHIPPED))
 
 
-def pick_encoder() -> Checkpoint:
-    """The shipped encoder (or a picker when this user has trained one too); a clear stop when there is none."""
+def pick_encoder() -> tuple[str, Checkpoint]:
+    """(key, model): the English encoder by default, named by what each encoder can read; a clear stop when there is
+    none."""
     entries = encoder_entries()
     keys = [e.key for e in entries]
-    if SHIPPED not in keys:
-        st.warning(lesson.missing_encoder_text(bool(keys)))
-        if not keys:
-            st.stop()
-    titles = {e.key: e.title for e in entries}
-    key = keys[0] if len(keys) == 1 else share.select(st, "Encoder", keys, "encoder_model", format_func=titles.get)
-    return load_model(key, device())
+    for missing in (k for k in (ENGLISH, SHIPPED) if k not in keys):
+        st.warning(lesson.missing_encoder_text(missing, bool(keys)))
+    if not keys:
+        st.stop()
+    names = {e.key: lesson.encoder_name(e.key, e.title, load_model(e.key, device()).tokenizer) for e in entries}
+    key = keys[0] if len(keys) == 1 else share.select(st, "Encoder", keys, "encoder_model", format_func=names.get,
+                                                      help=lesson.PICKER_HELP)
+    return key, load_model(key, device())
 
 
 # -- the sentence and its masks -----------------------------------------------------------------------
@@ -57,10 +59,10 @@ def word_limit(ckpt: Checkpoint) -> int:
     return ckpt.model.config.max_len - 1 if uses_bos(ckpt) else ckpt.model.config.max_len - 2
 
 
-def words_of(enc: Encoded, ckpt: Checkpoint) -> tuple[list[str], list[str]]:
-    """(what was typed, the vocabulary entry) per word, without the <bos> sentence_input put in front."""
+def words_of(enc: Encoded, ckpt: Checkpoint) -> tuple[list[int], list[str], list[str]]:
+    """(id, what was typed, the vocabulary entry) per token, without the <bos> sentence_input put in front."""
     start = 1 if enc.pieces[:1] == [BOS] and uses_bos(ckpt) else 0
-    return enc.tokens[start:], enc.pieces[start:]
+    return enc.ids[start:], enc.tokens[start:], enc.pieces[start:]
 
 
 def mask_picker(words: list[str], pieces: list[str]) -> list[int]:
@@ -82,13 +84,12 @@ def mask_picker(words: list[str], pieces: list[str]) -> list[int]:
     return sorted(picked or [])
 
 
-def held_out_examples() -> None:
-    """Buttons that put a held-out sentence (never trained on) into the box with its key word masked."""
-    items = {"agreement": lesson.agreement_items(1)[0], "pronoun": lesson.pronoun_items(1)[0]}
+def held_out_examples(ckpt: Checkpoint) -> None:
+    """Buttons that put a sentence with a word masked into the box (lesson.example_sentences: held-out ones)."""
+    caption, items = lesson.example_sentences(ckpt.tokenizer)
     cols = st.columns(len(items) + 1)
-    cols[0].caption("Held-out sentences the encoder never saw:")
-    for col, (name, it) in zip(cols[1:], items.items()):
-        text = mask_words(list(it.words), [it.index])
+    cols[0].caption(caption)
+    for col, (name, text) in zip(cols[1:], items.items()):
         col.button(f"{name}: {md_text(text)}", key=f"encoder_try_{name}", on_click=_set_text, args=(text,))
 
 
@@ -98,23 +99,25 @@ def _set_text(text: str) -> None:
 
 
 # -- fill-ins -----------------------------------------------------------------------------------------
-def masked_run(ckpt: Checkpoint, text: str) -> dict:
-    """One traced encoder pass per exact (model, text), shared by every user: the top MAX_TOP_K fill-ins of each
+def masked_run(ckpt: Checkpoint, b: Blanks) -> dict:
+    """One traced encoder pass per exact (model, ids), shared by every user: the top MAX_TOP_K fill-ins of each
     mask (the top-k slider then only cuts the list, without a pass)."""
-    return cached("encoder_run", (input_key(model_id(ckpt), text, MAX_TOP_K),),
-                  lambda: lesson.masked_run(ckpt.model, ckpt.tokenizer, text, MAX_TOP_K))
+    return cached("encoder_run", (input_key(model_id(ckpt), b.ids, b.labels, MAX_TOP_K),),
+                  lambda: lesson.masked_ids_run(ckpt.model, ckpt.tokenizer, b, MAX_TOP_K))
 
 
 @section("the fill-ins")  # the top-k slider reruns only this part of the page
-def fill_ins(ckpt: Checkpoint, run: dict, answers: list[str | None]) -> None:
+def fill_ins(ckpt: Checkpoint, run: dict, b: Blanks) -> None:
     """The top-k slider, each mask's top k fill-ins as bars, and the table of where the hidden words rank."""
+    answers = list(b.answers)
     top_k = st.slider("Fill-ins shown per mask (top k)", 1, MAX_TOP_K, 5, key="encoder_topk", **share.URL)
     fills = [f[:top_k] for f in run["fills"]]
     fig = cached("encoder_fills", (input_key(model_id(ckpt), run["text"], top_k, answers),),
                  lambda: fill_in_bars(fills, run["positions"], answers,
                                       title=f"Top {top_k} fill-ins of each {escape(MASK)}"))
     chart.show(fig, key="encoder_fills", name="encoder_fill_ins")
-    st.dataframe(pd.DataFrame(lesson.fill_rows(ckpt.tokenizer, run, answers)), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(lesson.fill_rows(ckpt.tokenizer, run, answers, list(b.answer_ids))), hide_index=True,
+                 width="stretch")
 
 
 # -- attention ----------------------------------------------------------------------------------------
@@ -144,9 +147,9 @@ def head_view(ckpt: Checkpoint, run: dict) -> None:
 
 
 # -- the bank by the river ----------------------------------------------------------------------------
-def look_ahead(enc: Checkpoint, dec: Checkpoint, text: str = lesson.BANK) -> None:
+def look_ahead(enc: Checkpoint, dec: Checkpoint, dec_key: str, text: str = lesson.BANK) -> None:
     """The same sentence on both models: what 'bank' attends to (bars) and the measured weight on 'river'."""
-    sides = {"encoder (bidirectional)": enc, f"decoder “{DECODER}” (causal)": dec}
+    sides = {"encoder (bidirectional)": enc, f"decoder “{dec_key}” (causal)": dec}
     runs = {name: lesson.bank_ids(ck.tokenizer, text) for name, ck in sides.items()}
     if warning := lesson.reading_mismatch(runs):
         st.warning(warning)
@@ -203,14 +206,11 @@ def why_mlm() -> None:
 
 
 # -- held-out metrics ---------------------------------------------------------------------------------
-def live_metrics(ckpt: Checkpoint, model_key: str) -> dict:
-    return cached("encoder_metrics", (model_key,), lambda: lesson.heldout_metrics(ckpt.model, ckpt.tokenizer),
-                  model_pass=True)
-
-
 def metrics(ckpt: Checkpoint) -> None:
+    """The held-out measurements recorded when the encoder was trained, recomputed here on the button: the English
+    encoder's fill-ins against the unigram baseline, or a toy encoder's agreement, pronouns and random blanks."""
     meta = ckpt.metadata or {}
-    st.markdown(lesson.METRICS_TEXT)
+    st.markdown(lesson.metrics_text(meta))
     mid = model_id(ckpt)
     flag = f"encoder_live_{input_key(mid)}"
     if st.button("Recompute on this server", key="encoder_recompute", icon=":material/refresh:"):
@@ -218,19 +218,23 @@ def metrics(ckpt: Checkpoint) -> None:
     live = None
     if st.session_state.get(flag):
         with st.spinner("Scoring the held-out sentences…"):
-            live = live_metrics(ckpt, mid)
-    st.dataframe(pd.DataFrame(lesson.metric_rows(meta, live)), hide_index=True, width="stretch")
+            live = cached("encoder_metrics", (mid,), lambda: lesson.live_metrics(ckpt.model, ckpt.tokenizer, meta),
+                          model_pass=True)
+    st.dataframe(pd.DataFrame(lesson.metric_table(meta, live)), hide_index=True, width="stretch")
     if shapes := meta.get("structural"):
         st.markdown(lesson.STRUCTURAL_TEXT)
         st.dataframe(pd.DataFrame(lesson.structural_rows(shapes)), hide_index=True, width="stretch")
     if all(meta.get(k) is None for k, *_ in METRICS):
         st.info(lesson.NO_METRICS_TEXT)
-    if live:
+    if live and not lesson.is_fill_in(meta):
         st.caption(lesson.live_counts_text(live))
-        show_checks(lesson.recorded_facts(meta, live))
+    show_checks(lesson.metric_facts(meta, live))
+    if lesson.is_fill_in(meta):
+        st.caption(lesson.TOY_METRICS_TEXT)
 
 
-def decoder() -> Checkpoint | None:
-    """The shipped causal decoder, or None when it is not installed."""
+def decoder(key: str) -> tuple[str, Checkpoint | None]:
+    """(its key, the shipped causal decoder this encoder is compared with), None when it is not installed."""
+    dec = lesson.decoder_for(key)
     keys = {e.key for e in available_models(("transformer",))}
-    return load_model(DECODER, device()) if DECODER in keys else None
+    return dec, (load_model(dec, device()) if dec in keys else None)

@@ -63,6 +63,7 @@ def translator():
     else:
         key = keys[0]
     ckpt = load_model(key, device())
+    st.info(lesson.toy_language_text(ckpt.tokenizer), icon=":material/translate:")
     note = lesson.guide_note(ckpt.metadata, ckpt.model.config)
     if note is not None:
         st.info(note)
@@ -73,7 +74,8 @@ def source_input(ckpt) -> Source:
     """Example picker + box; long text is cut to the model's source length, unknown words become <unk>."""
     tok, limit = ckpt.tokenizer, ckpt.model.config.max_len - 1  # the source keeps room for its <eos>
     text = example_text("ed_text", "ed_example", list(lesson.EXAMPLES), lesson.EXAMPLES[0], "Source sentence (English)",
-                        picker="Example", help="Any text: sentences of the toy language get a reference translation.")
+                        picker="Sentence of the toy language",
+                        help="Words of the toy grammar (any other is `<unk>`): its sentences get a reference.")
     enc = encode(tok, text, max_len=limit)
     if not enc.ids:
         st.warning("Type a sentence to translate (the box is empty or holds only spaces).")
