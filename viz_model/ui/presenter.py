@@ -40,6 +40,10 @@ input:focus-visible, textarea:focus-visible, canvas:focus-visible { outline-offs
 a[href^="#"]:focus-visible { opacity: 1 !important; transition: none !important; }
 /* a chart's toolbar (Plotly's modebar) and a table's (Streamlit's) show only on hover; on focus too */
 .js-plotly-plot .modebar:focus-within, [data-testid="stElementToolbar"]:focus-within { opacity: 1 !important; }
+/* On a phone (#43) Plotly's modebar sits over the chart's title, and touch shows it at every tap. Its config is per
+   chart, set on the server, which does not know the screen's width, and Streamlit has no option for it: so it goes
+   below 640 px by CSS. Each chart's Export menu and Streamlit's own fullscreen button still do what it did. */
+@media (max-width: 640px) { .js-plotly-plot .modebar-container { display: none !important; } }
 </style>"""
 
 

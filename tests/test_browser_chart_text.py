@@ -1,0 +1,55 @@
+"""Real headless Chromium: a chart's own texts never sit on each other (#43, item 11): its title, axis titles and
+annotations do not overlap, and on a phone Plotly's toolbar (the modebar) does not cover the title."""
+
+import pytest
+from conftest import browser_page, open_page, wait_idle
+
+pytestmark = pytest.mark.browser
+
+# Every pair of a chart's texts whose boxes overlap, and a visible modebar over the title: [chart, text, text].
+OVERLAPS = """() => { const out = [];
+  const box = e => e.getBoundingClientRect();
+  const hit = (a, b) => a.width > 0 && b.width > 0 && a.left < b.right - 1 && b.left < a.right - 1
+                        && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  document.querySelectorAll('.js-plotly-plot').forEach((p, i) => {
+    const texts = [...p.querySelectorAll('.gtitle, .xtitle, .ytitle, .annotation')].filter(e => e.textContent.trim());
+    for (let a = 0; a < texts.length; a++) for (let b = a + 1; b < texts.length; b++)
+      if (hit(box(texts[a]), box(texts[b]))) out.push([i, texts[a].textContent, texts[b].textContent]);
+    const bar = p.querySelector('.modebar-container'), title = p.querySelector('.gtitle');
+    const shown = bar && getComputedStyle(bar).display !== 'none' && bar.querySelector('.modebar')
+                  && parseFloat(getComputedStyle(bar.querySelector('.modebar')).opacity) > 0;
+    if (shown && title && hit(box(bar.querySelector('.modebar')), box(title)))
+      out.push([i, 'modebar', title.textContent]);
+  }); return out; }"""
+
+
+def _overlaps(page, path: str) -> list:
+    open_page(page, path)
+    wait_idle(page)
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].every(p => p._fullLayout)")
+    return page.evaluate(OVERLAPS)
+
+
+def test_the_rnn_pages_axis_title_stays_below_its_chart_title(page):
+    """The depth chart's y-axis title ("graph depth: sequential steps (log scale)") ran up into "Longest chain of
+    operations" at 1400 px."""
+    assert _overlaps(page, "recurrence") == []
+
+
+@pytest.mark.parametrize("path", ["", "masks", "explorer"])
+def test_no_chart_text_overlaps_on_a_laptop(page, path):
+    assert _overlaps(page, path) == []
+
+
+def test_on_a_phone_the_toolbar_does_not_cover_a_charts_title(browser, server_url):
+    """390 x 844, touch: Plotly's modebar was drawn over "Layer 0 · head 0: attention weights" on Start."""
+    with browser_page(browser, server_url) as pg:
+        pg.set_viewport_size({"width": 390, "height": 844})
+        found = _overlaps(pg, "")
+        assert [o for o in found if o[1] == "modebar"] == [], found
+        assert pg.locator(".js-plotly-plot .modebar-container").first.is_hidden()
+    with browser_page(browser, server_url) as pg:  # on a laptop the modebar is still there (on hover)
+        open_page(pg, "")
+        pg.locator(".js-plotly-plot").first.hover()
+        pg.wait_for_function("() => { const m = document.querySelector('.js-plotly-plot .modebar');"
+                             " return m && parseFloat(getComputedStyle(m).opacity) > 0; }")
