@@ -158,3 +158,26 @@ def test_fast_built_figures_keep_the_app_template_for_their_own_trace_types():
     full = pio.templates[TEMPLATE].to_plotly_json()
     assert fig["layout"]["template"]["layout"] == full["layout"]  # the theme's layout, whole
     assert fig["layout"]["template"].get("data", {}) == {k: v for k, v in full["data"].items() if k == "heatmap"}
+
+
+def test_the_train_pages_live_probe_heatmaps_carry_their_tokens():
+    """#43 (11): the Train page's "Probe attention now" heatmaps had no token labels (every axis hid its ticks): the
+    keys are now named under the bottom row and the queries left of the first column, and only there."""
+    from viz_model.figures.common import token_labels
+    from viz_model.figures.train import attention_now
+
+    L, H, T = 2, 3, 5
+    tokens = ["<bos>", "the", "cat", "the", "mat"]  # a repeated token stays its own label
+    probs = np.full((L, H, T, T), 1 / T)
+    fig = attention_now(probs, tokens, title="Probe attention now").to_dict()["layout"]
+    labels = token_labels(tokens)
+    assert len(set(labels)) == T
+    for la in range(L):
+        for h in range(H):
+            n = la * H + h + 1
+            x, y = fig[f"xaxis{n if n > 1 else ''}"], fig[f"yaxis{n if n > 1 else ''}"]
+            assert x["showticklabels"] == (la == L - 1) and y["showticklabels"] == (h == 0)
+            if la == L - 1:
+                assert list(x["ticktext"]) == labels and list(x["tickvals"]) == list(range(T))
+            if h == 0:
+                assert list(y["ticktext"]) == labels

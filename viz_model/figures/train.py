@@ -94,13 +94,24 @@ def attention_now(probs, tokens: Sequence[str], *, title: str | None = None,
             data.append(dict(type="heatmap", z=a[la, h].round(4).tolist(), zmin=0, zmax=1, colorscale=SEQUENTIAL,
                              showscale=n == 1, hovertext=hover, hoverinfo="text", name=f"L{la}H{h}", xaxis=xa,
                              yaxis=ya, colorbar=dict(thickness=10, title=dict(text="attention"))))
-            layout[f"xaxis{n if n > 1 else ''}"] = dict(domain=domain(x0, x0 + w), showticklabels=False, anchor=ya)
-            layout[f"yaxis{n if n > 1 else ''}"] = dict(domain=domain(y1 - hgt, y1), showticklabels=False,
-                                                        autorange="reversed", anchor=xa)
+            # the tokens label the keys under the bottom row and the queries left of the first column (#43)
+            layout[f"xaxis{n if n > 1 else ''}"] = dict(domain=domain(x0, x0 + w), anchor=ya, **_ticks(
+                labels, la == L - 1), tickangle=-60)
+            layout[f"yaxis{n if n > 1 else ''}"] = dict(domain=domain(y1 - hgt, y1), autorange="reversed", anchor=xa,
+                                                        **_ticks(rows, h == 0))
             notes.append(dict(text=f"L{la}·H{h}", x=x0 + w / 2, y=y1, xref="paper", yref="paper", showarrow=False,
                               yanchor="bottom", font=dict(size=12)))
-    return fast_figure(data, layout_dict(title, height=110 + 150 * L, top=80 if title else 30, annotations=notes,
-                                         **layout))
+    fig = layout_dict(title, height=170 + 150 * L, top=80 if title else 30, annotations=notes, **layout)
+    fig["margin"] = {**fig["margin"], "b": 60}  # room for the keys' labels under the bottom row
+    return fast_figure(data, fig)
+
+
+def _ticks(labels: Sequence[str], shown: bool) -> dict:
+    """An axis of a small heatmap: its cells' tokens as tick labels where `shown`, none elsewhere."""
+    if not shown:
+        return dict(showticklabels=False)
+    return dict(showticklabels=True, tickmode="array", tickvals=list(range(len(labels))), ticktext=list(labels),
+                tickfont=dict(size=9))
 
 
 def attention_player(snapshots: Sequence[np.ndarray], steps: Sequence[int], tokens: Sequence[str],
