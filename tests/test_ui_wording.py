@@ -45,3 +45,12 @@ def test_the_model_without_positions_is_named_in_words():
     titles = [json.loads(p.read_text())["metadata"].get("title", "")
               for p in (ROOT / "assets" / "models").rglob("*.json")]
     assert not any("none positions" in t for t in titles)
+
+
+def test_no_page_speaks_of_an_issues_bar():
+    """#43 (1): "perplexity 55.5 vs a bigram model's 145.6: 0.381 (bar ≤ 0.8)" and "(the bar: at least 95 %)" were our
+    issues' wording, on the Start and Encoder–decoder pages; a page states a goal in its own words, or none."""
+    jargon = re.compile(r"\(bar [≤≥{]|\bthe bar:")
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in [*ROOT.glob("viz_model/**/*.py"), *ROOT.glob("app_pages/*.py")]
+             for n, line in enumerate(p.read_text().splitlines(), 1) if jargon.search(line)]
+    assert found == []
