@@ -42,8 +42,8 @@ def render() -> None:
     with st.sidebar:
         default = keys.index(DEFAULT_MODEL) if DEFAULT_MODEL in usable else keys.index(usable[0])
         picked = st.selectbox("Model", keys, index=default, key=MODEL_KEY, format_func=lambda k: by_key[k].title,
-                              **share.URL, help="Every page runs this model live. Model folders are the "
-                                                "instructor's choice at launch.")
+                              **share.URL, help="The pages run this model live; one that needs its own (an "
+                                                "encoder, a translator) names it. Folders: the instructor's choice.")
         if picked not in usable:
             st.rerun()
         st.session_state[_LAST_GOOD] = picked
