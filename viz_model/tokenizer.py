@@ -257,7 +257,7 @@ def _decode(tok: Tokenizer, pieces: list[str]) -> str:
 def _part_of_a_character(tok: Tokenizer, piece: str | None) -> bool:
     """A byte piece that alone decodes to '�': some of the bytes of a character that other tokens complete."""
     return (piece is not None and (not piece.isascii() or bool(_BYTE_FALLBACK.fullmatch(piece)))
-            and _piece_bytes(tok, piece) is not None and "\ufffd" in _decode(tok, [piece]))
+            and "\ufffd" in _decode(tok, [piece]) and _piece_bytes(tok, piece) is not None)
 
 
 def token_labels(tok: Tokenizer, ids: Iterable[int], one=None, finish=None) -> list[str]:
