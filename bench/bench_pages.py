@@ -17,6 +17,13 @@ a setting on one model, then the same setting on the next, so a burst of load sp
 text, temperature and layer is new to its cache when it is measured (a model pass runs); a head is one already
 traced (its figures are built). Results: printed and written to bench/results/bench_pages.md.
 Run: .venv/bin/python bench/bench_pages.py --models [--repeats 9]
+
+--generate: the Generate page beside Start's new sentence on the default model, side by side in one run (#43): each
+round types a new sentence on Start, then on Generate a new prompt (greedy), greedy -> sampling, a new top-p and a new
+seed, each a value not seen before (a new run of the model); ratio: this change / Start's new sentence in the same
+round. Also Generate's first open in this process. Results: printed and written to
+bench/results/bench_pages_generate.md.
+Run: .venv/bin/python bench/bench_pages.py --generate [--repeats 7]
 """
 
 from __future__ import annotations
@@ -216,6 +223,94 @@ def main_models(args) -> None:
     print(f"wrote {out}")
 
 
+# -- Generate beside Start (#43) ----------------------------------------------------------------------------------
+GENERATE_STEPS = [("start", "Start: new sentence"), ("prompt", "Generate: new prompt (greedy)"),
+                  ("sampling", "Generate: greedy -> sampling"), ("top_p", "Generate: new top-p"),
+                  ("seed", "Generate: new seed (sampling)")]
+
+
+def words(n: int, off: int) -> str:
+    return " ".join(WORDS[(off + i) % len(WORDS)] for i in range(n))
+
+
+def open_page(page: str | None) -> tuple[AppTest, float]:
+    """A new session on the default model, opened on Start (page None) or then on `page`, whose first open is timed
+    (ms; 0 for Start)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    t0 = time.perf_counter()
+    if page is not None:
+        at.switch_page(f"app_pages/{page}.py").run()
+    ms = (time.perf_counter() - t0) * 1000
+    if at.exception:
+        raise RuntimeError(at.exception[0].value)
+    return at, ms
+
+
+def measure_generate(repeats: int) -> dict:
+    """{step: [ms, ...]} over `repeats` rounds, and the first opens (ms). Every prompt, sentence, top-p and seed is new
+    to the caches when it is timed; the untimed changes between them set up the next one."""
+    start, _ = open_page(None)
+    gen, open_gen = open_page("generate")
+    timed(gen, lambda a: a.radio(key="generate_kind").set_value("sampling"))
+    timed(gen, lambda a: a.checkbox(key="generate_use_p").set_value(True))  # top-p on for the sampling rounds
+    timed(gen, lambda a: a.radio(key="generate_kind").set_value("greedy"))
+    runs: dict[str, list[float]] = {k: [] for k, _ in GENERATE_STEPS}
+    for i in range(1, repeats + 1):
+        for step, page, change in generate_round(i):
+            ms = timed(start if page == "start" else gen, change)
+            if step is not None:
+                runs[step].append(ms)
+    return {"runs": runs, "open": open_gen}
+
+
+def generate_round(i: int) -> list:
+    """Round i: (step timed, or None for a set-up change; "start" or "generate"; the change)."""
+    box = lambda key, v: lambda a: a.text_input(key=key).set_value(v)  # noqa: E731
+    seed = lambda v: lambda a: a.number_input(key="generate_seed").set_value(v)  # noqa: E731
+    kind = lambda v: lambda a: a.radio(key="generate_kind").set_value(v)  # noqa: E731
+    return [("start", "start", box("start_text", words(8, 3 * i))),
+            ("prompt", "generate", box("generate_text", words(5, 3 * i + 1))),
+            (None, "generate", seed(1000 + 3 * i)),  # greedy: the seed is not used yet
+            ("sampling", "generate", kind("sampling")),
+            ("top_p", "generate", lambda a: a.slider(key="generate_p").set_value(round(0.5 + 0.05 * i, 2))),
+            ("seed", "generate", seed(1001 + 3 * i)),
+            (None, "generate", kind("greedy"))]
+
+
+def generate_table(res: dict) -> str:
+    med = statistics.median
+    base = res["runs"]["start"]
+    lines = ["| change | median ms | min ms | max ms | / Start's new sentence (median of per-round ratios) |",
+             "|---|---|---|---|---|"]
+    for step, label in GENERATE_STEPS:
+        ms = res["runs"][step]
+        ratio = med(a / b for a, b in zip(ms, base))
+        lines.append(f"| {label} | {med(ms):.0f} | {min(ms):.0f} | {max(ms):.0f} | {ratio:.2f}x |")
+    return "\n".join(lines) + (f"\n\nGenerate's first open in this process (a new session, after Start loaded the "
+                                f"model): {res['open']:.0f} ms.")
+
+
+def main_generate(args) -> None:
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))  # app.py's default, as above
+    t0 = time.perf_counter()
+    res = measure_generate(args.repeats)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    text = (f"# Generate beside Start: server time of one rerun after a change\n\n"
+            f"AppTest of the real app on the default model, scripts compiled once as on a server; median of "
+            f"{args.repeats} rounds, each round timing Start's new sentence and then each Generate change (a value "
+            f"not seen before: the model runs). {os.cpu_count()} CPUs, one torch thread per script run; load "
+            f"average {load:.1f} at the end (the machine is shared).\n\n" + generate_table(res)
+            + f"\n\nWhole run: {time.perf_counter() - t0:.0f} s. Run: `.venv/bin/python bench/bench_pages.py "
+              f"--generate --repeats {args.repeats}`\n")
+    print(text)
+    out = ROOT / "bench" / "results" / "bench_pages_generate.md"
+    out.write_text(text)
+    print(f"wrote {out}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
@@ -223,11 +318,16 @@ def main() -> None:
                         help="AppTest's default: every run recompiles app.py and the page (a server compiles once)")
     parser.add_argument("--models", action="store_true",
                         help="Start and Explorer at T = 32: the classroom model against GPT-2 small")
+    parser.add_argument("--generate", action="store_true",
+                        help="Generate (new prompt, sampling, top-p, seed) beside Start's new sentence")
     args = parser.parse_args()
     if not args.recompile:
         share_script_cache()
     if args.models:
         main_models(args)
+        return
+    if args.generate:
+        main_generate(args)
         return
     rows = [(T, measure(T, args.repeats)) for T in (16, 64)]
     print("\nExplorer rerun after a widget change: median ms, server side (AppTest); ratio: median of (this run / the")

@@ -96,11 +96,67 @@ def test_each_tab_computes_only_when_open_and_its_live_check_passes(stepped, tab
     at = stepped
     at.session_state["generate_tab"] = tab
     at.run()
+    if tab == "KV cache":  # timed only on its button (#43)
+        at.button(key="generate_kv_go").click().run()
     text = " ".join(s.value for s in at.success)
     assert claim in text and not at.error
     others = [c for t, c in [("KV cache", "with and without the cache; largest"), ("Context limit", "model's context")]
               if t != tab]
     assert not any(c in text for c in others)  # closed tabs did not run
+
+
+
+def has_chart(at, key: str) -> bool:
+    try:
+        return at.get_by_key(key) is not None
+    except KeyError:
+        return False
+
+
+def test_no_setting_change_times_the_kv_cache_only_its_button_and_the_result_is_kept(app_test, monkeypatch):
+    """#43: the KV cache tab (open by default) timed 128 tokens with and without the cache on every new prompt,
+    strategy, top-p and seed: 6-7 s each. Now only its button times, and the result is kept for that setting."""
+    from viz_model.lessons import generate as lesson
+
+    real, calls = lesson.cache_run, []
+    monkeypatch.setattr(lesson, "cache_run", lambda *a, **kw: calls.append(a[1]) or real(*a, **kw))
+    at = app_test(PAGE)
+    at.text_input(key="generate_text").set_value("the river bank was quiet when").run()  # no other test types it
+    at.radio(key="generate_kind").set_value("sampling").run()
+    at.checkbox(key="generate_use_p").set_value(True).run()
+    at.slider(key="generate_p").set_value(0.75).run()
+    at.number_input(key="generate_seed").set_value(7).run()
+    assert not at.exception and calls == []  # nothing timed on opening the page or on any setting
+    assert not has_chart(at, "generate_latency") and at.button(key="generate_kv_go").label == "Measure on this server"
+    assert any("Nothing is measured until you click" in c.value for c in at.caption)
+    at.button(key="generate_kv_go").click().run()
+    assert not at.exception and len(calls) == 1 and has_chart(at, "generate_latency")
+    assert any("with and without the cache; largest" in s.value for s in at.success)
+    assert at.button(key="generate_kv_go").label == "Measure again"
+    at.number_input(key="generate_seed").set_value(8).run()  # another setting: not measured yet, not timed
+    assert len(calls) == 1 and not has_chart(at, "generate_latency")
+    at.number_input(key="generate_seed").set_value(7).run()  # back: the kept result, not timed again
+    assert len(calls) == 1 and has_chart(at, "generate_latency")
+
+
+
+def test_a_new_seed_under_greedy_decoding_runs_nothing_again_and_keeps_the_revealed_steps(app_test, monkeypatch):
+    """#43: greedy decoding never draws, yet each seed was a run of its own (and the step count went back to 1)."""
+    from viz_model.lessons import generate as lesson
+
+    real, runs = lesson.step_views, []
+    monkeypatch.setattr(lesson, "step_views", lambda *a, **kw: runs.append(a[1]) or real(*a, **kw))
+    at = app_test(PAGE)
+    at.checkbox(key="generate_stop_eos").set_value(False).run()  # 12 tokens to step through, whatever they are
+    at.text_input(key="generate_text").set_value("the quiet river bank at night").run()  # no other test types it
+    at.button(key="generate_next").click().run()
+    assert len(generated_rows(at)) == 2
+    done, shown = len(runs), at.code[0].value
+    at.number_input(key="generate_seed").set_value(5).run()
+    assert not at.exception and len(runs) == done  # the same run, from the cache
+    assert len(generated_rows(at)) == 2 and at.code[0].value == shown
+    at.radio(key="generate_kind").set_value("sampling").run()  # sampling draws: seed 5 is a run of its own
+    assert len(runs) == done + 1
 
 
 def test_compare_tab_scores_samples_at_several_temperatures(stepped):

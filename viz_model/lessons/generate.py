@@ -12,9 +12,9 @@ import numpy as np
 import torch
 
 from viz_model import generate as G
-from viz_model.lessons.common import Check, Fact, StepView
+from viz_model.lessons.common import Check, Fact, StepView, measured_ago
 from viz_model.model import eval_mode
-from viz_model.model_text import md_token
+from viz_model.model_text import end_token, is_folder_model, md_token, uses_bos
 
 TOP_N = 10             # bars in the next-token chart
 TEMPERATURES = (0.5, 1.0, 1.5)
@@ -27,6 +27,29 @@ class Settings:
     stop_at_eos: bool
     seed: int
     step_mode: bool
+
+    @property
+    def run_seed(self) -> int:
+        """The seed as a run depends on it: greedy decoding never draws, so every seed gives the same run (one cache
+        entry, one revealed step count, not one per seed)."""
+        return 0 if self.strategy.is_greedy else self.seed
+
+
+def prompt_bos(ckpt) -> bool:
+    """The app's models continue '<bos> prompt' as they were trained; a model folder gets its own start token
+    only where its tokenizer puts one in front (Llama yes, GPT-2 no)."""
+    return uses_bos(ckpt) if is_folder_model(ckpt) else True
+
+
+def eos_id(ckpt) -> int:
+    """The id generation stops at: "<eos>" for the app's models, a model folder's own end token (-1: none)."""
+    end = end_token(ckpt)
+    return end[0] if end is not None else -1
+
+
+def end_ids(ckpt) -> set[int]:
+    """Every id that ends a text: the end token, plus the other end ids a folder's config lists (Llama 3: several)."""
+    return {eos_id(ckpt), *((ckpt.metadata or {}).get("eos_ids") or [])} - {-1}
 
 
 def run_steps(model, ids: list[int], s: Settings, eos_id: int, tokenizer=None, **kw) -> list[G.GenStep]:
@@ -138,6 +161,22 @@ def cache_intro(n: int, room: int) -> str:
     return ("The keys and values of earlier tokens never change (the mask stops them looking ahead), so they can be "
             "**stored** and reused: each new step computes only the new token. Measured here from your prompt "
             f"{span}.")
+
+
+def cache_before(n: int) -> str:
+    """Under the KV cache tab's button, before anything is measured for this prompt and setting."""
+    return (f"The measurement writes {n} new tokens four times, twice with the cache and twice without (the faster of "
+            "each pair counts), then compares their tokens, logits and time per token: a few seconds on a shared "
+            "server. Nothing is measured until you click; the result is kept for this prompt and these settings and "
+            "shared with everyone on this server.")
+
+
+def cache_spinner(n: int) -> str:
+    return f"Writing {n} tokens with and without the cache, twice each…"
+
+
+def cache_measured(when: float) -> str:
+    return f"Measured on this server {measured_ago(when)}; **Measure again** times it anew."
 
 
 # -- strategies -----------------------------------------------------------------------------------------------
@@ -264,3 +303,5 @@ ONE_SAMPLE = ("With one sample per strategy, distinct-n only sees repeats inside
               "samples to compare how diverse the strategies are.")
 TF_INTRO = ("**Teacher forcing** scores a given sentence with the *true* prefix at every position, all positions in "
             "one pass. **Free running** lets the model continue from the same context on its own.")
+CACHE_BUSY = ("Another KV-cache measurement is running on this server right now (one at a time keeps the server "
+              "responsive). Try again in a moment; a result for the same prompt and settings is shared with everyone.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from functools import partial
 
 import numpy as np
@@ -14,10 +15,10 @@ from viz_model.lecture import PROMPTS
 from viz_model.lessons import generate as lesson
 from viz_model.lessons.common import ROW_SUM_TOL, StepView
 from viz_model.lessons.generate import Settings
-from viz_model.model_text import end_token, is_folder_model, md_token, sequence_texts, token_texts, uses_bos
+from viz_model.model_text import end_token, is_folder_model, md_token, sequence_texts, token_texts
 from viz_model.tokenizer import Encoded
 from viz_model.ui import share
-from viz_model.ui.cache import cached, input_key, model_id
+from viz_model.ui.cache import cached, input_key, model_id, shared_results
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.widgets import (
@@ -36,12 +37,6 @@ MAX_CONTEXT_RUN = 512  # the Context limit tab generates to the end of the conte
 VIEW_STEP = "generate_view_step"  # widgets.reveal_steps("generate", ...) moves it
 
 
-def prompt_bos(ckpt) -> bool:
-    """The app's models continue '<bos> prompt' as they were trained; a model folder gets its own start token
-    only where its tokenizer puts one in front (Llama yes, GPT-2 no)."""
-    return uses_bos(ckpt) if is_folder_model(ckpt) else True
-
-
 def end_name(ckpt) -> str:
     """The model's own end token as text: "<eos>", "<|endoftext|>", "</s>"... ("the end token" if it has none)."""
     end = end_token(ckpt)
@@ -50,7 +45,7 @@ def end_name(ckpt) -> str:
 
 def prompt_input(ckpt) -> Encoded:
     """Example picker + text box; the prompt starts with the model's start token where it was trained so."""
-    folder, bos = is_folder_model(ckpt), prompt_bos(ckpt)
+    folder, bos = is_folder_model(ckpt), lesson.prompt_bos(ckpt)
     limit = min(ckpt.model.config.max_len - 1, FOLDER_VIEW_TOKENS) if folder else ckpt.model.config.max_len - 1
     start = encode_text(ckpt, "", bos=True).tokens[:1] if bos else []
     note = f" Its start token {md_token(start[0])} is put in front, as in training." if start else ""
@@ -93,22 +88,11 @@ def controls(cfg, vocab: int, end: str = "<eos>") -> Settings:
     return Settings(strategy, max_new, stop_at_eos, seed, step_mode)
 
 
-def eos_id(ckpt) -> int:
-    """The id generation stops at: "<eos>" for the app's models, a model folder's own end token (-1: none)."""
-    end = end_token(ckpt)
-    return end[0] if end is not None else -1
-
-
-def end_ids(ckpt) -> set[int]:
-    """Every id that ends a text: the end token, plus the other end ids a folder's config lists (Llama 3: several)."""
-    return {eos_id(ckpt), *((ckpt.metadata or {}).get("eos_ids") or [])} - {-1}
-
-
 def refuse_ended_prompt(ckpt, ids: list[int]) -> None:
     """Stop the page when the prompt holds one of the model's end ids after its first token: the text ends there,
     so there is nothing to continue. Typed text is literal (encode_text), so only a model whose end token is an
     ordinary vocabulary entry gets here."""
-    at = lesson.end_position(ids, end_ids(ckpt))
+    at = lesson.end_position(ids, lesson.end_ids(ckpt))
     if at is not None:
         st.warning(lesson.ended_prompt(end_name(ckpt), at))
         st.stop()
@@ -116,15 +100,16 @@ def refuse_ended_prompt(ckpt, ids: list[int]) -> None:
 
 def full_run(ckpt, ids: list[int], s: Settings) -> list[StepView]:
     """All steps of this setting; step mode reveals them one per click (the same seed gives the same tokens)."""
-    key = input_key(model_id(ckpt), tuple(ids), s.strategy, s.max_new, s.seed, s.stop_at_eos)
+    key = input_key(model_id(ckpt), tuple(ids), s.strategy, s.max_new, s.run_seed, s.stop_at_eos)
     return cached("generate_run", key, lambda: lesson.step_views(
-        ckpt.model, ids, s, eos_id(ckpt), end_ids(ckpt), partial(token_texts, ckpt), ckpt.tokenizer,
+        ckpt.model, ids, s, lesson.eos_id(ckpt), lesson.end_ids(ckpt), partial(token_texts, ckpt), ckpt.tokenizer,
         sequence=partial(sequence_texts, ckpt)))
 
 
 def visible_steps(views: list[StepView], ids: list[int], s: Settings) -> list[StepView]:
     """Step mode: the first token at once, one more per click (see widgets.reveal_steps); run mode: all of them."""
-    return views[:reveal_steps("generate", (tuple(ids), s), len(views))] if s.step_mode else views
+    sig = (tuple(ids), s.strategy, s.max_new, s.run_seed, s.stop_at_eos)  # greedy: a new seed starts nothing anew
+    return views[:reveal_steps("generate", sig, len(views))] if s.step_mode else views
 
 
 def end_logprob(ckpt, seq: list[int]) -> float | None:
@@ -133,7 +118,7 @@ def end_logprob(ckpt, seq: list[int]) -> float | None:
     if len(seq) > ckpt.model.config.max_len or end_token(ckpt) is None:
         return None
     return cached("generate_end", (input_key(model_id(ckpt), tuple(seq)),),  # one forward per exact sequence
-                  lambda: lesson.end_logprob(ckpt.model, seq, eos_id(ckpt)))
+                  lambda: lesson.end_logprob(ckpt.model, seq, lesson.eos_id(ckpt)))
 
 
 def running_table(views: list[StepView]) -> pd.DataFrame:
@@ -181,17 +166,31 @@ def attention_of_steps(cfg, prompt_tokens: list[str], n_prompt: int, steps: list
 
 
 def kv_cache(ckpt, ids: list[int], s: Settings) -> None:
-    """Same tokens and logits with and without the cache; per-token latency as the sequence grows."""
-    n = min(ckpt.model.config.max_len - len(ids), MAX_NEW)
-    st.markdown(lesson.cache_intro(n, ckpt.model.config.max_len - len(ids)))
-    key = input_key(model_id(ckpt), tuple(ids), s.strategy, s.seed)
-    run = cached("generate_cache", key, lambda: lesson.cache_run(ckpt.model, ids, s, n, eos_id(ckpt), ckpt.tokenizer))
+    """Same tokens and logits with and without the cache; per-token latency as the sequence grows. Timed only on its
+    button (as on Cost) and kept per prompt and setting for everyone: a setting change never re-times."""
+    room = ckpt.model.config.max_len - len(ids)
+    n, store = min(room, MAX_NEW), shared_results("generate_kv_cache", 32)  # the newest 32 measurements
+    st.markdown(lesson.cache_intro(n, room))
+    key = input_key(model_id(ckpt), tuple(ids), s.strategy, s.run_seed, n)
+    found = store.get(key)
+    if st.button("Measure again" if found else "Measure on this server", key="generate_kv_go", type="primary",
+                 icon=":material/speed:"):
+        with store.turn(lesson.CACHE_BUSY) as mine, st.spinner(lesson.cache_spinner(n)):
+            if mine:
+                store.put(key, (lesson.cache_run(ckpt.model, ids, s, n, lesson.eos_id(ckpt), ckpt.tokenizer),
+                                time.time()))
+        if mine:
+            st.rerun()  # draw the stored result, the button now saying "Measure again"
+    if found is None:
+        st.caption(lesson.cache_before(n))
+        return
+    run, when = found
     show_check(run.claim)
     lengths = list(range(len(ids), len(ids) + len(run.ms_on)))
-    fig = cached("generate_latency", key, lambda: F.latency_chart(lengths, run.ms_on, lengths, run.ms_off,
-                                                                  title="Time per new token as the sequence grows"))
+    fig = cached("generate_latency", (key, when), lambda: F.latency_chart(
+        lengths, run.ms_on, lengths, run.ms_off, title="Time per new token as the sequence grows"))
     show(fig, key="generate_latency", name="kv_cache_latency")
-    st.caption(run.caption(ckpt.model.config.max_len))
+    st.caption(f"{run.caption(ckpt.model.config.max_len)} {lesson.cache_measured(when)}")
 
 
 def strategy_comparison(ckpt, ids: list[int], s: Settings) -> None:
@@ -200,7 +199,7 @@ def strategy_comparison(ckpt, ids: list[int], s: Settings) -> None:
     text = partial(lesson.sample_text, tokenizer=ckpt.tokenizer, decode=is_folder_model(ckpt))
     key = input_key(model_id(ckpt), tuple(ids), s.max_new, s.seed, s.stop_at_eos, n_samples)
     samples, summary = map(pd.DataFrame, cached("generate_compare", key, lambda: lesson.compare_strategies(
-        ckpt.model, ids, s, n_samples, eos_id(ckpt), text, ckpt.tokenizer)))
+        ckpt.model, ids, s, n_samples, lesson.eos_id(ckpt), text, ckpt.tokenizer)))
     st.dataframe(samples, hide_index=True, key="generate_samples_table",
                  column_config={"avg log p": st.column_config.NumberColumn(format="%.2f")})
     c1, c2 = st.columns([2, 3])
@@ -217,7 +216,7 @@ def strategy_comparison(ckpt, ids: list[int], s: Settings) -> None:
 def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = None) -> None:
     st.markdown(lesson.TF_INTRO)
     text = share.text(st, "Sentence", "please send the report", "generate_tf_text", 500)
-    first = int(prompt_bos(ckpt))  # the start token, when the model reads one
+    first = int(lesson.prompt_bos(ckpt))  # the start token, when the model reads one
     limit = ckpt.model.config.max_len - 2
     enc = encode_text(ckpt, text, max_len=min(limit, FOLDER_VIEW_TOKENS) if is_folder_model(ckpt) else limit,
                       bos=bool(first))
@@ -227,10 +226,10 @@ def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = Non
     most = len(enc.ids) - first - 1
     share.valid("generate_tf_k", range(1, most + 1), 1)  # the sentence may have become shorter
     k = 1 if most == 1 else st.slider("Context words given to the model", 1, most, 1, key="generate_tf_k", **share.URL)
-    end = [eos_id(ckpt)] if end_token(ckpt) is not None else []
+    end = [lesson.eos_id(ckpt)] if end_token(ckpt) is not None else []
     context, truth = enc.ids[:first + k], [*enc.ids[first + k:], *end]
     run = cached("generate_teacher_forcing", (input_key(model_id(ckpt), context, truth),),  # 2 + n passes
-                 lambda: lesson.teacher_forcing(ckpt.model, context, truth, ckpt.tokenizer, eos_id(ckpt)),
+                 lambda: lesson.teacher_forcing(ckpt.model, context, truth, ckpt.tokenizer, lesson.eos_id(ckpt)),
                  model_pass=True)
     st.dataframe(pd.DataFrame(run.rows(first + k, truth, partial(token_texts, ckpt))), hide_index=True,
                  key="generate_tf_table")
