@@ -638,6 +638,8 @@ MISSING_TRANSLATOR = ("The shipped translation model is missing: there is no `as
 THREE_CAPTION = ("Grey × = masked (−∞ before the softmax, weight exactly 0). The encoder reads the whole source both "
                  "ways; the decoder reads only the words it has written; cross-attention lets every target position "
                  "read every real source word. Row labels: the decoder's input → the word that row chose (? = next).")
+REPLAY_SPINNER = ("Replaying the translator's training batches to find whether it saw this sentence (a few seconds, "
+                  "once per server; every later student gets it at once)…")
 NO_REFERENCE = ("This source is not in the toy language, so there is no known alignment to compare with. Below: the "
                 "cross-attention of the model's own translation.")
 NOT_GUIDED = ("No head of this translator was told to align: any alignment here, it found on its own while learning "

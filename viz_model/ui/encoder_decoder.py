@@ -128,18 +128,15 @@ def translation(ckpt, src: Source, steps: list[StepView], max_len: int) -> None:
         c2.caption(f"{src.reason} The model translates it anyway: every word it was never taught is a guess.")
     else:
         c2.code(src.reference, language=None, wrap_lines=True)
-        c2.caption(lesson.training_membership(src.text, ckpt.metadata).caption)
-        c2.caption(_shape_caption(ckpt, src.text))
+        # was it (and its skeleton) in training? A model's first sentence replays its draws: seconds, once per server
+        for caption in cached("ed_membership", (input_key(model_id(ckpt), src.text),), spinner=lesson.REPLAY_SPINNER,
+                              build=lambda: tuple(m(src.text, ckpt.metadata).caption for m in (
+                                  lesson.training_membership, lesson.shape_membership))):
+            c2.caption(caption)
     if done and steps[-1].stop_reason != "eos":
         st.warning(f"Stopped: {G.stop_message(steps[-1].stop_reason, max_len)}")
     if done and src.reference is not None:
         show_check(lesson.translation_claim(words, src.reference))
-
-
-def _shape_caption(ckpt, text: str) -> str:
-    """Whether the sentence's skeleton was in training (the replay is cached per model: a few seconds once)."""
-    return cached("ed_shape", input_key(model_id(ckpt), text),
-                  lambda: lesson.shape_membership(text, ckpt.metadata).caption)
 
 
 def traced(ckpt, src_ids: tuple[int, ...], tgt_ids: tuple[int, ...], pad: int = 0) -> dict:
