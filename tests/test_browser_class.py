@@ -139,7 +139,7 @@ def test_the_follower_tracks_page_and_settings_and_the_explorer_stays_put(browse
             expect(toggle(follower, "Follow the instructor")).not_to_be_checked(timeout=FOLLOW_TIMEOUT)
             expect(sidebar(follower).get_by_text("You are exploring on your own")).to_be_visible()
             shots(follower, "class_follower_on_own")
-            sidebar(follower).get_by_role("button", name="Catch up", exact=True).click()
+            banner(follower).get_by_role("button", name="Catch up", exact=True).click()
             expect(follower.get_by_role("tab", name="Pair rotation")).to_have_attribute(
                 "aria-selected", "true", timeout=FOLLOW_TIMEOUT)
             expect(toggle(follower, "Follow the instructor")).to_be_checked()
@@ -159,11 +159,29 @@ def test_a_wrong_key_gives_no_lead_control(browser, class_url):
         assert sidebar(pg).get_by_role("textbox", name="Instructor key", exact=True).input_value() == ""
 
 
+def banner(page):
+    """The class banner above the page (#43, item 10): the question, the answer, the notices."""
+    return page.locator('[data-testid="stMain"] .st-key-class_banner')
+
+
 def answer(page, choice: str) -> None:
-    side = sidebar(page)
-    side.get_by_text(choice, exact=True).click()
-    side.get_by_role("button", name="Answer", exact=True).click()
-    expect(side.get_by_text("Your answer is in")).to_be_visible(timeout=FOLLOW_TIMEOUT)
+    box = banner(page)
+    box.get_by_text(choice, exact=True).click()
+    box.get_by_role("button", name="Answer", exact=True).click()
+    expect(box.get_by_text("Your answer is in")).to_be_visible(timeout=FOLLOW_TIMEOUT)
+
+
+def ask(leader, prompt: str, choices: str) -> None:
+    """The leader asks a free question from the sidebar's form."""
+    side = sidebar(leader)
+    pick(leader, "Ask the class", "Free question", where="stSidebar")
+    side.get_by_role("textbox", name="Question", exact=True).fill(prompt)
+    side.get_by_role("textbox", name="Question", exact=True).press("Enter")
+    wait_idle(leader)
+    side.get_by_role("textbox", name="Choices, one per line").fill(choices)
+    side.get_by_role("textbox", name="Choices, one per line").press("Control+Enter")
+    wait_idle(leader)
+    side.get_by_role("button", name="Ask", exact=True).click()
 
 
 def histogram(page) -> list[int]:
@@ -175,32 +193,59 @@ def test_a_questions_histogram_counts_each_student_once(browser, class_url):
         code = lead(leader)
         with tab(browser, class_url, f"?class={code}") as s1, tab(browser, class_url, f"?class={code}") as s2:
             side = sidebar(leader)
-            pick(leader, "Ask the class", "Free question", where="stSidebar")
-            side.get_by_role("textbox", name="Question", exact=True).fill("Which layer sees the subject?")
-            side.get_by_role("textbox", name="Question", exact=True).press("Enter")
-            wait_idle(leader)
-            side.get_by_role("textbox", name="Choices, one per line").fill("layer 0\nlayer 1\nboth")
-            side.get_by_role("textbox", name="Choices, one per line").press("Control+Enter")
-            wait_idle(leader)
-            side.get_by_role("button", name="Ask", exact=True).click()
+            ask(leader, "Which layer sees the subject?", "layer 0\nlayer 1\nboth")
             for student in (s1, s2):
-                expect(sidebar(student).get_by_text("Which layer sees the subject?")).to_be_visible(
+                expect(banner(student).get_by_text("Which layer sees the subject?")).to_be_visible(
                     timeout=FOLLOW_TIMEOUT)
             shots(s2, "class_student_question")
             answer(s1, "layer 1")
             answer(s2, "both")
             # a second answer from the same browser is not offered, even after a reload, and would not be counted
-            assert sidebar(s1).get_by_role("button", name="Answer", exact=True).count() == 0
+            assert s1.get_by_role("button", name="Answer", exact=True).count() == 0
             s1.reload()
-            expect(sidebar(s1).get_by_text("Your answer is in")).to_be_visible(timeout=FOLLOW_TIMEOUT)
+            expect(banner(s1).get_by_text("Your answer is in")).to_be_visible(timeout=FOLLOW_TIMEOUT)
             leader.wait_for_function(
                 """() => { const el = document.querySelector('[data-testid="stSidebar"] .js-plotly-plot');
                            return el && el._fullData && Array.from(el._fullData[0].x).join() === '0,1,1'; }""",
                 timeout=FOLLOW_TIMEOUT)
             assert histogram(leader) == [0, 1, 1]
             side.get_by_role("button", name="Reveal", exact=True).click()
-            expect(sidebar(s1).get_by_text("No model answer for a free question")).to_be_visible(
+            expect(banner(s1).get_by_text("No model answer for a free question")).to_be_visible(
                 timeout=FOLLOW_TIMEOUT)
             assert histogram(leader) == [0, 1, 1]
             shots(leader, "class_leader_question")
             shots(s1, "class_student_reveal")
+
+
+def test_a_joined_student_on_a_phone_answers_in_the_first_screen_without_opening_the_sidebar(browser, class_url):
+    """#43 (10): at 390x844 a joined student saw the model tables and nothing else; the question, the Answer button
+    and the instructor-away notice were in the sidebar, below 13 lesson links. Now they are a banner above the page."""
+    with tab(browser, class_url) as leader:
+        code = lead(leader)
+        ask(leader, "Which head copies the earlier token?", "layer 0 head 1\nlayer 1 head 2")
+        ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
+                                  device_scale_factor=2)
+        try:
+            phone = ctx.new_page()
+            phone.console = []
+            phone.on("pageerror", lambda e: phone.console.append(str(e)))
+            phone.goto(f"{class_url}/?class={code}")
+            question = banner(phone).get_by_text("Which head copies the earlier token?")
+            expect(question).to_be_visible(timeout=FOLLOW_TIMEOUT)
+            expect(phone.locator('[data-testid="stSidebar"]')).to_have_attribute("data-collapsed", "true")
+            wait_idle(phone)
+            for element in (question, banner(phone).get_by_role("button", name="Answer", exact=True)):
+                box = element.bounding_box()  # in the first screen: no scrolling, no sidebar
+                assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= 844, box
+            screenshot(phone, "class_phone_question")
+            banner(phone).get_by_text("layer 1 head 2", exact=True).tap()
+            banner(phone).get_by_role("button", name="Answer", exact=True).tap()
+            expect(banner(phone).get_by_text("Your answer is in")).to_be_visible(timeout=FOLLOW_TIMEOUT)
+            leader.wait_for_function(
+                """() => { const el = document.querySelector('[data-testid="stSidebar"] .js-plotly-plot');
+                           return el && el._fullData && Array.from(el._fullData[0].x).join() === '0,1'; }""",
+                timeout=FOLLOW_TIMEOUT)
+            screenshot(phone, "class_phone_answered")
+            assert phone.console == []
+        finally:
+            ctx.close()

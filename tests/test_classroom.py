@@ -142,8 +142,26 @@ def test_questions_are_bounded(store):
         store.ask(code, "L", "free", "?" * (cr.MAX_PROMPT_CHARS + 1), ["a", "b"])
     with pytest.raises(ClassError, match="Only the tab"):
         store.ask(code, "a student", "free", "Which?", ["a", "b"])
-    store.ask(code, "L", "free", "Which?", ["a" * 500, "b"])
-    assert len(store.get(code).question.choices[0]) == cr.MAX_CHOICE_CHARS
+    assert store.get(code).question is None
+
+
+def test_a_question_or_choice_over_its_limit_is_refused_with_the_limit_never_cut(store):
+    """#43 (9): a 5,000-character question left the box empty with no word, and a choice over 60 characters was cut
+    to 60 in silence. Both are refused with a sentence naming the limit, and nothing is asked."""
+    code = store.create("L")
+    with pytest.raises(ClassError, match=f"5,000 characters; a question has at most {cr.MAX_PROMPT_CHARS}"):
+        store.ask(code, "L", "free", "?" * 5000, ["a", "b"])
+    long = "a very long choice " * 5
+    with pytest.raises(ClassError, match=f"Choice 2 has {len(long.strip())} characters; a choice has at most "
+                                         f"{cr.MAX_CHOICE_CHARS}"):
+        store.ask(code, "L", "free", "Which?", ["short", long])
+    assert store.get(code).question is None
+    notes = cr.question_notes("?" * 5000, ["short", long])
+    assert len(notes) == 2 and "5,000 characters" in notes[0] and f"at most {cr.MAX_CHOICE_CHARS}" in notes[1]
+    assert cr.question_notes("Which?", ["a", "b"]) == []
+    assert cr.question_count("Which?", ["a", "b"]).startswith(f"6 / {cr.MAX_PROMPT_CHARS} characters · 2 choices")
+    cut = cr.fit_choice("15 " + "x" * 80)  # a preset's token: cut where the student sees it is cut
+    assert len(cut) == cr.MAX_CHOICE_CHARS and cut.endswith("…") and cr.fit_choice("1 cat") == "1 cat"
 
 
 def test_each_student_answers_once_and_a_new_question_starts_empty(store):
@@ -251,6 +269,9 @@ def test_a_tab_follows_the_leaders_settings_and_stops_when_the_student_moves(sto
     assert not step.stopped and step.page is None and set(step.changed) == {"start_layer", "start_heads"}
     assert student.state["start_layer"] == 1 and student.state["start_heads"] == (0, 2)  # a tuple stays a tuple
     assert student.follow_step(store.get(code), {"", "rope"}, clock()) == FollowStep()  # the same version: nothing
+    # a follow tick with the browser holding the leader's values: from now on 0 is the student's own move, not the
+    # browser echoing the value it held before (see the echo tests below)
+    assert student.follow_step(store.get(code), {"", "rope"}, clock(), tick=True) == FollowStep()
     student.state["start_layer"] = 0  # the student moves a setting
     assert student.follow_step(store.get(code), {"", "rope"}, clock()) == FollowStep(stopped=True)
     assert student.state[cr.FOLLOW_KEY] is False and student.state[cr.ON_OWN] is True
@@ -340,6 +361,156 @@ def test_the_leaders_count_says_who_follows_and_who_explores():
     assert cr.presence_text(0, 0) == "**0** students follow"
 
 
+# -- following through the browser's echoes and page switches (#43, item 12) ----------------------------------
+# A browser sends every widget value it holds with each rerun it asks for (its follow timer's too), and the value
+# overwrites the tab's state. These tests play that browser on a dict: `browser_holds` is what a rerun the browser
+# asked for leaves in the state. Before the fix, a value the browser still held when the leader's next change came was
+# read as the student moving (following stopped while the browser's toggle still showed it on), and a view that came
+# between a page switch and the new page's first run was marked applied though the page's widgets took the link's.
+PAGES = {"", "explorer", "masks"}
+
+
+def _following(store, clock, page: str = "") -> tuple[Tab, Tab, str]:
+    leader = _leader(store, page=page)
+    leader.publish({}, {}, clock())
+    code = leader.state[cr.CODE]
+    student = Tab({cr.PAGE: page}, lambda: store)
+    student.join(code, follow=True)
+    assert student.follow_step(store.get(code), PAGES, clock()) == FollowStep()
+    return leader, student, code
+
+
+def _leader_shows(leader: Tab, clock, page: str, values: dict) -> None:
+    clock.t += 0.3  # the leader's quick Back/Next: a new view every 0.3 s
+    leader.state[cr.PAGE] = page
+    leader.publish(values, {k: str(v) for k, v in values.items() if v}, clock())
+
+
+def browser_holds(student: Tab, **values) -> None:
+    student.state.update(values)
+
+
+def test_a_value_the_browser_still_echoes_is_not_a_move_and_the_next_tick_takes_the_latest_view(store, clock):
+    leader, student, code = _following(store, clock, page="explorer")
+    _leader_shows(leader, clock, "explorer", {"explorer_layer": 0, "explorer_head": 0})
+    student.follow_step(store.get(code), PAGES, clock(), tick=True)
+    browser_holds(student, explorer_layer=0, explorer_head=0)
+    assert student.follow_step(store.get(code), PAGES, clock(), tick=True) == FollowStep()  # in step, confirmed
+    _leader_shows(leader, clock, "explorer", {"explorer_layer": 1, "explorer_head": 0})
+    step = student.follow_step(store.get(code), PAGES, clock(), tick=True)
+    assert step.changed == ("explorer_layer",) and student.state["explorer_layer"] == 1
+    _leader_shows(leader, clock, "explorer", {"explorer_layer": 1, "explorer_head": 2})
+    browser_holds(student, explorer_layer=0, explorer_head=0)  # the next tick left before layer 1 arrived
+    step = student.follow_step(store.get(code), PAGES, clock(), tick=True)
+    assert not step.stopped and student.state[cr.FOLLOW_KEY] is True
+    assert set(step.changed) == {"explorer_layer", "explorer_head"}
+    assert (student.state["explorer_layer"], student.state["explorer_head"]) == (1, 2)  # the latest view
+    browser_holds(student, explorer_layer=1, explorer_head=2)
+    assert student.follow_step(store.get(code), PAGES, clock(), tick=True) == FollowStep()
+    browser_holds(student, explorer_layer=0)  # now 0 is the student's own move: following stops, and says so
+    assert student.follow_step(store.get(code), PAGES, clock(), tick=True) == FollowStep(stopped=True)
+    assert student.state[cr.ON_OWN] is True
+
+
+def test_settings_that_arrive_during_a_page_switch_are_applied_after_it(store, clock):
+    leader, student, code = _following(store, clock)
+    browser_holds(student, explorer_layer=0, explorer_head=0)  # the Explorer's pickers, kept from an earlier visit
+    _leader_shows(leader, clock, "explorer", {"explorer_layer": 0, "explorer_head": 0})
+    assert student.follow_step(store.get(code), PAGES, clock(), tick=True) == FollowStep(page="explorer")
+    _leader_shows(leader, clock, "explorer", {"explorer_layer": 1, "explorer_head": 0})  # before the new page ran
+    student.started("explorer")  # the switch's full run
+    assert student.follow_step(store.get(code), PAGES, clock()).page is None
+    assert student.state["explorer_layer"] == 1  # set before the page's widgets are drawn
+    browser_holds(student, explorer_layer=0)  # ... but the picker took the switch's link (explorer_layer absent)
+    student.drew()
+    _leader_shows(leader, clock, "explorer", {"explorer_layer": 1, "explorer_head": 2})
+    step = student.follow_step(store.get(code), PAGES, clock(), tick=True)
+    assert not step.stopped and set(step.changed) == {"explorer_layer", "explorer_head"}
+    assert (student.state["explorer_layer"], student.state["explorer_head"]) == (1, 2)
+
+
+def test_a_switch_that_did_not_happen_is_asked_again_not_read_as_the_student_leaving(store, clock):
+    leader, student, code = _following(store, clock)
+    _leader_shows(leader, clock, "masks", {})
+    assert student.follow_step(store.get(code), PAGES, clock(), tick=True) == FollowStep(page="masks")
+    # a rerun the browser asked for on the old page overtook the switch: the tab ran the Start page again
+    student.started("")
+    step = student.follow_step(store.get(code), PAGES, clock())
+    assert step == FollowStep(page="masks") and student.state[cr.FOLLOW_KEY] is True
+    student.started("masks")
+    assert student.follow_step(store.get(code), PAGES, clock()) == FollowStep()
+    student.drew()
+    student.started("explorer")  # now a page the student opened: following stops
+    assert student.follow_step(store.get(code), PAGES, clock()) == FollowStep(stopped=True)
+
+
+def test_a_page_run_cut_short_is_drawn_again_and_then_the_student_is_told(store, clock):
+    leader, student, code = _following(store, clock)
+    student.started("")  # a full run that never reached its end (another rerun replaced it mid-page)
+    for _ in range(cr.MAX_TRIES):
+        assert student.follow_step(store.get(code), PAGES, clock(), tick=True) == FollowStep(redraw=True)
+    step = student.follow_step(store.get(code), PAGES, clock(), tick=True)
+    assert step.failed == ("page",)  # no more silent redraws: the banner says so, with Catch up
+    student.catch_up()
+    student.started("")
+    student.drew()
+    assert student.follow_step(store.get(code), PAGES, clock(), tick=True) == FollowStep()
+
+
+def test_a_view_that_does_not_take_is_retried_on_each_tick_then_reported(store, clock):
+    leader, student, code = _following(store, clock)
+    _leader_shows(leader, clock, "", {"start_layer": 1})
+    steps = []
+    for _ in range(cr.MAX_TRIES + 2):
+        steps.append(student.follow_step(store.get(code), PAGES, clock(), tick=True))
+        student.state.pop("start_layer", None)  # the setting never sticks on this tab
+    assert steps[0].changed == ("start_layer",) and not steps[0].full
+    assert steps[1].changed == ("start_layer",) and not steps[1].full  # the view's own rerun once more
+    assert all(s.full for s in steps[2:cr.MAX_TRIES + 1])  # then the whole page
+    assert steps[-1] == FollowStep(failed=("start_layer",))
+    _leader_shows(leader, clock, "", {"start_layer": 2})  # a new view is tried afresh
+    assert student.follow_step(store.get(code), PAGES, clock(), tick=True).changed == ("start_layer",)
+
+
+def test_the_instructors_own_browser_and_tabs_are_not_counted_as_students(store, clock):
+    """#43 (9): the leader's count included the instructor's own browser (a second tab on the class link)."""
+    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.STUDENT: "browser-of-the-instructor"}, lambda: store)
+    leader.lead_changed()
+    code = leader.state[cr.CODE]
+    second_tab = Tab({cr.STUDENT: "browser-of-the-instructor"}, lambda: store)
+    second_tab.join(code, follow=True)
+    assert second_tab.seen(code, second_tab.state[cr.STUDENT], clock())
+    keyed = Tab({cr.INSTRUCTOR: True}, lambda: store)  # a tab with the key, in another browser (the projector's)
+    keyed.join(code, follow=True)
+    keyed.seen(code, "projector-browser", clock())
+    student = Tab({}, lambda: store)
+    student.join(code, follow=True)
+    student.seen(code, "a-student", clock())
+    assert store.counts(code) == (1, 1)
+    successor = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.CODE: code, cr.STUDENT: "laptop"}, lambda: store)
+    successor.lead_changed()  # the class taken over from another browser: that one is the instructor's too
+    store.seen(code, "laptop", True)
+    assert store.counts(code) == (1, 1)
+
+
+def test_a_missing_class_says_whether_it_ended_was_this_tabs_or_never_existed(store, clock):
+    code = _leader(store).state[cr.CODE]
+    never = "ZZZZ" if code != "ZZZZ" else "YYYY"
+    tab = Tab({cr.CODE_BOX: never.lower()}, lambda: store)
+    tab.typed_code()
+    assert tab.state.pop(cr.ERROR) == (f"There is no class {never} on this server. Check the code: it is the 4 "
+                                       "letters on the projector.")
+    member = Tab({}, lambda: store)
+    member.join(code, follow=True)
+    store._db.execute("DELETE FROM classes")  # the class is gone without an end (a restarted server)
+    assert member.enter({"class": code}) is None
+    assert member.state[cr.GONE].startswith(f"Class {code} is no longer running (the server restarted")
+    ended = _leader(store).state[cr.CODE]
+    store.end(ended)
+    late = Tab({}, lambda: store)
+    assert late.enter({"class": ended}) is None and late.state[cr.GONE].startswith(f"Class {ended} has ended.")
+
+
 # -- the Class expander in AppTest -------------------------------------------------------------------------------
 @pytest.fixture
 def class_env(db, monkeypatch):
@@ -401,21 +572,24 @@ def test_a_student_joining_by_link_follows_the_leaders_settings(app_test, class_
     student.run()
     assert student.toggle(key="class_follow").value is False
     assert any("exploring on your own" in c.value for c in student.caption)
-    student.button(key="class_catch_up").click().run()
+    student.button(key="class_banner_catch_up").click().run()  # above the page (#43, item 10)
     assert student.toggle(key="class_follow").value is True
     assert student.selectbox(key="start_head").value == 2
     assert not student.exception
 
 
-def test_a_link_to_a_class_that_is_gone_says_so(app_test, class_env):
+def test_a_link_to_a_class_that_never_existed_says_there_is_none_and_to_check_the_code(app_test, class_env):
     from conftest import ROOT
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
     at.query_params["class"] = "ZZZZ"
     at.run()
-    assert any("no longer running" in w.value for w in at.warning)
-    assert not at.exception
+    # #43 (9): a code that never existed is not "no longer running (the server restarted...)"
+    assert [w.value for w in at.main.warning] == [
+        "There is no class ZZZZ on this server. Check the code: it is the 4 letters on the projector."]
+    assert not any("no longer running" in w.value for w in at.warning)
+    assert "class" not in at.query_params and not at.exception
 
 
 def _leading(app_test):
@@ -526,3 +700,80 @@ def test_a_browsers_student_id_is_stable_anonymous_and_unlinked_by_a_restart(db)
     assert ClassStore(db).student_id("eebdeebf87ed4759212915cb3c83357e") == a  # the other process agrees
     store._db.execute("UPDATE servers SET pid = 999999999 - pid")
     assert ClassStore.open_for_server(db).student_id("eebdeebf87ed4759212915cb3c83357e") != a
+
+
+# -- class mode in the main view (#43, item 10): the banner above the page ----------------------------------------
+def _student(code: str):
+    from conftest import open_app
+
+    return open_app(query={"class": code})
+
+
+
+def _ask(code: str, db, prompt: str, choices: list[str]) -> int:
+    return ClassStore(db).ask(code, ClassStore(db).get(code).leader, "free", prompt, choices)
+
+
+def test_a_joined_student_answers_the_question_in_the_main_view_without_the_sidebar(app_test, class_env):
+    _, code = _leading(app_test)
+    qid = _ask(code, class_env, "Which layer sees the subject?", ["layer 0", "layer 1", "both"])
+    student = _student(code)
+    main, side = student.main, student.sidebar
+    assert any("Which layer sees the subject" in m.value for m in main.markdown)
+    assert [r.label for r in main.radio] == ["Your answer"] and not side.radio  # not only in the sidebar
+    assert student.radio(key=f"class_pick_{qid}").options == ["layer 0", "layer 1", "both"]
+    assert any(b.label == "Answer" for b in main.button)
+    student.radio(key=f"class_pick_{qid}").set_value(1).run()
+    student.button(key=f"class_answer_{qid}").click().run()
+    assert ClassStore(class_env).tally(code, qid) == [0, 1, 0]
+    student.run()
+    assert any("Your answer is in" in s.value for s in student.main.success)
+    assert not student.main.radio and not student.exception
+    # the banner comes before the page: the class's lines are above the page's title
+    kinds = [type(e).__name__ for e in student.main]
+    assert kinds.index("Success") < kinds.index("Title")
+
+
+def test_the_banner_says_the_instructor_is_away_and_an_explorer_can_catch_up(app_test, class_env):
+    leader, code = _leading(app_test)
+    assert not [c for c in leader.main.caption if f"Class {code}" in c.value]  # no student banner for the leader
+    ClassStore(class_env)._db.execute("UPDATE classes SET leader_seen = leader_seen - 60")
+    student = _student(code)
+    assert any("closed or asleep" in i.value for i in student.main.info)
+    student.toggle(key="class_follow").set_value(False).run()
+    assert any(f"Class {code} · you are exploring on your own" in c.value for c in student.main.caption)
+    student.button(key="class_banner_catch_up").click().run()
+    assert student.toggle(key="class_follow").value is True and not student.exception
+
+
+def test_a_5000_character_question_is_kept_and_told_too_long(app_test, class_env):
+    """#43 (9): the box's max_chars dropped a long paste entirely (an empty box, no word)."""
+    at, code = _leading(app_test)
+    at.selectbox(key="class_ask_kind").set_value("Free question").run()
+    long = "Why does this head look back? " * 170  # 5,100 characters
+    at.text_input(key="class_ask_prompt").input(long).run()
+    at.text_area(key="class_ask_choices").input("yes\nno").run()
+    assert at.text_input(key="class_ask_prompt").value == long  # what the instructor typed stays
+    assert any(f"{len(long.strip()):,} characters; a question has at most {cr.MAX_PROMPT_CHARS}" in w.value
+               for w in at.sidebar.warning)
+    assert any(f"{len(long.strip())} / {cr.MAX_PROMPT_CHARS} characters" in c.value for c in at.sidebar.caption)
+    at.button(key="class_ask").click().run()
+    assert ClassStore(class_env).get(code).question is None
+    assert any(f"a question has at most {cr.MAX_PROMPT_CHARS}" in e.value for e in at.sidebar.error)
+    assert at.text_input(key="class_ask_prompt").value == long and not at.exception
+
+
+def test_a_choice_over_the_limit_is_refused_with_the_limit_not_cut_in_silence(app_test, class_env):
+    at, code = _leading(app_test)
+    at.selectbox(key="class_ask_kind").set_value("Free question").run()
+    at.text_input(key="class_ask_prompt").input("Which head copies?").run()
+    long = "the head that copies the token after the previous occurrence of this one"
+    at.text_area(key="class_ask_choices").input(f"layer 0 head 1\n{long}").run()
+    assert any(f"Choice 2 has {len(long)} characters; a choice has at most {cr.MAX_CHOICE_CHARS}" in w.value
+               for w in at.sidebar.warning)
+    at.button(key="class_ask").click().run()
+    assert ClassStore(class_env).get(code).question is None
+    at.text_area(key="class_ask_choices").input("layer 0 head 1\nlayer 1 head 2").run()
+    at.button(key="class_ask").click().run()
+    assert ClassStore(class_env).get(code).question.choices == ("layer 0 head 1", "layer 1 head 2")
+    assert not at.sidebar.warning and not at.exception

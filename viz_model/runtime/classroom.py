@@ -68,7 +68,10 @@ CREATE TABLE IF NOT EXISTS questions (
 CREATE TABLE IF NOT EXISTS answers (
     code TEXT NOT NULL, qid INTEGER NOT NULL, student TEXT NOT NULL, choice INTEGER NOT NULL,
     PRIMARY KEY (code, qid, student));
+CREATE TABLE IF NOT EXISTS leader_browsers (code TEXT NOT NULL, browser TEXT NOT NULL, PRIMARY KEY (code, browser));
+CREATE TABLE IF NOT EXISTS ended (code TEXT PRIMARY KEY, at REAL NOT NULL);
 """
+_TABLES = ("classes", "followers", "questions", "answers", "leader_browsers")  # a class's rows, by its code
 
 
 class ClassError(ValueError):
@@ -183,7 +186,7 @@ class ClassStore:
             pids = [p for (p,) in db.execute("SELECT pid FROM servers") if p != os.getpid()]
             alive = [p for p in pids if _pid_alive(p)]
             if not alive:
-                for table in ("classes", "followers", "questions", "answers", "servers", "meta"):
+                for table in (*_TABLES, "ended", "servers", "meta"):
                     db.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed table names)
             else:
                 db.execute(f"DELETE FROM servers WHERE pid NOT IN ({','.join('?' * len(alive))})", alive)
@@ -226,17 +229,25 @@ class ClassStore:
         with self._tx() as db:
             old = [c for (c,) in db.execute("SELECT code FROM classes WHERE leader_seen < ?", (now - CLASS_TTL_S,))]
             for code in old:
-                self._drop(db, code)
+                self._drop(db, code, now)
             db.execute("DELETE FROM followers WHERE seen < ?", (now - FOLLOWER_DROP_S,))
+            db.execute("DELETE FROM ended WHERE at < ?", (now - CLASS_TTL_S,))
         return len(old)
 
     @staticmethod
-    def _drop(db, code: str) -> None:
-        for table in ("classes", "followers", "questions", "answers"):
+    def _drop(db, code: str, now: float) -> None:
+        """A class goes; its code is remembered as ended (a late link says it ended, not that it never existed)."""
+        for table in _TABLES:
             db.execute(f"DELETE FROM {table} WHERE code = ?", (code,))  # noqa: S608 (fixed table names)
+        db.execute("INSERT OR REPLACE INTO ended VALUES (?, ?)", (code, now))
 
-    def create(self, leader: str) -> str:
-        """A new class led by `leader` (a tab's id); its code."""
+    def ended(self, code: str) -> bool:
+        """The class `code` ran on this server (since it started) and has ended or expired."""
+        return bool(self._read("SELECT 1 FROM ended WHERE code = ?", (code,)))
+
+    def create(self, leader: str, browser: str | None = None) -> str:
+        """A new class led by `leader` (a tab's id) in `browser` (its anonymous browser id: never counted as a
+        student); its code."""
         self.expire()
         now = self.clock()
         with self._tx() as db:
@@ -252,11 +263,18 @@ class ClassStore:
                 raise ClassError("No free class code; try again.")
             db.execute("INSERT INTO classes (code, created, leader, leader_seen) VALUES (?, ?, ?, ?)",
                        (code, now, leader, now))
+            db.execute("DELETE FROM ended WHERE code = ?", (code,))
+            self._leader_browser(db, code, browser)
         return code
+
+    @staticmethod
+    def _leader_browser(db, code: str, browser: str | None) -> None:
+        if browser:
+            db.execute("INSERT OR IGNORE INTO leader_browsers VALUES (?, ?)", (code, browser))
 
     def end(self, code: str) -> None:
         with self._tx() as db:
-            self._drop(db, code)
+            self._drop(db, code, self.clock())
 
     def get(self, code: str) -> ClassView | None:
         rows = self._read("SELECT leader, leader_seen, page, view, version FROM classes WHERE code = ?", (code,))
@@ -272,12 +290,14 @@ class ClassStore:
         return ClassView(code, leader, seen, page, values=view.get("values", {}), version=version, question=question,
                          query=view.get("query", {}))
 
-    def lead(self, code: str, leader: str) -> bool:
-        """`leader` takes the class over (a new tab of the instructor, after the old one closed). False if the
-        class is gone."""
+    def lead(self, code: str, leader: str, browser: str | None = None) -> bool:
+        """`leader` takes the class over (a new tab of the instructor, after the old one closed) in `browser` (not
+        counted as a student from now on). False if the class is gone."""
         with self._tx() as db:
             cur = db.execute("UPDATE classes SET leader = ?, leader_seen = ? WHERE code = ?",
                              (leader, self.clock(), code))
+            if cur.rowcount == 1:
+                self._leader_browser(db, code, browser)
             return cur.rowcount == 1
 
     def stop_leading(self, code: str, leader: str) -> None:
@@ -322,9 +342,11 @@ class ClassStore:
             return True
 
     def counts(self, code: str) -> tuple[int, int]:
-        """(students following, students in the class) seen in the last FOLLOWER_STALE_S seconds."""
-        rows = self._read("SELECT COALESCE(SUM(following), 0), COUNT(*) FROM followers WHERE code = ? AND seen >= ?",
-                          (code, self.clock() - FOLLOWER_STALE_S))
+        """(students following, students in the class) seen in the last FOLLOWER_STALE_S seconds. A browser that led
+        the class is the instructor's (a second tab on the class link, a tab that stopped leading), not a student."""
+        rows = self._read("SELECT COALESCE(SUM(following), 0), COUNT(*) FROM followers WHERE code = ? AND seen >= ? "
+                          "AND student NOT IN (SELECT browser FROM leader_browsers WHERE code = ?)",
+                          (code, self.clock() - FOLLOWER_STALE_S, code))
         return int(rows[0][0]), int(rows[0][1])
 
     # -- questions -----------------------------------------------------------------------------------------------
@@ -334,11 +356,15 @@ class ClassStore:
         if kind not in QUESTION_KINDS:
             raise ClassError(f"Unknown question kind {kind!r}.")
         prompt = prompt.strip()
-        choices = [str(c).strip()[:MAX_CHOICE_CHARS] for c in choices if str(c).strip()]
+        choices = [str(c).strip() for c in choices if str(c).strip()]
         if not prompt:
             raise ClassError("Type a question.")
         if len(prompt) > MAX_PROMPT_CHARS:
-            raise ClassError(f"A question has at most {MAX_PROMPT_CHARS} characters.")
+            raise ClassError(f"Your question has {len(prompt):,} characters; a question has at most "
+                             f"{MAX_PROMPT_CHARS}. Shorten it (your text is kept).")
+        if long := [i for i, c in enumerate(choices) if len(c) > MAX_CHOICE_CHARS]:
+            raise ClassError(f"Choice {long[0] + 1} has {len(choices[long[0]])} characters; a choice has at most "
+                             f"{MAX_CHOICE_CHARS}. Shorten it (your text is kept).")
         if not 2 <= len(choices) <= MAX_CHOICES:
             raise ClassError(f"A question needs 2 to {MAX_CHOICES} choices.")
         answer = answer or {}
@@ -409,6 +435,9 @@ TAB, CODE, INSTRUCTOR, KEY_BAD = "_class_tab", "_class_code", "_class_instructor
 PAGE, APPLIED, PUBLISHED, ON_OWN = "_class_page", "_class_applied", "_class_published", "_class_on_own"
 GONE, ERROR, SEEN_AT, BEAT_AT = "_class_gone", "_class_error", "_class_seen_at", "_class_beat_at"
 LOST, DEMOTED, STUDENT = "_class_lost", "_class_demoted", "_class_student"
+ECHO, DRAWING, REDRAWS = "_class_echo", "_class_drawing", "_class_redraws"
+PAGE_ECHO = "\0page"      # ECHO's entry for the page (no widget key starts with a NUL)
+MAX_TRIES = 4             # follow ticks a view may take to settle before the student is told it did not
 
 
 def jsonable(value: Any) -> Any:
@@ -432,6 +461,55 @@ def xsrf_token(cookie: str | None) -> str | None:
     return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex() if mask else None
 
 
+AWAY_TEXT = "The instructor's tab is closed or asleep: you stay on this view. Following goes on when they are back."
+
+
+def class_link(url: str, page: str | None, code: str) -> str:
+    """The class link to show, from the address of the page the leader is on (on /rope the app's root is one up)."""
+    base = url.split("?")[0].rstrip("/")
+    return f"{base.rsplit('/', 1)[0] if page else base}/?class={code}"
+
+
+def followed_values(keys: Collection[str], state: Mapping[str, Any]) -> dict[str, Any]:
+    """{key: value} of the URL-bound widgets `keys` a view carries (JSON values; NOT_FOLLOWED left out)."""
+    values = {k: jsonable(state[k]) for k in keys if k not in NOT_FOLLOWED and k in state}
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def not_taken_text(what: Collection[str]) -> str:
+    """A follower's notice when the leader's view did not take (FollowStep.failed)."""
+    return ("Your screen did not " + ("finish drawing the instructor's page" if "page" in what or PAGE_ECHO in what
+            else "take the instructor's latest settings") + ". Press Catch up to load their view again.")
+
+
+def question_notes(prompt: str, choices: Sequence[str]) -> list[str]:
+    """What keeps a typed question from being asked, each in a sentence naming the limit (the text is kept)."""
+    notes = []
+    if len(prompt.strip()) > MAX_PROMPT_CHARS:
+        notes.append(f"Your question has {len(prompt.strip()):,} characters; a question has at most "
+                     f"{MAX_PROMPT_CHARS}. Shorten it: Ask is refused until then.")
+    for i, c in enumerate(choices):
+        if len(c.strip()) > MAX_CHOICE_CHARS:
+            notes.append(f"Choice {i + 1} has {len(c.strip())} characters; a choice has at most {MAX_CHOICE_CHARS}. "
+                         "Shorten it: Ask is refused until then.")
+    if len(choices) > MAX_CHOICES:
+        notes.append(f"{len(choices)} choices; a question has at most {MAX_CHOICES}.")
+    return notes
+
+
+def question_count(prompt: str, choices: Sequence[str]) -> str:
+    """The typed question's size against its limits ("23 / 200 characters · 3 choices (2 to 16)")."""
+    return (f"{len(prompt.strip())} / {MAX_PROMPT_CHARS} characters · {len(choices)} choice"
+            f"{'' if len(choices) == 1 else 's'} (2 to {MAX_CHOICES}, each at most {MAX_CHOICE_CHARS} characters)")
+
+
+def fit_choice(text: str) -> str:
+    """A preset's choice (a token of the view's sentence) cut to MAX_CHOICE_CHARS where it is longer, with a visible
+    "…" (a typed choice over the limit is refused instead, with a sentence)."""
+    text = text.strip()
+    return text if len(text) <= MAX_CHOICE_CHARS else text[:MAX_CHOICE_CHARS - 1] + "…"
+
+
 def presence_text(following: int, present: int) -> str:
     """The leader's count of the class ("**3** students follow · 1 exploring on their own")."""
     text = f"**{following}** student{' follows' if following == 1 else 's follow'}"
@@ -445,6 +523,9 @@ class FollowStep:
     stopped: bool = False           # the student moved: following stops
     page: str | None = None         # switch to the leader's page (its settings are set already)
     changed: tuple[str, ...] = ()   # settings just set on this page: rerun what shows them
+    full: bool = False              # ... the whole page (a view that did not take from its own rerun)
+    redraw: bool = False            # the last full run was cut short: draw the page again
+    failed: tuple[str, ...] = ()    # the leader's view did not take after MAX_TRIES ticks: tell the student
 
 
 class Tab:
@@ -483,15 +564,27 @@ class Tab:
             self.state.pop(key, None)
 
     def leave(self, query: MutableMapping[str, Any], gone: str | None = None) -> None:
-        """Out of the class (the "Leave the class" button, or `gone`: the class ended), its code out of the URL."""
-        for key in (CODE, APPLIED, ON_OWN, PUBLISHED):
+        """Out of the class (the "Leave the class" button, or `gone`: a class that is not on the server, whose notice
+        the tab shows next), its code out of the URL."""
+        if gone:
+            self.state[GONE] = self.missing_text(gone)
+        for key in (CODE, APPLIED, ON_OWN, PUBLISHED, ECHO):
             self.state.pop(key, None)
         self.state[FOLLOW_KEY] = False
         self.state[LEAD_KEY] = False
-        if gone:
-            self.state[GONE] = gone
         if LINK_PARAM in query:
             del query[LINK_PARAM]
+
+    def missing_text(self, code: str) -> str:
+        """Why class `code` cannot be joined: it ended (the store remembers), it was this tab's class (the server
+        restarted since), or there never was such a class on this server (a mistyped code or link)."""
+        if self.store.ended(code):
+            return f"Class {code} has ended. Your view stays as it is; ask for the new class code."
+        if self.state.get(CODE) == code:
+            return (f"Class {code} is no longer running (the server restarted, or the class ended or expired). "
+                    "Your view stays as it is; ask for the new class code.")
+        return (f"There is no class {code} on this server. Check the code: it is the {CODE_LEN} letters on the "
+                "projector.")
 
     def typed_code(self) -> None:
         """The student's "Class code" box: join the class, or say why not; the box is emptied."""
@@ -499,7 +592,7 @@ class Tab:
         if code is None:
             self.state[ERROR] = f"A class code is {CODE_LEN} letters, such as the one on the projector."
         elif self.store.get(code) is None:
-            self.state[ERROR] = f"There is no class {code} on this server (ended, expired, or the server restarted)."
+            self.state[ERROR] = self.missing_text(code)
         else:
             self.join(code, follow=True)
         self.state[CODE_BOX] = ""
@@ -519,8 +612,9 @@ class Tab:
         s, code = self.state, self.state.get(CODE)
         try:
             if s.get(LEAD_KEY):
-                if code is None or not self.store.lead(code, self.id):
-                    code = self.store.create(self.id)
+                browser = s.get(STUDENT)  # this browser's anonymous id: its other tabs are not students
+                if code is None or not self.store.lead(code, self.id, browser):
+                    code = self.store.create(self.id, browser)
                 s[CODE] = code
                 s[FOLLOW_KEY] = False
                 for key in (PUBLISHED, GONE, DEMOTED):
@@ -533,8 +627,8 @@ class Tab:
 
     def catch_up(self) -> None:
         self.state[FOLLOW_KEY] = True
-        self.state.pop(APPLIED, None)
-        self.state.pop(ON_OWN, None)
+        for key in (APPLIED, ON_OWN, REDRAWS):
+            self.state.pop(key, None)
 
     def follow_changed(self) -> None:
         if self.state.get(FOLLOW_KEY):
@@ -571,51 +665,110 @@ class Tab:
         return None if self.leading() else view
 
     # -- following -------------------------------------------------------------------------------------------------
+    # Why following keeps books beyond a version number (#43, item 12). The browser sends every widget value it holds
+    # with each rerun it asks for, the follow timer's included, and that value overwrites the tab's state. A value
+    # this tab set from the leader's view reaches the browser a moment later; until then a rerun the browser asks
+    # for carries the value it held before (an echo). Before, an echo read as "the student moved" (following
+    # stopped, while the browser's toggle still showed it on), or a value marked applied was silently undone. Now
+    # each setting keeps the values the browser may still echo (ECHO) until a follow tick shows the browser holding
+    # the leader's value; the latest view is compared with what the tab holds on every tick, so a missed update is
+    # taken again on the next tick, and a view that does not take after MAX_TRIES ticks is reported, with Catch up.
     def moved(self, applied: dict) -> bool:
-        """The student changed the page or a followed setting since the leader's view was applied."""
-        if applied["page"] != self.state.get(PAGE):
+        """The student changed the page or a followed setting since the leader's view was applied: a value the
+        browser may still echo (a setting's value before this tab set it, a page before a switch) is not a move."""
+        s, echo = self.state, self.state.get(ECHO, {})
+        if applied["page"] != s.get(PAGE) and s.get(PAGE) not in echo.get(PAGE_ECHO, ()):
             return True
-        return any(key in self.state and jsonable(self.state[key]) != value for key, value in applied["values"].items())
+        return any(key in s and (held := jsonable(s[key])) != value and held not in echo.get(key, ())
+                   for key, value in applied["values"].items())
+
+    def behind(self, view: ClassView, target: str) -> list[str]:
+        """What the tab holds that differs from the leader's latest view: its settings' keys, PAGE_ECHO for the
+        page. The source of truth is the class store's view, not the version last applied."""
+        s = self.state
+        keys = [k for k, v in view.values.items() if k not in s or jsonable(s[k]) != v]
+        return keys + ([PAGE_ECHO] if target != s.get(PAGE) else [])
 
     def apply(self, values: dict[str, Any]) -> list[str]:
-        """Set the leader's values in the tab's state; the keys that changed."""
-        changed = []
+        """Set the leader's values in the tab's state; the keys that changed (each remembers the value the browser
+        held before, which it may still echo once)."""
+        changed, echo = [], self.state.setdefault(ECHO, {})
         for key, value in values.items():
             if key in self.state and jsonable(self.state[key]) == value:
                 continue
             current = self.state.get(key)
+            if key in self.state:
+                held = echo.setdefault(key, [])
+                held.extend(v for v in (jsonable(current), value) if v not in held)
             self.state[key] = tuple(value) if isinstance(current, tuple) and isinstance(value, list) else value
             changed.append(key)
         return changed
 
+    def confirm(self, applied: dict) -> None:
+        """A follow tick (a rerun the browser asked for: its values are in the state): a setting the browser holds
+        at the leader's value can no longer be echoed."""
+        echo = self.state.get(ECHO, {})
+        for key, value in applied["values"].items():
+            if key in self.state and jsonable(self.state[key]) == value:
+                echo.pop(key, None)
+
     def seen(self, code: str, student: str, now: float) -> bool:
-        """A student's heartbeat, written at most every SEEN_EVERY_S. False when the class is full (or gone)."""
-        if now - self.state.get(SEEN_AT, 0.0) < SEEN_EVERY_S:
+        """A student's heartbeat, written at most every SEEN_EVERY_S. False when the class is full (or gone). A tab
+        with the instructor key is the instructor's, not a student: never counted."""
+        if self.state.get(INSTRUCTOR) or now - self.state.get(SEEN_AT, 0.0) < SEEN_EVERY_S:
             return True
         self.state[SEEN_AT] = now
         return self.store.seen(code, student, bool(self.state.get(FOLLOW_KEY)))
 
-    def follow_step(self, view: ClassView, pages: Collection[str], now: float) -> FollowStep:
-        """One look at the leader's view: give up following if the student moved, else take a new view (`pages`: the
-        app's page paths; a page it does not have is the start page)."""
+    def started(self, page: str) -> None:
+        """A full run starts drawing `page` (app.py's begin)."""
+        self.state[PAGE] = page
+        self.state[DRAWING] = page
+
+    def drew(self) -> None:
+        """The full run drew its page to the end (app.py's end, unless a rerun cut it short)."""
+        self.state.pop(DRAWING, None)
+        self.state.pop(REDRAWS, None)
+
+    def follow_step(self, view: ClassView, pages: Collection[str], now: float, tick: bool = False) -> FollowStep:
+        """One look at the leader's view: give up following if the student moved, else take what the tab does not
+        hold of the leader's latest view (`pages`: the app's page paths; a page it does not have is the start page).
+        `tick`: a follow tick, a rerun the browser asked for (its widget values are in the state), not a full run."""
         s = self.state
         if not s.get(FOLLOW_KEY):
             return FollowStep()
         applied = s.get(APPLIED)
-        if applied is not None and self.moved(applied):
-            s[FOLLOW_KEY] = False
-            s[ON_OWN] = True
-            return FollowStep(stopped=True)
+        if applied is not None:
+            if tick:
+                self.confirm(applied)
+            if s.get(PAGE) == applied["page"]:
+                s.get(ECHO, {}).pop(PAGE_ECHO, None)  # a full run drew the leader's page: the switch took
+            if self.moved(applied):
+                s[FOLLOW_KEY], s[ON_OWN] = False, True
+                s.pop(ECHO, None)
+                return FollowStep(stopped=True)
+        if tick and s.get(DRAWING) is not None:  # the last full run was cut short: its page may be blank
+            s[REDRAWS] = s.get(REDRAWS, 0) + 1
+            return FollowStep(redraw=True, failed=("page",) if s[REDRAWS] > MAX_TRIES else ())
         if view.page is None or not view.leader_active(now):
             return FollowStep()  # nothing published yet, or the leader's tab is gone: stay where you are
-        if applied is not None and applied["version"] == view.version:
-            return FollowStep()
-        changed = self.apply(view.values)
         target = view.page if view.page in pages else ""
-        s[APPLIED] = {"page": target, "values": view.values, "version": view.version}
+        behind = self.behind(view, target)
+        again = applied is not None and applied["version"] == view.version
+        if again and not behind:
+            applied["tries"] = 0
+            return FollowStep()
+        tries = applied.get("tries", 0) + 1 if again else 0
+        if tries > MAX_TRIES:  # the view does not take: say so (Catch up tries again), do not loop
+            return FollowStep(failed=tuple(behind))
+        changed = self.apply(view.values)
+        s[APPLIED] = {"page": target, "values": view.values, "version": view.version, "tries": tries}
         if target != s.get(PAGE):
+            echo = s[ECHO].setdefault(PAGE_ECHO, [])
+            if s.get(PAGE) not in echo:
+                echo.append(s.get(PAGE))
             return FollowStep(page=target)
-        return FollowStep(changed=tuple(changed))
+        return FollowStep(changed=tuple(changed or behind), full=tries > 1)
 
     # -- leading ---------------------------------------------------------------------------------------------------
     def publish(self, values: dict[str, Any], query: Mapping[str, Any], now: float) -> None:

@@ -1,27 +1,32 @@
 """Class mode (#28): the instructor leads, students follow the instructor's view, the class answers questions.
 
 Everything shared lives in the class store (`viz_model.runtime.classroom`, a SQLite file every server process
-reads); a tab keeps only its own part in `st.session_state` (its anonymous id, its class code, what it last took from
-the leader), run by `runtime.classroom.Tab` (joining, leaving, following, publishing: no Streamlit there). This
-module draws the widgets and does what only Streamlit can (reruns, page switches, the URL-bound widgets' values).
-app.py calls `begin` before the sidebar (a follower takes the leader's page and settings before any widget is drawn),
-`panel` in the sidebar (the "Class" expander) and `end` after the page (a leader publishes the view just drawn).
+reads); a tab keeps only its own part in `st.session_state`, run by `runtime.classroom.Tab` (joining, leaving,
+following, publishing: no Streamlit there). This module draws the widgets and does what only Streamlit can (reruns,
+page switches, the URL-bound widgets' values). app.py calls `begin` before the sidebar (a follower takes the leader's
+page and settings before any widget is drawn; a student's banner above the page: the question, the notices), `panel`
+in the sidebar (the "Class" expander: the controls) and `end` after the page (a leader publishes the view just drawn).
 
 What a view is: the page's URL path and the values of its URL-bound widgets (`share.URL`), read from the session's
 own query-parameter bindings, so every page and every setting a link can carry is followed, and nothing else. The
 leader's tab republishes every LEAD_POLL_S from a small fragment, because a picker inside a page's fragment reruns
-only that fragment, not app.py. A follower polls every FOLLOW_POLL_S in a fragment drawn only while following; when
-the leader's view changed it sets the widget keys in session_state and reruns (or switches page).
+only that fragment, not app.py. A follower's banner ticks every FOLLOW_POLL_S and takes what its tab does not hold
+of the leader's latest view (rt.Tab.follow_step: the browser's echoes, page switches, a page cut short).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import time
 from typing import Any
 
 import streamlit as st
+from streamlit.commands.execution_control import _force_yield_point
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 
 from viz_model.figures.classroom import answer_histogram
 from viz_model.lessons import classroom as lesson
@@ -57,11 +62,7 @@ def tab_id() -> str:
 
 def student_id() -> str:
     """This browser's anonymous id in the class, from Streamlit's XSRF cookie (see rt.Tab.student_id)."""
-    try:
-        cookie = st.context.cookies.get("_streamlit_xsrf")
-    except AttributeError:
-        cookie = None
-    return tab().student_id(cookie)
+    return tab().student_id((getattr(st.context, "cookies", None) or {}).get("_streamlit_xsrf"))
 
 
 def leading() -> bool:
@@ -71,42 +72,25 @@ def leading() -> bool:
 def bound_values() -> dict[str, Any]:
     """This session's URL-bound widget values ({key: value}): the widgets Streamlit binds to the query string (its
     own registry, default values included), else the keys in the URL."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
     try:
-        with ctx.session_state.query_params() as qp:
+        with get_script_run_ctx().session_state.query_params() as qp:
             keys = list(qp._bindings_by_param)
     except AttributeError:  # another Streamlit: the URL's keys (values that differ from the default)
         keys = list(st.query_params)
-    out = {}
-    for key in keys:
-        if key in rt.NOT_FOLLOWED or key not in st.session_state:
-            continue
-        value = rt.jsonable(st.session_state[key])
-        if value is not None:
-            out[key] = value
-    return out
+    return rt.followed_values(keys, st.session_state)
 
 
 # -- following ---------------------------------------------------------------------------------------------------
 def _rerun_views(keys: list[str]) -> None:
-    """Rerun what shows these settings: when they all live in one page fragment (the Layer and Head pickers of a
-    view), only that fragment, as the browser does when the student moves the picker; else the whole page. A
-    follower's full rerun cost the server several times a view's (measured by bench/class_follow.py), and a class
-    follows at once. Streamlit reruns another fragment only from a callback, so this asks the script runner the way
-    st.rerun does (its internals; any surprise falls back to a full rerun)."""
+    """From a follow tick only: rerun what shows these settings, their one page fragment (the Layer and Head pickers
+    of a view) as the browser does when the student moves them, else the whole page (a follower's full rerun costs
+    several times a view's: bench/class_follow.py). Streamlit's internals, the way st.rerun asks; any surprise falls
+    back to a full rerun. Never from a full run: a fragment-scoped rerun would cut its page short (a blank page)."""
     try:
-        from streamlit.commands.execution_control import _force_yield_point
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-        from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
-
         ctx = get_script_run_ctx()
         state = ctx.session_state._state
-        fragments = set()
-        for key in keys:
-            meta = state._new_widget_state.widget_metadata.get(state._key_id_mapper.get_id_from_key(key, ""))
-            fragments.add(getattr(meta, "fragment_id", None))
+        fragments = {getattr(state._new_widget_state.widget_metadata.get(state._key_id_mapper.get_id_from_key(k, "")),
+                             "fragment_id", None) for k in keys}
         (fragment,) = fragments if len(fragments) == 1 else (None,)
         if not fragment or not ctx.fragment_storage.contains(fragment):
             st.rerun()
@@ -123,37 +107,45 @@ def _student_seen(code: str) -> bool:
     return tab().seen(code, student_id(), time.time())
 
 
-def _follow_step(view: rt.ClassView, in_fragment: bool) -> None:
-    """One look at the leader's view (rt.Tab.follow_step), then what it asks: a rerun, a page switch, or the views of
-    the settings that changed rerun."""
-    step = tab().follow_step(view, _pages, time.time())
-    if step.stopped and in_fragment:
-        st.rerun()
+def _follow_step(view: rt.ClassView, tick: bool) -> None:
+    """One look at the leader's view (rt.Tab.follow_step), then what it asks. In a full run (begin, before any widget
+    is drawn) the values it sets are the ones the widgets take: nothing to rerun."""
+    step = tab().follow_step(view, _pages, time.time(), tick=tick)
+    if step.failed:  # never a blank or outdated page that looks followed
+        st.warning(rt.not_taken_text(step.failed))
+        st.button("Catch up", key="class_retry", on_click=tab().catch_up, type="primary")
     elif step.page is not None:
         # with query_params: a plain switch_page clears the URL and refuses while widgets are bound to it
         st.switch_page(_pages[step.page], query_params={**view.query, rt.LINK_PARAM: view.code})
-    elif step.changed and in_fragment:
+    elif tick and (step.stopped or step.redraw or step.full):
+        st.rerun()
+    elif tick and step.changed:
         _rerun_views(list(step.changed))
 
 
 def begin(page_url: str, pages: dict[str, Any]) -> None:
     """app.py, before the sidebar: note the page; join a class from the link; a follower takes the leader's view
-    (values set before any widget is drawn, or a page switch)."""
+    (values set before any widget is drawn, or a page switch); a student's class banner above the page."""
     _pages.update(pages)
-    st.session_state[rt.PAGE] = page_url if page_url in pages else ""
     if not enabled():
         return
     try:
+        tab().started(page_url if page_url in pages else "")
+        student_id()  # this browser's anonymous id, before a callback needs it (a leader's browser is no student)
         view = tab().enter(st.query_params)
         if view is not None:
             _student_seen(view.code)
-            _follow_step(view, in_fragment=False)
+            _follow_step(view, tick=False)
     except sqlite3.Error as e:  # the page still runs; the expander says why the class is not reachable
         st.session_state[rt.ERROR] = f"The class store cannot be read just now ({e}); your page is not affected."
+    with guard("the class"):
+        _banner()
 
 
 def end() -> None:
-    """app.py, after the page: the leader publishes the view just drawn."""
+    """app.py, after the page: it drew to the end unless a rerun cut it short; a leader publishes the view drawn."""
+    if enabled() and not isinstance(sys.exc_info()[1], RerunException):
+        tab().drew()
     if enabled() and leading():
         try:
             _publish()
@@ -169,20 +161,14 @@ def _publish() -> None:
 def panel() -> None:
     """The "Class" expander in the sidebar."""
     code = st.session_state.get(rt.CODE)
-    with st.sidebar, st.expander("Class", expanded=bool(code or st.session_state.get(rt.GONE))):
+    with st.sidebar, st.expander("Class", expanded=bool(code)):
         if not enabled():
             st.caption(f"Class features are off. To lead a class, launch the server with {rt.KEY_ENV}=<a key you "
                        "choose> set; students then follow your view with a class code.")
             return
-        gone = st.session_state.pop(rt.GONE, None)
-        if gone:
-            st.warning(f"Class {gone} is no longer running (the server restarted, or the class ended or expired). "
-                       "Your view stays as it is; ask for the new class code.")
-        lost = st.session_state.pop(rt.LOST, None)
-        if lost:
+        if lost := st.session_state.pop(rt.LOST, None):
             st.info(f"Another tab with the instructor key leads class {lost} now.")
-        err = st.session_state.pop(rt.ERROR, None)
-        if err:
+        if err := st.session_state.pop(rt.ERROR, None):
             st.error(err)
         if st.session_state.get(rt.INSTRUCTOR):
             st.toggle("Lead the class", key=rt.LEAD_KEY, on_change=tab().lead_changed,
@@ -205,10 +191,8 @@ def panel() -> None:
 def _leader_panel(code: str) -> None:
     # large for the back row in presenter mode; a heading, not HTML (no text here is ever rendered as HTML)
     (st.header if presenter.presenter_on() else st.subheader)(f"Class code: {code}", anchor=False)
-    base = (getattr(st.context, "url", None) or "").split("?")[0].rstrip("/")
-    if st.session_state.get(rt.PAGE):  # on /rope: the app's root is one level up
-        base = base.rsplit("/", 1)[0]
-    st.markdown(f"Students open [{base}/?class={code}](/?class={code}) or type the code.")
+    link = rt.class_link(getattr(st.context, "url", None) or "", st.session_state.get(rt.PAGE), code)
+    st.markdown(f"Students open [{link}](/?class={code}) or type the code.")
     _leader_publish()
     _leader_status(code)
     _ask_form(code)
@@ -290,9 +274,13 @@ def _ask_form(code: str) -> None:
                         help="A prediction about the view on screen; the model's own answer is computed live.")
     prompt, choices = "", []
     if kind == FREE:
-        prompt = st.text_input("Question", key="class_ask_prompt", max_chars=rt.MAX_PROMPT_CHARS)
+        # no max_chars: Streamlit's box drops a paste over it entirely (an empty box, no word); the count says it
+        prompt = st.text_input("Question", key="class_ask_prompt")
         lines = st.text_area("Choices, one per line", key="class_ask_choices", height=100)
-        choices = [c for c in (lines or "").splitlines() if c.strip()][:rt.MAX_CHOICES]
+        choices = [c for c in (lines or "").splitlines() if c.strip()]
+        for note in rt.question_notes(prompt or "", choices):
+            st.warning(note)
+        st.caption(rt.question_count(prompt or "", choices))
     st.button("Ask", key="class_ask", on_click=_ask, args=(code, presets.get(kind), prompt, choices),
               help="Replaces the open question. Students answer once, anonymously.")
 
@@ -301,37 +289,54 @@ def _ask(code: str, preset_fn, prompt: str, choices: list[str]) -> None:
     """on_click of Ask: the preset's question and the model's own answer, computed now on the view on screen."""
     try:
         preset = preset_fn() if preset_fn is not None else lesson.Preset("free", prompt, choices, {})
-        store().ask(code, tab_id(), preset.kind, preset.prompt, preset.choices, preset.answer)
+        choices = preset.choices if preset_fn is None else [rt.fit_choice(c) for c in preset.choices]
+        store().ask(code, tab_id(), preset.kind, preset.prompt, choices, preset.answer)
     except ValueError as e:  # a ClassError, or a preset the view cannot ask
         st.session_state[rt.ERROR] = str(e)
 
 
-# -- students ----------------------------------------------------------------------------------------------------
+# -- students: the banner above the page (a phone's first screen; the sidebar keeps the controls) ----------------
+def _banner() -> None:
+    """Above the page, for a student: the open question and its answer, the instructor-away notice, following's state
+    and Catch up (or why a class link did not work). Streamlit's own elements, one column: the same at 390 px."""
+    if gone := st.session_state.pop(rt.GONE, None):
+        st.warning(gone)
+    code = st.session_state.get(rt.CODE)
+    if not code or leading():
+        return
+    with st.container(border=True, key="class_banner"):
+        if st.session_state.get(rt.FOLLOW_KEY):
+            _student_poll(code)
+        else:
+            st.caption(f"Class {code} · you are exploring on your own.")
+            st.button("Catch up", key="class_banner_catch_up", on_click=tab().catch_up, type="primary",
+                      help="Follow the instructor again: their page and settings now.")
+            _student_poll_slow(code)
+
+
 def _student_panel(code: str) -> None:
     st.markdown(f"**Class {code}**")
     st.toggle("Follow the instructor", key=rt.FOLLOW_KEY, on_change=tab().follow_changed,
               help="Your page and settings move with the instructor's. Changing a setting yourself stops it.")
     if not st.session_state.get(rt.FOLLOW_KEY):
-        st.caption("You are exploring on your own ·")
-        st.button("Catch up", key="class_catch_up", on_click=tab().catch_up, type="primary",
-                  help="Follow the instructor again: their page and settings now.")
-        _student_poll_slow(code)
-    else:
-        _student_poll(code)
+        st.caption("You are exploring on your own: Catch up is above the page.")
     st.button("Leave the class", key="class_leave", on_click=tab().leave, args=(st.query_params,))
 
 
-def _student_body(code: str, in_fragment: bool = True) -> None:
+def _student_body(code: str) -> None:
     view = store().get(code)
     if view is None:
         tab().leave(st.query_params, gone=code)
         st.rerun()
+    following = bool(st.session_state.get(rt.FOLLOW_KEY))
     if not _student_seen(code):
         st.caption("The class is full.")
     if not view.leader_active(time.time()):
-        st.info("The instructor's tab is closed or asleep: you stay on this view. Following goes on when they "
-                "are back.")
-    _follow_step(view, in_fragment=in_fragment)
+        st.info(rt.AWAY_TEXT)
+    elif following:
+        st.caption(f"Class {code} · you follow the instructor.")
+    if following and get_script_run_ctx().fragment_ids_this_run:  # a tick (a full run took the view in begin)
+        _follow_step(view, tick=True)
     _question(code, view)
 
 
@@ -342,8 +347,7 @@ def _student_poll(code: str) -> None:
 
 
 @st.fragment(run_every=STATUS_POLL_S)
-def _student_poll_slow(code: str) -> None:
-    """An exploring student: no view to follow, but the class's question still reaches them."""
+def _student_poll_slow(code: str) -> None:  # an exploring student: no view to follow, the question still comes
     with guard("the class"):
         _student_body(code)
 
@@ -360,10 +364,10 @@ def _question(code: str, view: rt.ClassView) -> None:
         st.caption(md_text(lesson.model_answer_text(q.choices, q.answer)))
         return
     if store().has_answered(code, q.qid, student_id()):
-        st.caption("Your answer is in (anonymous). Wait for the reveal.")
+        st.success("Your answer is in (anonymous). Wait for the reveal.")
         return
     pick = st.radio("Your answer", list(range(len(q.choices))), index=None, key=f"class_pick_{q.qid}",
                     format_func=lambda i: md_text(q.choices[i]))  # a typed choice shows as typed
-    if st.button("Answer", key=f"class_answer_{q.qid}", disabled=pick is None):
+    if st.button("Answer", key=f"class_answer_{q.qid}", disabled=pick is None, type="primary"):
         store().answer(code, q.qid, student_id(), int(pick))
         st.rerun(scope="fragment")
