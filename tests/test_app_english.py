@@ -39,15 +39,15 @@ def test_start_shows_the_measurements_with_computed_marks(app_test):
     at = app_test()
     at.session_state["model_key"] = "english"
     at.switch_page("app_pages/start.py").run()
-    table = at.dataframe[1].value  # after the model card
+    table = next(d.value for d in at.dataframe if "held-out text" in d.value.columns)  # the measured quality
     assert list(table["held-out text"]) == ["WordNet test split (never trained on)", "Python's docs (another source)"]
     ratio = float(table["÷ bigram"][0])
     assert ratio == pytest.approx(float(table["perplexity"][0]) / float(table["bigram model"][0]), abs=0.01)
-    marks = [e.value for e in (*at.success, *at.error) if "bar" in e.value]
-    assert len(marks) == 4 and all(m.startswith("✓") for m in marks), marks  # every bar cleared, each computed
-    assert any("previous-token head (layer 0" in m and "on held-out English text" in m for m in marks)
+    marks = [e.value for e in (*at.success, *at.error) if "(goal: " in e.value]
+    assert len(marks) == 4 and all(m.startswith("✓") for m in marks), marks  # every goal reached, each computed
+    assert any("One head reads the token before: layer 0" in m and "on held-out English text" in m for m in marks)
     at.button(key="start_measure").click().run()  # measured again here: the same numbers
-    live = at.dataframe[2].value
+    live = [d.value for d in at.dataframe if "held-out text" in d.value.columns][1]
     assert list(live["perplexity"]) == list(table["perplexity"])
 
 

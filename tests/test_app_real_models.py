@@ -39,8 +39,9 @@ def folders(model_folders):
 
 
 def model_card(at) -> dict:
-    """The Start page's card: a real model's comes in two rows of fields."""
-    return {k: v for d in at.dataframe[:2] for k, v in d.value.iloc[0].items()}
+    """The Start page's card (below the sentence's tokens since #43): a real model's comes in two rows of fields."""
+    cards = [d for d in at.dataframe if "layers" in d.value.columns or "position encoding" in d.value.columns]
+    return {k: v for d in cards for k, v in d.value.iloc[0].items()}
 
 
 def chips(at):

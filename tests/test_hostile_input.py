@@ -103,7 +103,7 @@ def test_typed_special_tokens_are_plain_text_with_a_notice(app_test, page_file):
 def test_start_page_chips_show_a_typed_eos_as_text(app_test):
     at = app_test()
     at.text_input(key="start_text").set_value("the cat <eos> sat").run()
-    chips = at.dataframe[1].value  # after the model card: token, vocabulary entry, id
+    chips = at.dataframe[0].value  # the page's first table (#43: the sentence comes first): token, entry, id
     token, piece, ids = (list(chips.iloc[i, 1:]) for i in range(3))
     assert token == ["<bos>", "the", "cat", "<", "eos", ">", "sat"]
     assert "3" not in ids and piece[3:6] == ["<unk>"] * 3  # <eos> is id 3: a student's text never holds it
