@@ -268,12 +268,12 @@ def record_page(page_file: str, root: Path = ROOT) -> dict:
 
 
 def _setup_env() -> None:
-    """As tests/conftest.py does for the suite: the classroom model, no downloaded models, one torch thread."""
+    """As tests/conftest.py does for the suite: the classroom model, no downloaded models, its torch threads."""
     os.environ.setdefault("ATTENTION_LAB_DEFAULT_MODEL", "classroom")
     os.environ["ATTENTION_LAB_MODELS_HOME"] = str(ROOT / "test-artifacts" / "no-models-here")
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))  # as tests/conftest.py
 
 
 def record(pages: list[str] | None = None) -> dict:

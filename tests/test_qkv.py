@@ -313,6 +313,9 @@ def test_pair_table_and_caption_read_the_measured_cosines(tiny, tok):
 
 def test_variant_note_names_the_variant_and_the_other_models():
     note = qkv.variant_note("separate", "classroom", ["Q = K model", "raw *X*"])
-    assert "the shipped `classroom`" in note and "“Q = K model” or “raw \\*X\\*”" in note
+    from markdown_it import MarkdownIt
+
+    shown = MarkdownIt().render(note)  # the model names escaped for Markdown (md_text) show as typed
+    assert "the shipped <code>classroom</code>" in shown and "“Q = K model” or “raw *X*”" in shown
     assert qkv.variant_note("separate", "mine", []).endswith(qkv.HOW["separate"])
     assert qkv.variant_note("none", "qkv-none", []).endswith("It is not the usual separate-projection model.")
