@@ -122,9 +122,9 @@ def test_a_students_sentence_gets_fill_ins_on_the_default_english_encoder(page):
     """#43: the Encoder page opened on a 293-word encoder that read "My grandmother baked <mask> while the storm
     knocked out the <mask>" as 7 <unk>; the default is now the English encoder, and both blanks get word fill-ins."""
     open_page(page, "encoder")
-    picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Encoder")
-    assert "English encoder" in picker.inner_text()
-    box = page.get_by_label("Sentence")
+    picker = page.locator('[data-testid="stSelectbox"]').filter(has_text="Encoder").first
+    assert picker.locator("input").input_value().startswith("English encoder")
+    box = page.get_by_label("Sentence", exact=True)
     box.fill("My grandmother baked <mask> while the storm knocked out the <mask>")
     box.press("Enter")
     page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');

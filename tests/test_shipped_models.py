@@ -55,9 +55,12 @@ def test_induction_model_continues_repeats_well_above_chance():
 
 def test_shipped_models_are_small():
     files = [p for p in (ASSETS_DIR / "models").rglob("*") if p.is_file()]
-    total = sum(p.stat().st_size for p in files if not p.name.startswith("english."))
+    total = sum(p.stat().st_size for p in files if not p.name.startswith(("english.", "english-encoder.")))
     # 10.5 MB with the three qkv-* variants (1.3-1.6 MB each, float32 as trained) and the two translators (1 MB each)
     assert total < 12 * 2**20
     # the English model: 5.26 M float32 parameters (21 MB) and its JSON with the 8,192-token BPE (0.5 MB)
     english = sum(p.stat().st_size for p in files if p.name.startswith("english."))
     assert 20 * 2**20 < english < 23 * 2**20
+    # the English encoder: 1.84 M float32 parameters (7.4 MB) and its JSON with the same BPE (0.5 MB)
+    encoder = sum(p.stat().st_size for p in files if p.name.startswith("english-encoder."))
+    assert 0 < encoder < 15 * 2**20

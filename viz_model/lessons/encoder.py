@@ -597,6 +597,11 @@ def is_fill_in(meta: dict) -> bool:
     return "fill_top1" in meta
 
 
+def records_nothing(meta: dict) -> bool:
+    """The metadata records no held-out measurement (an encoder a student trained): the button measures them."""
+    return not is_fill_in(meta) and all(meta.get(k) is None for k, *_ in METRICS)
+
+
 def live_metrics(model: TinyTransformer, tokenizer, meta: dict) -> dict:
     """The held-out measurements of this encoder, now: fill_in_metrics or heldout_metrics."""
     return fill_in_metrics(model, tokenizer, meta) if is_fill_in(meta) else heldout_metrics(model, tokenizer)

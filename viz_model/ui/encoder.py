@@ -13,7 +13,7 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.figures.common import escape
 from viz_model.figures.encoder import fill_in_bars, look_ahead_bars, masked_attention_grid, masked_attention_heatmap
 from viz_model.lessons import encoder as lesson
-from viz_model.lessons.encoder import ENGLISH, KEY, MAX_TOP_K, METRICS, QUERY, SHIPPED, Blanks
+from viz_model.lessons.encoder import ENGLISH, KEY, MAX_TOP_K, QUERY, SHIPPED, Blanks
 from viz_model.model_text import md_text, uses_bos
 from viz_model.tokenizer import BOS, MASK, UNK, Encoded
 from viz_model.ui import chart, share
@@ -224,7 +224,7 @@ def metrics(ckpt: Checkpoint) -> None:
     if shapes := meta.get("structural"):
         st.markdown(lesson.STRUCTURAL_TEXT)
         st.dataframe(pd.DataFrame(lesson.structural_rows(shapes)), hide_index=True, width="stretch")
-    if all(meta.get(k) is None for k, *_ in METRICS):
+    if lesson.records_nothing(meta):
         st.info(lesson.NO_METRICS_TEXT)
     if live and not lesson.is_fill_in(meta):
         st.caption(lesson.live_counts_text(live))
