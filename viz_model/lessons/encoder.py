@@ -187,7 +187,8 @@ def example_sentences(tokenizer) -> tuple[str, dict[str, str]]:
              for name, it in (("agreement", agreement_items(1)[0]), ("pronoun", pronoun_items(1)[0]))})
 
 
-def english_examples(n: int = 2) -> list[str]:
+@functools.lru_cache(maxsize=4)
+def english_examples(n: int = 2) -> tuple[str, ...]:
     """n sentences of the held-out WordNet sample (never trained on) with one word hidden (default_masks)."""
     out = []
     for text in load_heldout()["wordnet"]:
@@ -196,7 +197,7 @@ def english_examples(n: int = 2) -> list[str]:
             out.append(mask_words(words, default_masks(words)))
         if len(out) == n:
             break
-    return out
+    return tuple(out)
 
 
 def masked_text(words: list[str], pieces: list[str], picked: list[int]) -> tuple[str, list[str | None]]:
@@ -581,10 +582,10 @@ def fill_facts(meta: dict, live: dict | None = None) -> list[Fact]:
     """The encoder beats the unigram baseline (top-1 at the blanks), and the recomputed accuracy is the recorded one
     within FILL_TOL."""
     enc, base = meta["fill_top1"], meta["unigram_top1"]
+    top = meta.get("unigram_top_token", "?").strip()
     out = [Fact(enc > base, f"On {meta['n_masked']:,} hidden tokens of {meta['n_texts']} held-out WordNet texts the "
                             f"encoder's first guess is right {enc:.1%} of the time; guessing the most frequent token "
-                            f"(“{meta.get('unigram_top_token', '?')}”) everywhere is right {base:.1%} of the time "
-                            f"({enc / max(base, 1e-9):.1f}×).")]
+                            f"(“{top}”) everywhere is right {base:.1%} of the time ({enc / max(base, 1e-9):.1f}×).")]
     if live:
         diff = max(abs(meta[k] - live[k]) for k, *_ in FILL_METRICS)
         out.append(Fact(diff <= FILL_TOL, f"Recomputed on this server: within {diff:.4f} of the recorded accuracy "
