@@ -756,7 +756,7 @@ def test_a_5000_character_question_is_kept_and_told_too_long(app_test, class_env
     assert at.text_input(key="class_ask_prompt").value == long  # what the instructor typed stays
     assert any(f"{len(long.strip()):,} characters; a question has at most {cr.MAX_PROMPT_CHARS}" in w.value
                for w in at.sidebar.warning)
-    assert any(f"{len(long.strip())} / {cr.MAX_PROMPT_CHARS} characters" in c.value for c in at.sidebar.caption)
+    assert any(f"{len(long.strip()):,} / {cr.MAX_PROMPT_CHARS} characters" in c.value for c in at.sidebar.caption)
     at.button(key="class_ask").click().run()
     assert ClassStore(class_env).get(code).question is None
     assert any(f"a question has at most {cr.MAX_PROMPT_CHARS}" in e.value for e in at.sidebar.error)

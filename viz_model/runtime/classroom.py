@@ -499,7 +499,7 @@ def question_notes(prompt: str, choices: Sequence[str]) -> list[str]:
 
 def question_count(prompt: str, choices: Sequence[str]) -> str:
     """The typed question's size against its limits ("23 / 200 characters · 3 choices (2 to 16)")."""
-    return (f"{len(prompt.strip())} / {MAX_PROMPT_CHARS} characters · {len(choices)} choice"
+    return (f"{len(prompt.strip()):,} / {MAX_PROMPT_CHARS} characters · {len(choices)} choice"
             f"{'' if len(choices) == 1 else 's'} (2 to {MAX_CHOICES}, each at most {MAX_CHOICE_CHARS} characters)")
 
 
