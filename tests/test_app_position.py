@@ -178,6 +178,21 @@ def test_editing_q_changes_the_rotated_values(rope_page):
     assert rotated.iloc[2, 1] == pytest.approx(-0.416147, abs=1e-6)
 
 
+
+def test_the_worked_example_draws_each_tokens_pair_turned_by_t_radians(rope_page):
+    """#43: RoPE › Pair rotation took 3.2 s to a first view in a browser: opened on the Worked example (tables only),
+    the tab drew the page's first Plotly chart, so the click also loaded the chart library. The Worked example now
+    draws its own rotation, head 0's pair 0 of every token, so the library loads while its tables are read."""
+    import math
+
+    at = open_tab(rope_page, "rope_tab", "Worked example")
+    traces = {t["name"]: (arr(t["x"], float)[1], arr(t["y"], float)[1]) for t in chart(at, "rope_worked_fig")["data"]}
+    for t, token in enumerate(["I", "like", "cats"]):
+        (a, b), (a2, b2) = traces[f"q {t} {token} before rotation"], traces[f"q {t} {token} at t = {t}"]
+        turned = math.atan2(b2, a2) - math.atan2(b, a)
+        assert math.hypot(a2, b2) == pytest.approx(math.hypot(a, b))  # a rotation keeps the length
+        assert math.remainder(turned - t, 2 * math.pi) == pytest.approx(0, abs=1e-9)  # by t·ω₀ = t radians
+
 @pytest.mark.parametrize("cell, message", [(None, "no empty cells"), (1e12, "between")])
 def test_a_bad_q_cell_gives_a_message_and_the_other_tabs_still_work(rope_page, cell, message):
     at = open_tab(rope_page, "rope_tab", "Worked example")

@@ -30,12 +30,12 @@ def test_sinusoidal_page_renders_curves_and_checks_without_console_errors(page):
 
 
 def test_rope_shift_slider_keeps_the_displayed_score(page):
-    open_page(page, "rope", wait_chart=False)  # the first tab is tables only
+    open_page(page, "rope", wait_chart=False)  # the first tab: tables, then its chart
     page.get_by_role("tab", name="Pair rotation").click()
-    page.locator(CHART).filter(has=page.locator("text=Pair 0")).first.wait_for()
+    page.locator(CHART).filter(has=page.locator("text=Pair 0:")).first.wait_for()
     label = "score ⟨R_t q, R_s k⟩"
     before = metric_value(page, label)
-    arrows = page.locator(CHART).filter(has=page.locator("text=Pair 0")).first
+    arrows = page.locator(CHART).filter(has=page.locator("text=Pair 0:")).first
     q_before = arrows.evaluate("el => el._fullData.find(t => t.name.startsWith('q at')).x[1]")
     slider = page.locator('[data-testid="stSlider"]').filter(has_text="shift both by").locator('input[type="range"]')
     slider.focus()

@@ -46,3 +46,22 @@ def test_the_translators_training_replay_runs_once_per_model_and_says_so(monkeyp
         assert any(c.value.startswith(("In the training set", "Not held out")) for c in at.caption)
     assert len(replays) == 1, replays  # once for the model, not once per student or sentence
     assert replays[0] and "training batches" in replays[0][-1]  # while a spinner said what it was doing
+
+
+def test_presenter_mode_styles_each_shown_figure_once_for_every_student(monkeypatch):
+    """The Presenter-mode toggle took 4.8 s: every rerun in presenter mode made a validating copy of every chart's
+    figure and restyled it (most of an Explorer rerun's server time). The styled copy is now kept with the figure,
+    so another rerun, or another student on the same view, styles nothing again."""
+    from viz_model.ui import chart
+
+    calls, real = [], chart.presenter_style
+    monkeypatch.setattr(chart, "presenter_style", lambda fig: calls.append(1) or real(fig))
+    link = {"explorer_text": "the presenter reads the mat to the class", "presenter_mode": "true"}  # new figures
+    at = open_app("app_pages/explorer.py", query=link)
+    assert_clean(at)
+    styled = len(calls)
+    assert at.toggle(key="presenter_mode").value and styled >= len(at.get("plotly_chart")) >= 3  # Start's, then these
+    at.run()
+    other = open_app("app_pages/explorer.py", query=link)
+    assert_clean(other)
+    assert len(other.get("plotly_chart")) >= 3 and len(calls) == styled  # a rerun, a second student: none again

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,23 @@ MAX_EDIT_VALUE = 1e6
 
 
 L_MAX, LP_MAX = 131072, 1048576  # the context-extension panel's largest training length L and target length L′
+
+
+def seed_panel(state: MutableMapping, model: dict | None, name: str, keys: dict[str, str], marker_key: str) -> None:
+    """Open the context-extension panel on a model folder's own settings (`model`: field -> value, `name` the folder;
+    `keys`: field -> its widget key in `state`, the session's); going back to one of the app's models restores the
+    panel's defaults. A link's values win on the first visit. `marker_key` keeps which model it was last seeded with."""
+    marker = name if model is not None else None
+    before = state.get(marker_key, "unset")
+    if before == marker:
+        return
+    state[marker_key] = marker
+    for field, key in keys.items():
+        if model is None:
+            if before not in ("unset", None):
+                state.pop(key, None)
+        elif field in model and (before != "unset" or key not in state):
+            state[key] = model[field]
 
 
 def panel_defaults(cfg: ModelConfig) -> dict:
@@ -99,6 +116,16 @@ def worked_tables(ex: WorkedExample, index) -> dict[str, pd.DataFrame]:
     out = {f"head {h}": pd.DataFrame(x, index=index, columns=pairs) for h, x in enumerate(ex.heads)}
     out["angles"] = pd.DataFrame(ex.angles, index=index, columns=["t·ω₀ (rad)", "t·ω₁ (rad)"])
     out["rotated"] = pd.DataFrame(ex.rotated[0].round(6), index=index, columns=["a′₀", "b′₀", "a′₁", "b′₁"])
+    return out
+
+
+def worked_arrows(ex: WorkedExample, index) -> dict[str, tuple[float, float]]:
+    """Pair 0 of head 0 for each token (rows named by `index`), before and after its turn by t·ω₀: the arrows of
+    figures.rope.pair_arrows."""
+    out = {}
+    for t, name in enumerate(index):
+        out[f"q {name} before rotation"] = tuple(float(v) for v in ex.heads[0][t, :2])
+        out[f"q {name} at t = {t}"] = tuple(float(v) for v in ex.rotated[0][t, :2])
     return out
 
 
@@ -612,6 +639,7 @@ WORKED_INTRO = ("**“I like cats”**: T = 3 tokens, d_model = 8, H = 2 heads, 
 NOT_OWN_SETTINGS = ("Put the panel back on the sidebar model's own settings (pick another model and back, or reload) "
                     "to check them against its frequencies.")
 HEAD0_ROTATED = "Head 0 after RoPE. Head 1 uses the same angles on its own columns."
+WORKED_ARROWS = "Head 0, pair 0 of each token: turned by t·ω₀ = t radians (dotted: before)"
 SHIFT_BOTH = ("Move *shift both by*: both arrows turn by the same angle, so the angle between them — and "
               "the score — stay put.")
 PACKED_WINDOWS = ("The windows pack several held-out sentences end to end, which is harder than the one-sentence "

@@ -31,7 +31,7 @@ def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = T
     target = container if container is not None else st
     words = _summary(fig)
     if presenter_on():
-        fig = presenter_style(go.Figure(fig))
+        fig = _presenter(fig)
     kwargs.setdefault("alt", words)
     # theme=None: the figure's own template (figures.common.TEMPLATE) is what the student sees; see its comment
     config = {**png_config(name, scale=4 if presenter_on() else 3), **({} if toolbar else {"displayModeBar": False})}
@@ -61,6 +61,17 @@ def _summary(fig: go.Figure) -> str:
                 words = summary(fig)
                 object.__setattr__(fig, "_lab_summary", words)  # the figure is never changed after it is shown
     return words
+
+
+def _presenter(fig: go.Figure) -> go.Figure:
+    """presenter_style of a figure, made once per figure object: its validating copy of every cached figure, on every
+    rerun in presenter mode, was most of an Explorer rerun (#43); the styled copy is never changed either."""
+    styled = fig.__dict__.get("_lab_presenter")
+    if styled is None:
+        with _FIRST_READ:
+            styled = fig.__dict__.get("_lab_presenter") or presenter_style(go.Figure(fig))
+            object.__setattr__(fig, "_lab_presenter", styled)
+    return styled
 
 
 def _data_table(target, fig: go.Figure, key: str) -> None:

@@ -59,6 +59,8 @@ def worked_example() -> None:
     a1.dataframe(tables["angles"], key="rope_angles_ex")
     a2.dataframe(tables["rotated"], key="rope_rotated_ex")
     a2.caption(lesson.HEAD0_ROTATED)
+    show(rfigs.pair_arrows(lesson.worked_arrows(ex, edited.index), lesson.WORKED_ARROWS), key="rope_worked_fig",
+         name="rope_worked_rotation")  # also loads the chart library while the tables are read (Pair rotation, #43)
     show_check(lesson.worked_claim(ex))
 
 
@@ -116,28 +118,12 @@ def relative_scores(d_k: int, base: float) -> None:
 
 
 # -- base and context extension -------------------------------------------------------------------------
-def _seed_extension(model: dict | None, name: str) -> None:
-    """Open the panel on the sidebar model's own settings when it is a model folder; going back to one of the
-    app's models restores the panel's defaults. A link's values win on the first visit."""
-    marker = name if model is not None else None
-    before = st.session_state.get(EXT_SEEDED, "unset")
-    if before == marker:
-        return
-    st.session_state[EXT_SEEDED] = marker
-    for field, key in EXT_KEYS.items():
-        if model is None:
-            if before not in ("unset", None):
-                st.session_state.pop(key, None)
-        elif field in model and (before != "unset" or key not in st.session_state):
-            st.session_state[key] = model[field]
-
-
 @section("the context extension panel")
 def context_extension(d: dict, ckpt=None) -> None:
     """d: lessons.rope.panel_defaults. ckpt: the sidebar's RoPE model folder, whose own theta, scaling and lengths the
     panel opens on instead (and checks against its own frequencies); None for the app's own models."""
     own = lesson.model_extension(ckpt.model.config) if ckpt is not None else None
-    _seed_extension(own, str(ckpt.path) if ckpt is not None else "")
+    lesson.seed_panel(st.session_state, own, str(ckpt.path) if ckpt is not None else "", EXT_KEYS, EXT_SEEDED)
     if own is not None:
         st.caption(lesson.own_settings_sentence(ckpt.model.config))
     c = st.columns(4)
