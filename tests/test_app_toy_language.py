@@ -26,7 +26,7 @@ def test_the_translator_says_up_front_it_speaks_a_toy_language_of_n_words(transl
     n_toy = len(set(data.target_vocabulary()) & set(vocab))
     n_english = len({*data.WORD_CLASSES, *(w for pair in data.MULTIWORD for w in pair)} & set(vocab))
     assert n_toy > 50 and n_english > 50
-    first = texts(at.info)[0]  # the first notice, before the sentence box
+    first = next(t for t in texts(at.markdown) if "toy language of" in t)  # up front, before the sentence box
     assert f"toy language of {n_toy} words" in first and f"{n_english} English words" in first
     assert (n_english, n_toy) == lesson.toy_vocabulary(translator.tokenizer)
     picker = at.selectbox(key="ed_example")

@@ -111,7 +111,7 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page, model_para
 def test_start_page_lists_the_folders_and_describes_the_model(real_page, model_folders, model_param):
     page = real_page
     page.goto(f"{page.base_url}/?{model_param('tiny-gpt2')}")
-    page.wait_for_selector("text=One sentence, end to end")
+    page.wait_for_selector("text=Where to next")
     wait_idle(page)
     page.wait_for_selector(CHART)
     size = hf.human_bytes((model_folders["tiny-gpt2"] / "model.safetensors").stat().st_size)
@@ -121,7 +121,7 @@ def test_start_page_lists_the_folders_and_describes_the_model(real_page, model_f
     assert any(o.startswith("tiny-llama · llama · ") and o.endswith(" KB") for o in options)
     assert "broken-bert · unavailable" in options
     page.keyboard.press("Escape")
-    assert page.get_by_text("One sentence, end to end").count() == 1
+    assert page.get_by_text("Where to next").count() == 1
     card = page.locator('[data-testid="stDataFrame"]').first
     card.wait_for()
     screenshot(page, "real_models_start_gpt2")

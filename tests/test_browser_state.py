@@ -149,7 +149,7 @@ def test_a_fragment_setting_is_in_the_link_at_once(page):
 
 
 @pytest.mark.parametrize("path, ready, act", [
-    ("?start_text=I+like+cats", "text=One sentence, end to end", ("select", "Layer", "1")),
+    ("?start_text=I+like+cats", "text=Where to next", ("select", "Layer", "1")),
     ("explorer", "text=All heads at a glance", ("select", "Head", "1")),
     ("masks", "text=Mask gallery", ("text", "Sliding window")),
     ("qkv", "text=Database lookup", ("select", "Layer", "1")),
