@@ -702,6 +702,17 @@ def pad_right(seqs: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
     return out
 
 
+def masked_batch(seqs: Sequence[Sequence[int]], pad_id: int, mask_id: int, vocab_size: int, p: float,
+                 generator: torch.Generator) -> Batch:
+    """A masked-LM batch of token rows: padded on the right, BERT's masking (mlm.mask_tokens), targets only at the
+    masked positions (pad elsewhere, the Batch convention), the pads as the key padding mask. One body for the
+    classroom encoder's data and the English encoder's."""
+    ids = pad_right(seqs, pad_id)  # (B, T)
+    inputs, targets = mask_tokens(ids, mask_id=mask_id, vocab_size=vocab_size, p=p, generator=generator)
+    targets = targets.masked_fill(targets == IGNORE_INDEX, pad_id)  # the Batch convention: pad = no target
+    return Batch(inputs, targets, key_padding_mask=ids != pad_id)
+
+
 def sentence_draws(seed: int, step: int, batch_size: int, pool_size: int) -> list[int]:
     """The pool indices of a sentence task's training batch at `step`: from (seed, step) alone, so a model's
     training sentences can be replayed from its metadata (lessons.encoder_decoder.training_membership)."""
@@ -775,11 +786,7 @@ class TaskData:
             for i, (_, _, a) in enumerate(seqs):
                 alignment[i, : len(a)] = torch.as_tensor(a, dtype=torch.long)
             return Batch(ids, targets, src=pad_right([src for src, _, _ in seqs], self.pad_id), alignment=alignment)
-        ids = pad_right(seqs, self.pad_id)  # (B, T)
-        inputs, targets = mask_tokens(ids, mask_id=self.mask_id, vocab_size=self.vocab_size,
-                                      p=self.mlm_probability, generator=generator)
-        targets = targets.masked_fill(targets == IGNORE_INDEX, self.pad_id)  # the Batch convention: pad = no target
-        return Batch(inputs, targets, key_padding_mask=ids != self.pad_id)
+        return masked_batch(seqs, self.pad_id, self.mask_id, self.vocab_size, self.mlm_probability, generator)
 
     def batch(self, step: int) -> Batch:
         rng = random.Random(self.seed * 1_000_003 + step)

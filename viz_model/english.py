@@ -27,10 +27,9 @@ import torch
 from tokenizers import Tokenizer
 
 from viz_model import ASSETS_DIR
-from viz_model.data import Batch, corpus_split, pad_batch, pad_right
+from viz_model.data import Batch, corpus_split, masked_batch, pad_batch
 from viz_model.lecture import LECTURE_SENTENCES
-from viz_model.mlm import mask_tokens, masked_lm_loss
-from viz_model.model import IGNORE_INDEX
+from viz_model.mlm import masked_lm_loss
 from viz_model.tokenizer import BOS, EOS, MASK, PAD, build_bpe_tokenizer
 from viz_model.train import Trainer
 
@@ -272,11 +271,7 @@ class EnglishMaskedData:
             row = row + nxt
 
     def _masked(self, seqs: Sequence[Sequence[int]], generator) -> Batch:
-        ids = pad_right(seqs, self.pad_id)                                        # (B, T)
-        inputs, targets = mask_tokens(ids, mask_id=self.mask_id, vocab_size=self.vocab_size,
-                                      p=self.mlm_probability, generator=generator)
-        targets = targets.masked_fill(targets == IGNORE_INDEX, self.pad_id)  # the Batch convention: pad = no target
-        return Batch(inputs, targets, key_padding_mask=ids != self.pad_id)
+        return masked_batch(seqs, self.pad_id, self.mask_id, self.vocab_size, self.mlm_probability, generator)
 
     def batch(self, step: int) -> Batch:
         rng = random.Random(self.seed * 1_000_003 + step)
