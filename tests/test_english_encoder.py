@@ -50,11 +50,11 @@ def test_masked_lm_loss_is_the_full_heads_loss(tok):
     pad = ids != 0
     full = model(inputs, key_padding_mask=pad, targets=targets).loss
     part = masked_lm_loss(model, inputs, targets, pad)
-    torch.testing.assert_close(part, full, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(part, full, rtol=1e-4, atol=1e-5)  # two kernels (gather first or last): float32 noise
     # and the gradients agree too
     g_full = torch.autograd.grad(model(inputs, key_padding_mask=pad, targets=targets).loss, model.tok_emb.weight)[0]
     g_part = torch.autograd.grad(masked_lm_loss(model, inputs, targets, pad), model.tok_emb.weight)[0]
-    torch.testing.assert_close(g_part, g_full, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(g_part, g_full, rtol=1e-4, atol=1e-5)
 
 
 def _data(**kw) -> EnglishMaskedData:
@@ -125,7 +125,7 @@ def test_the_build_recipe_trains_saves_and_measures_an_encoder(tmp_path, monkeyp
     assert meta["n_texts"] > 300 and meta["n_masked"] > meta["n_texts"]
     assert meta["device"] == "cpu" or meta["device"].startswith("cuda")  # --device auto
     live = lesson.fill_in_metrics(ckpt.model, ckpt.tokenizer, meta)
-    assert live["fill_top1"] == pytest.approx(meta["fill_top1"], abs=1e-9)
+    assert live["fill_top1"] == pytest.approx(meta["fill_top1"], abs=1e-9)  # a ratio of counts, same process
 
 
 # -- the shipped English encoder --------------------------------------------------------------------------------
