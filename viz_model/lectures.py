@@ -167,13 +167,13 @@ def _line_at(data: bytes, offset: int) -> int:
 
 
 def front_matter(lines: list[str], errors: list[tuple[int, str]]) -> tuple[dict[str, str], int]:
-    """The optional `---` fenced `key: value` lines at the top: (meta, number of lines they take, 0 if none)."""
+    """The optional `---` fenced `key: value` lines at the top: (meta, number of lines they take, 0 if none). Read
+    by hand, not as YAML: three known keys, each a plain string."""
     if not lines or lines[0].strip() != "---":
         return {}, 0
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
-    if end is None:
-        errors.append((1, "the front matter opened with --- is never closed by a --- line"))
-        return {}, 0
+    if end is None:  # the rest would parse as Markdown and add errors that are only this one's echo
+        raise LectureError([(1, "the front matter opened with --- is never closed by a --- line")])
     meta: dict[str, str] = {}
     for i in range(1, end):
         key, colon, value = lines[i].partition(":")
@@ -366,8 +366,10 @@ def build_step(draft: _Draft, lines: list[str], errors: list[tuple[int, str]]) -
     question = parse_ask(draft.found["ask"][1], draft.found["ask"][0], errors) if "ask" in draft.found else None
     if "why" in draft.found:
         why_line, why = draft.found["why"]
-        if "ask" not in draft.found or not why:
-            errors.append((why_line, "a `why:` line explains the step's `ask:` question: it needs one, and a text"))
+        if "ask" not in draft.found:
+            errors.append((why_line, "a `why:` line explains the step's `ask:` question, and this step has none"))
+        elif not why:
+            errors.append((why_line, "a `why:` line needs the explanation of the answer"))
         elif question is not None and question.preset:
             errors.append((why_line, "a preset's answer and its reason come from the model: no `why:` line"))
         elif question is not None:
