@@ -16,9 +16,9 @@
     The narrative: plain Markdown, any number of paragraphs and lists.
 
 A step's view is the app's own share link (path plus query: the parameters `ui.share.URL` writes). The `view:`,
-`look:` (or `look at:`), `ask:` and `why:` lines are read from the step's top-level paragraphs, one line each; every
-other line of the step is its narrative, kept as the Markdown it was written in. `ask:` is either `preset NAME` (a
-page's preset question, answered by the model live) or `prompt | choice | *correct choice ...`.
+`look:` (or `look at:`), `ask:` and `why:` lines, lower case, are read from the step's top-level paragraphs, one
+line each; every other line of the step is its narrative, kept as the Markdown it was written in. `ask:` is either
+`preset NAME` (a page's preset question, answered by the model live) or `prompt | choice | *correct choice ...`.
 
 A file that breaks a rule raises `LectureError` (a ValueError) listing every problem with its line number. Raw HTML
 is rejected, not stripped: a `<script>` or `<div>` in the narrative is an error naming its line, so nothing in a
@@ -301,9 +301,10 @@ def _markdown() -> MarkdownIt:
 
 
 def directive(line: str) -> tuple[str, str] | None:
-    """("view" | "look" | "ask" | "why", the rest of the line), or None for a narrative line."""
+    """("view" | "look" | "ask" | "why", the rest of the line), or None for a narrative line. Lower case only: a
+    sentence of the narrative may well start with "Why: ..." or "Look: ..."."""
     key, colon, rest = line.partition(":")
-    name = DIRECTIVES.get(key.strip().lower()) if colon else None
+    name = DIRECTIVES.get(key.strip()) if colon else None
     return (name, rest.strip()) if name else None
 
 
