@@ -29,9 +29,10 @@ steps = ui.visible_steps(all_steps, enc.ids, settings)
 
 seq = enc.ids + [v.token_id for v in steps]
 st.code(ckpt.tokenizer.decode(seq, skip_special_tokens=False), language=None, wrap_lines=True)
-if steps and steps[-1].stop_reason:
-    reason = G.stop_message(steps[-1].stop_reason, cfg.max_len).replace("<eos>", end)
-    (st.warning if steps[-1].stop_reason == "context" else st.caption)(f"Stopped: {reason}")
+with st.container():  # the stop note comes and goes; its slot stays, so the widgets below keep their place
+    if steps and steps[-1].stop_reason:
+        reason = G.stop_message(steps[-1].stop_reason, cfg.max_len).replace("<eos>", end)
+        (st.warning if steps[-1].stop_reason == "context" else st.caption)(f"Stopped: {reason}")
 if not steps:
     st.stop()
 

@@ -36,12 +36,13 @@ else:
                          "park spare attention on it.")
 limit = min(cfg.max_len, FOLDER_VIEW_TOKENS) if folder else cfg.max_len
 enc = encode_text(ckpt, text, max_len=limit, bos=bos)
-if enc.truncated:
-    st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
-            "so only the first ones are shown.")
-if len(enc.ids) > int(bos):
-    if enc.unknown and not folder:
+with st.container():  # the notes come and go; their slot stays, so the pickers below keep their place (share.in_slot)
+    if enc.truncated:
+        st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
+                "so only the first ones are shown.")
+    if enc.unknown and not folder and len(enc.ids) > int(bos):
         unknown_notice(enc.unknown)
+if len(enc.ids) > int(bos):
     token_chips(enc)
     start_view.attention_view(ckpt, enc)
 else:  # the layer and head are not drawn: they keep their values (persist_state)

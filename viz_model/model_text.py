@@ -200,3 +200,36 @@ def md_text(text: str) -> str:
     """Typed text inside prose (a sentence, a question, a chart's summary): every ASCII punctuation character
     backslash-escaped, so Markdown, HTML, LaTeX ('$x$') and Streamlit's directives (':red[x]') show as typed."""
     return _MD_PUNCTUATION.sub(r"\\\1", str(text))
+
+
+_ROLE_NAMES = {"bos": "the start token", "eos": "the end-of-sequence token", "pad": "the padding token",
+               "unk": "the unknown-word token", "mask": "the mask token"}
+
+
+def specials_text(ckpt: Checkpoint | None, literal: list[tuple[str, str]], kept: tuple[str, ...] = ()) -> str | None:
+    """The sentence saying that special tokens typed in the text were read as plain text: `literal` is
+    Encoded.literal (or tokenizer.typed_specials), `kept` the specials this box reads as special; ckpt None: one of the
+    app's models. None when nothing special was typed."""
+    if not literal:
+        return None
+    folder = ckpt is not None and is_folder_model(ckpt)
+    meta = (ckpt.metadata or {}).get("special_tokens") or {} if folder else {}
+    roles = {**{e["token"]: r for r, e in meta.items() if e and e.get("token")},
+             **({} if meta else {"<pad>": "pad", "<unk>": "unk", "<bos>": "bos", "<eos>": "eos", "<mask>": "mask"})}
+    said = [f"{md_token(typed)} typed in the text is read as plain text, not as "
+            f"{_ROLE_NAMES.get(roles.get(name), f'the special token {md_token(name)}')}."
+            for typed, name in dict(literal[:6]).items()]
+    also = (" Here only " + ", ".join(md_token(t) for t in kept) + " typed is read as the token itself."
+            if kept else "")
+    return " ".join(said) + " Special tokens are put in by the app where the model needs them." + also
+
+
+def reading_note(ckpt: Checkpoint) -> str | None:
+    """How a sentence box's text reaches the model: the start token put in front, or a folder's own tokenizer."""
+    folder = is_folder_model(ckpt)
+    if uses_bos(ckpt):
+        return (f"The model's own start token {md_token(start_token(ckpt)[1])} is put in front, as its tokenizer "
+                "does; ␣ marks a space that belongs to the token." if folder else
+                "A `<bos>` token is put in front, as in training: many heads park their spare attention on it.")
+    return ("Tokens from the model's own tokenizer (␣ marks a space that belongs to the token); its tokenizer puts no "
+            "start token in front." if folder else None)

@@ -30,7 +30,7 @@ from viz_model.ui.widgets import (
     show_check,
     show_checks,
     specials_notice,
-    unknown_notice,
+    text_notes,
 )
 
 SHIPPED = "translate"
@@ -77,17 +77,13 @@ def source_input(ckpt) -> Source:
                         picker="Sentence of the toy language",
                         help="Words of the toy grammar (any other is `<unk>`): its sentences get a reference.")
     enc = encode(tok, text, max_len=limit)
-    if not enc.ids:
-        st.warning("Type a sentence to translate (the box is empty or holds only spaces).")
-        st.stop()  # the settings below keep their values (persist_state)
-    if enc.truncated:
-        st.info(f"Your text has {enc.n_tokens_total} words; this model reads at most {limit} (plus `<eos>`), so "
-                f"only the first {limit} are translated.")
     # Typed text is literal (tokenizer.encode): a typed <pad>, <bos>, <eos> or <mask> is plain text, here words the
     # model never saw; the page adds the one <eos> itself.
     specials_notice(ckpt, enc.literal)
-    if enc.unknown:
-        unknown_notice(enc.unknown, verb="are read as", offer_english=False)
+    text_notes(enc, cut=f"Your text has {enc.n_tokens_total} words; this model reads at most {limit} (plus `<eos>`), "
+                        f"so only the first {limit} are translated.",
+               empty="Type a sentence to translate (the box is empty or holds only spaces).", verb="are read as",
+               offer_english=False)
     return lesson.source_of(tok, enc)
 
 

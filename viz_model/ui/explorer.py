@@ -242,10 +242,11 @@ def head_view(ckpt: Checkpoint, enc, data: dict, tkey: str, knobs: tuple, averag
     if layer not in data.get("layers", range(cfg.n_layers)):
         data = cached_trace(model, mid, tuple(enc.ids), *knobs, layers=(layer,))
     probs = data["probs"]  # (L, H, T, T), NaN in layers this pass did not trace
-    if roles and roles[layer][head] and not average:
-        st.info(role_here(ckpt, enc, probs[layer, head], roles[layer][head], head_name(layer, head)))
-    if mates := lesson.kv_mates(cfg, head):
-        st.caption(mates)
+    with st.container():  # notes that come and go with the head, in a slot that stays (share.in_slot)
+        if roles and roles[layer][head] and not average:
+            st.info(role_here(ckpt, enc, probs[layer, head], roles[layer][head], head_name(layer, head)))
+        if mates := lesson.kv_mates(cfg, head):
+            st.caption(mates)
 
     big = probs[layer].mean(0) if average else probs[layer, head]
     title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"

@@ -29,7 +29,7 @@ from viz_model.ui.widgets import (
     reveal_steps,
     row,
     show_check,
-    unknown_notice,
+    text_notes,
 )
 
 MAX_NEW = 128          # new tokens per run, whatever the context (bounds the work of one click)
@@ -52,13 +52,8 @@ def prompt_input(ckpt) -> Encoded:
     text = example_text("generate_text", "generate_example", PROMPTS, PROMPTS[0], "Prompt", picker="Lecture example",
                         help="The model continues this text." + note)
     enc = encode_text(ckpt, text, max_len=limit, bos=bos)
-    if enc.truncated:
-        st.info(lesson.truncation_note(enc.n_tokens_total, limit, folder))
-    if len(enc.ids) <= int(bos):
-        st.warning("Type a prompt (at least one word) for the model to continue.")
-        st.stop()  # the settings below are not drawn: they keep their values (persist_state)
-    if enc.unknown and not folder:
-        unknown_notice(enc.unknown)
+    text_notes(enc, cut=lesson.truncation_note(enc.n_tokens_total, limit, folder), min_ids=int(bos),
+               empty="Type a prompt (at least one word) for the model to continue.", unknown=not folder)
     return enc
 
 

@@ -14,6 +14,7 @@ instead of refusing it, and tabs remembered across a page switch.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,6 +22,21 @@ import streamlit as st
 
 URL = {"bind": "query-params", "persist_state": "session"}  # every shareable widget: in the link, kept per session
 _TAB_KEPT = "_share_tabs"  # {tabs key: open label}: st.tabs has no persist_state
+
+
+def in_slot(notice: Callable[..., Any]) -> Callable[..., Any]:
+    """A notice that comes and goes (a cut paste, unknown words, a lower-cased sentence) drawn in a slot that is
+    always there (an st.container, empty when there is nothing to say), so every widget below keeps its place.
+    Streamlit's frontend places an element by its position in the page: when a note above a link-bound widget
+    appears or goes, the browser mounts a second copy of the widget, and when the old copy is removed after the run
+    it unregisters the link binding the two share; on a busy server that removal comes last, and from then on the
+    link stops following the widget (measured with 1.67 on the Explorer's "Show step";
+    tests/test_stable_widget_paths.py)."""
+    @functools.wraps(notice)
+    def drawn(*args, **kwargs):
+        with st.container():
+            return notice(*args, **kwargs)
+    return drawn
 
 
 def valid(key: str, options: Sequence[Any], default: Any = None) -> None:
@@ -63,6 +79,7 @@ def cut_long(key: str, limit: int) -> None:
         st.session_state[f"_{key}_cut"] = len(text)
 
 
+@in_slot
 def cut_notice(key: str, limit: int) -> None:
     """The notice for a paste `cut_long` shortened, shown once under its box."""
     n = st.session_state.pop(f"_{key}_cut", None)

@@ -17,8 +17,8 @@ from viz_model.model_text import (
     case_note,
     encode_for,
     is_folder_model,
-    md_token,
-    start_token,
+    reading_note,
+    specials_text,
     tokenizer_columns,
     unknown_words_text,
     uses_bos,
@@ -47,25 +47,29 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
     examples = list(EXAMPLES) if PAD in specials else [e for e in EXAMPLES if "<pad>" not in e.lower()]
     text = example_text(f"{prefix}_text", f"{prefix}_example", examples, default, "Sentence",
                         help="Any text; it is cut to the model's context length.", picker="Example from the lecture")
-    bos = uses_bos(ckpt)
-    enc = encode_text(ckpt, text, max_len=limit, bos=bos, specials=specials)
-    if enc.truncated:
-        st.info(f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, "
-                f"so only the first {limit} are used.")
-    if len(enc.ids) <= int(bos):
-        st.warning("Type at least one word (the box is empty or holds only spaces) to see attention.")
-        st.stop()  # the selectors below are not drawn: they keep their values (persist_state), so nothing resets
-    if bos and is_folder_model(ckpt):
-        st.caption(f"The model's own start token {md_token(start_token(ckpt)[1])} is put in front, as its tokenizer "
-                   "does; ␣ marks a space that belongs to the token.")
-    elif bos:
-        st.caption("A `<bos>` token is put in front, as in training: many heads park their spare attention on it.")
-    elif is_folder_model(ckpt):
-        st.caption("Tokens from the model's own tokenizer (␣ marks a space that belongs to the token); its tokenizer "
-                   "puts no start token in front.")
-    if enc.unknown and not is_folder_model(ckpt):
-        unknown_notice(enc.unknown)
+    enc = encode_text(ckpt, text, max_len=limit, bos=uses_bos(ckpt), specials=specials)
+    text_notes(enc, cut=f"Your text has {enc.n_tokens_total} tokens; this view reads at most {limit}, so only the "
+                        f"first {limit} are used.",
+               empty="Type at least one word (the box is empty or holds only spaces) to see attention.",
+               min_ids=int(uses_bos(ckpt)), caption=reading_note(ckpt), unknown=not is_folder_model(ckpt))
     return enc
+
+
+@share.in_slot
+def text_notes(enc: Encoded, *, cut: str, empty: str, min_ids: int = 0, caption: str | None = None,
+               unknown: bool = True, **unknown_kw) -> None:
+    """What a page says about a typed text as read, in one slot (share.in_slot): cut to the limit; empty (the page
+    stops there: the settings below are not drawn and keep their values, persist_state); how it is read; the words
+    read as <unk> (unknown_notice's keywords)."""
+    if enc.truncated:
+        st.info(cut)
+    if len(enc.ids) <= min_ids:
+        st.warning(empty)
+        st.stop()
+    if caption:
+        st.caption(caption)
+    if enc.unknown and unknown:
+        unknown_notice(enc.unknown, **unknown_kw)
 
 
 MODEL_KEY = "model_key"  # the sidebar's model picker (ui.sidebar.MODEL_KEY; sidebar imports this module's peers)
@@ -134,26 +138,11 @@ def encode_text(ckpt: Checkpoint, text: str, max_len: int | None = None, bos: bo
     return enc
 
 
-_ROLE_NAMES = {"bos": "the start token", "eos": "the end-of-sequence token", "pad": "the padding token",
-               "unk": "the unknown-word token", "mask": "the mask token"}
-
-
+@share.in_slot
 def specials_notice(ckpt: Checkpoint | None, literal: list[tuple[str, str]], kept: tuple[str, ...] = ()) -> None:
-    """Say that special tokens typed in the text were read as plain text: `literal` is Encoded.literal (or
-    tokenizer.typed_specials), `kept` the specials this box reads as special; ckpt None: one of the app's models."""
-    if not literal:
-        return
-    folder = ckpt is not None and is_folder_model(ckpt)
-    meta = (ckpt.metadata or {}).get("special_tokens") or {} if folder else {}
-    roles = {**{e["token"]: r for r, e in meta.items() if e and e.get("token")},
-             **({} if meta else {"<pad>": "pad", "<unk>": "unk", "<bos>": "bos", "<eos>": "eos", "<mask>": "mask"})}
-    said = [f"{md_token(typed)} typed in the text is read as plain text, not as "
-            f"{_ROLE_NAMES.get(roles.get(name), f'the special token {md_token(name)}')}."
-            for typed, name in dict(literal[:6]).items()]
-    also = (" Here only " + ", ".join(md_token(t) for t in kept) + " typed is read as the token itself."
-            if kept else "")
-    st.info(" ".join(said) + " Special tokens are put in by the app where the model needs them." + also,
-            icon=":material/text_fields:")
+    """Say that special tokens typed in the text were read as plain text (model_text.specials_text)."""
+    if said := specials_text(ckpt, literal, kept):
+        st.info(said, icon=":material/text_fields:")
 
 
 def page_link(page: str, label: str, icon: str) -> None:
@@ -172,8 +161,12 @@ def token_chips(enc: Encoded) -> None:
     cols = {"": ["token", "vocabulary entry", "id"]}
     cols.update({str(i): [t, p, str(x)] for i, (t, p, x) in enumerate(zip(enc.tokens, enc.pieces, enc.ids))})
     st.dataframe(pa.table(cols), hide_index=True, width="stretch")
-    note = case_note(enc)
-    if note:
+    _case_caption(enc)
+
+
+@share.in_slot
+def _case_caption(enc: Encoded) -> None:
+    if note := case_note(enc):
         st.caption(note)
 
 
