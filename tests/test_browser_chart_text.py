@@ -41,6 +41,15 @@ def test_no_chart_text_overlaps_on_a_laptop(page, path):
     assert _overlaps(page, path) == []
 
 
+@pytest.mark.parametrize("path", ["", "masks", "explorer"])
+def test_no_chart_text_overlaps_on_a_phone(browser, server_url, path):
+    """390 x 844: the Masks gallery's four panel titles side by side ran into each other, and so did the Explorer
+    grid's role labels ("previous-token 0.53") on the English model."""
+    with browser_page(browser, server_url) as pg:
+        pg.set_viewport_size({"width": 390, "height": 844})
+        assert _overlaps(pg, path) == []
+
+
 def test_on_a_phone_the_toolbar_does_not_cover_a_charts_title(browser, server_url):
     """390 x 844, touch: Plotly's modebar was drawn over "Layer 0 · head 0: attention weights" on Start."""
     with browser_page(browser, server_url) as pg:

@@ -67,7 +67,9 @@ def test_grid_has_one_panel_per_head_and_greys_masked_cells():
     grey, first = trace(fig, "L0H0 masked"), trace(fig, "L0H0")  # grey beneath (1 = blocked), holes on top
     assert grey.z[0][1] == 1 and grey.z[1][0] == 0 and math.isnan(first.z[0][1]) and not math.isnan(first.z[1][0])
     assert fig.data.index(grey) < fig.data.index(first)
-    assert "prev 0.9" in fig.layout.annotations[0].text
+    # the role's name and score on two lines (one line ran into the next head's title on a phone)
+    assert fig.layout.annotations[0].text == "L0·H0<br><sub>prev</sub><br><sub>0.9</sub>"
+    assert fig.layout.annotations[2].text == "L0·H2<br><sub>sink</sub>" and fig.layout.annotations[1].text == "L0·H1"
     assert all(t.zmin == 0 and t.zmax == 1 for t in heads)  # one shared colour scale
     go.Figure(fig.to_dict())  # built without validation for speed: it must still be a valid figure
 

@@ -94,7 +94,7 @@ def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]]
     ok = allowed_cells(allowed, (Tq, Tk))
     labels = token_labels(tokens)
     rows = labels if q_tokens is None else token_labels(q_tokens)
-    hs, vs = 0.02, ((0.12 if roles else 0.08) if L > 1 else 0.0)
+    hs, vs = 0.02, ((0.16 if roles else 0.08) if L > 1 else 0.0)
     w, h_ = (1 - hs * (H - 1)) / H, (1 - vs * (L - 1)) / L
     data, layout, notes = [], {}, []
     for l in range(L):
@@ -106,9 +106,12 @@ def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]]
             plain = dict(type="category", showticklabels=False, ticks="", showgrid=False, zeroline=False)
             layout[f"xaxis{n}"] = dict(domain=domain(x0, x0 + w), anchor=f"y{n}", **plain)
             layout[f"yaxis{n}"] = dict(domain=domain(y1 - h_, y1), anchor=f"x{n}", autorange="reversed", **plain)
-            sub = f"<br><sub>{escape(roles[l][h])}</sub>" if roles and roles[l][h] else ""
+            # the role's name and its score on two lines: "previous-token 0.53" on one ran into the next head's
+            # at 390 px (a phone)
+            sub = "".join(f"<br><sub>{escape(part)}</sub>" for part in roles[l][h].rsplit(" ", 1)) \
+                if roles and roles[l][h] else ""
             notes.append(dict(text=f"L{l}·H{h}{sub}", x=x0 + w / 2, y=y1, xref="paper", yref="paper",
-                              xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)))
+                              xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=13)))
             if not ok.all():  # grey underlay: a blocked cell never reads as "learned 0"
                 data.append(masked_trace(ok, labels, rows, f"L{l}H{h} masked", hoverongaps=False,
                                          hovertemplate=f"L{l} H{h}: " + _hover("masked (−∞)"), **ax))
@@ -117,5 +120,6 @@ def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]]
                              hoverongaps=False, hovertemplate=f"L{l} H{h}: " + _hover("%{z:.3f}"),
                              colorbar=dict(thickness=10, title=dict(text="attention")), **ax))
     # title: keep the figure title clear of the first row's subplot titles
-    return data, layout_dict(title, height=(100 if title else 60) + (170 if roles else 150) * L,
-                             top=100 if title else None, title_top=bool(title), annotations=notes, **layout)
+    return data, layout_dict(title, height=(100 if title else 60) + (190 if roles else 150) * L,
+                             top=(120 if roles else 100) if title else None, title_top=bool(title),
+                             annotations=notes, **layout)

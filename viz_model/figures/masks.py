@@ -11,17 +11,17 @@ from viz_model.figures.common import (
     DIVERGING,
     MASKED_COLOR,
     SEQUENTIAL,
+    domain,
     fast_figure,
     hline,
     layout_dict,
-    panel_row,
     shows_text,
     to_numpy,
     token_labels,
 )
 
-PANELS = ("1. boolean mask (may attend?)", "2. additive mask M (0 / −∞)", "3. scores S + M (before softmax)",
-          "4. softmax(S + M) (after)")
+PANELS = ("1. boolean mask<br>(may attend?)", "2. additive mask M<br>(0 / −∞)", "3. scores S + M<br>(before softmax)",
+          "4. softmax(S + M)<br>(after)")  # two lines each: a title fits over its panel on a 390 px phone
 
 
 def _fmt(x: float) -> str:
@@ -61,15 +61,15 @@ def mask_panels(allowed, scores, probs, tokens: Sequence[str], *, title: str | N
         ("probs", np.where(ok, p, np.nan), SEQUENTIAL, 0, 1,
          np.where(ok, np.vectorize(lambda x: f"{x:.2f}")(p), "0"), hover(lambda i, j: f"{p[i, j]:.3f}")),
     ]
-    domains, notes = panel_row(PANELS, 0.035, font_size=12)  # one row of four panels, a title above each
+    domains, notes, height = _two_by_two(T)
     data, axes = [], {}
     for c, (name, z, scale, lo, hi, text, hv) in enumerate(panels, start=1):
         n = "" if c == 1 else c  # Plotly names the first axes x / y, then x2 / y2 ...
         ax = dict(xaxis=f"x{n}", yaxis=f"y{n}")
-        axes[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=domains[c - 1], tickangle=-60, side="bottom",
+        axes[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=domains[c - 1][0], tickangle=-60, side="bottom",
                                  **_ticks(labels))
-        axes[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=[0.0, 1.0], autorange="reversed", **_ticks(labels),
-                                 **(dict(title=dict(text="query")) if c == 1 else dict(showticklabels=False)))
+        axes[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=domains[c - 1][1], autorange="reversed", **_ticks(labels),
+                                 **(dict(title=dict(text="query")) if c % 2 else dict(showticklabels=False)))
         if name in ("scores", "probs") and not ok.all():  # blocked cells: grey underlay, never a colour
             data.append(dict(type="heatmap", z=np.where(ok, np.nan, 1.0), x=idx, y=idx, showscale=False,
                              name=f"{name} masked", colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], hovertext=hv,
@@ -78,7 +78,22 @@ def mask_panels(allowed, scores, probs, tokens: Sequence[str], *, title: str | N
                          name=name, text=text if show[name] else None,
                          texttemplate="%{text}" if show[name] else None,
                          hovertext=hv, hoverinfo="text", hoverongaps=False, xgap=1, ygap=1, **ax))
-    return fast_figure(data, layout_dict(title, height=max(320, 190 + 22 * T), annotations=notes, **axes))
+    return fast_figure(data, layout_dict(title, height=height, top=90 if title else 50, title_top=bool(title),
+                                         annotations=notes, **axes))
+
+
+def _two_by_two(T: int) -> tuple[list[tuple[list[float], list[float]]], list[dict], int]:
+    """The four panels as two rows of two, each a title above it: (x domain, y domain) per panel, the titles, the
+    figure's height in px. Two across, not four, so a panel and its title keep a readable width on a phone (four
+    titles side by side ran into each other at 390 px) and its cells on a laptop."""
+    panel, gap, edges = max(200, 40 + 22 * T), 150, 140  # px: a panel; the gap for tick labels and titles; margins
+    height = edges + 2 * panel + gap
+    cut = panel / (2 * panel + gap)  # a row's share of the plot's height
+    xs, ys = [domain(0.0, 0.47), domain(0.53, 1.0)], [domain(1 - cut, 1.0), domain(0.0, cut)]
+    domains = [(xs[c % 2], ys[c // 2]) for c in range(4)]
+    notes = [dict(text=t, x=sum(x) / 2, y=y[1], xref="paper", yref="paper", xanchor="center", yanchor="bottom",
+                  showarrow=False, font=dict(size=12)) for t, (x, y) in zip(PANELS, domains)]
+    return domains, notes, height
 
 
 def dependency_figure(norms, tokens: Sequence[str], *, title: str | None = None) -> go.Figure:
