@@ -6,7 +6,8 @@ when the old copy is removed after the run it unregisters the binding both copie
 comes after the new copy registered, and from then on the link no longer follows that widget (measured: the
 Explorer's "Show step" kept the old link after the default sentence, which has a notice, became one without). So
 every notice that comes and goes above a widget is drawn in a slot that is always there (`share.notes`), and this
-test checks each page's keyed widgets keep their places across sentences that do and do not show notices."""
+test checks each page's keyed widgets keep their places across sentences that do and do not show notices, and across
+the choices that draw or hide a part above other widgets."""
 
 from __future__ import annotations
 
@@ -20,13 +21,16 @@ PAGES = {"start": {}, "explorer": {}, "masks": {}, "qkv": {}, "encoder": {}, "en
          "normalization": {"norm_tab": "The batch dimension"}}  # {page: link parameters that open its sentence}
 
 
+NOT_BOUND = {"plotly_chart", "popover", "dataframe"}  # keyed for their own state, never bound to the link
+
+
 def _paths(node, path=()) -> dict[str, tuple]:
-    """Every keyed element's place: {key: delta path}."""
+    """Every keyed widget's place: {key: delta path}."""
     out = {}
     children = getattr(node, "children", None)
     for i, child in (children.items() if isinstance(children, dict) else []):
         key = getattr(child, "key", None)
-        if key and not key.startswith("$$"):
+        if key and not key.startswith("$$") and getattr(child, "type", None) not in NOT_BOUND:
             out[key] = path + (i,)
         out |= _paths(child, path + (i,))
     return out
@@ -48,4 +52,27 @@ def test_keyed_widgets_keep_their_place_whatever_the_sentence(url):
         after = _paths(at.main)
         moved = {k: (before[k], after[k]) for k in before.keys() & after.keys() if before[k] != after[k]}
         assert not moved, f"{sentence[:40]!r}: widgets moved {moved}"
+        before = after
+
+
+# (page, widget kind, key, values in turn): each choice draws or hides something above other link-bound widgets
+CHOICES = [
+    ("explorer", "radio", "explorer_tokenizer", ["word", "bpe"]),  # the other tokenizer's table
+    ("explorer", "toggle", "explorer_avg", [True, False]),  # the head's role note
+    ("explorer", "selectbox", "explorer_head", [1, 2, 3, 0]),  # heads with and without a measured role
+    ("generate", "radio", "generate_mode", ["step", "run"]),  # step mode's count and buttons
+    ("encoder_decoder", "radio", "ed_mode", ["step", "run"]),
+]
+
+
+@pytest.mark.parametrize("page, kind, key, values", CHOICES, ids=[c[2] for c in CHOICES])
+def test_keyed_widgets_keep_their_place_whatever_the_choice(page, kind, key, values):
+    at = open_app(f"app_pages/{page}.py")
+    before = _paths(at.main)
+    for value in values:
+        getattr(at, kind)(key=key).set_value(value).run(timeout=120)
+        assert not at.exception, at.exception
+        after = _paths(at.main)
+        moved = {k: (before[k], after[k]) for k in before.keys() & after.keys() if before[k] != after[k]}
+        assert not moved, f"{key}={value!r}: widgets moved {moved}"
         before = after

@@ -105,11 +105,13 @@ def full_run(ckpt, src: Source, s: Settings) -> list[StepView]:
                   lambda: lesson.decode_views(ckpt.model, ckpt.tokenizer, src.ids, s.strategy, s.seed))
 
 
+@share.in_slot  # step mode's row of buttons comes and goes
 def visible_steps(views: list[StepView], src: Source, s: Settings) -> list[StepView]:
     """Step mode: the first word at once, one more per click (see widgets.reveal_steps); run mode: all of them."""
     return views[:reveal_steps("ed", (src.ids, s), len(views), "word")] if s.step_mode else views
 
 
+@share.in_slot  # the stop note and the check come when the translation is done
 def translation(ckpt, src: Source, steps: list[StepView], max_len: int) -> None:
     """The model's words so far beside the toy language's reference (or why there is none)."""
     words = [v.token for v in steps if v.token != EOS]

@@ -125,6 +125,7 @@ def measured_roles(ckpt: Checkpoint) -> list | None:
         return None
 
 
+@share.in_slot  # the comparison below comes and goes with the tokenizer picked
 def tokens_view(ckpt: Checkpoint, enc) -> None:
     """The token chips; for the app's own models also the same text under the shipped BPE tokenizer. A model
     folder has its own tokenizer, and only its ids mean anything to it."""

@@ -101,6 +101,7 @@ def full_run(ckpt, ids: list[int], s: Settings) -> list[StepView]:
         sequence=partial(sequence_texts, ckpt)))
 
 
+@share.in_slot  # step mode's row of buttons comes and goes
 def visible_steps(views: list[StepView], ids: list[int], s: Settings) -> list[StepView]:
     """Step mode: the first token at once, one more per click (see widgets.reveal_steps); run mode: all of them."""
     sig = (tuple(ids), s.strategy, s.max_new, s.run_seed, s.stop_at_eos)  # greedy: a new seed starts nothing anew

@@ -58,9 +58,8 @@ def sentence_input(prefix: str, ckpt: Checkpoint, max_tokens: int | None = None,
 @share.in_slot
 def text_notes(enc: Encoded, *, cut: str, empty: str, min_ids: int = 0, caption: str | None = None,
                unknown: bool = True, **unknown_kw) -> None:
-    """What a page says about a typed text as read, in one slot (share.in_slot): cut to the limit; empty (the page
-    stops there: the settings below are not drawn and keep their values, persist_state); how it is read; the words
-    read as <unk> (unknown_notice's keywords)."""
+    """What a page says about a typed text as read, in one slot (share.in_slot): cut; empty (the page stops: the
+    settings below keep their values, persist_state); how it is read; words read as <unk> (unknown_notice's kw)."""
     if enc.truncated:
         st.info(cut)
     if len(enc.ids) <= min_ids:
