@@ -245,6 +245,11 @@ def record_page(page_file: str, root: Path = ROOT) -> dict:
     import torch
     from streamlit.testing.v1 import AppTest
 
+    from viz_model.ui import cache
+
+    # A measurement kept from a button another test pressed (cache.shared_results: Generate's KV-cache timing) would
+    # show up here as a chart the record has not (measured: test_app_generate.py then this file): start without one.
+    cache._built.clear()
     torch.manual_seed(0)
     at = AppTest.from_file(str(root / "app.py"), default_timeout=300)
     at.run()
