@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from viz_model.ui import classroom, share, sidebar
+from viz_model.ui import classroom, lecture, share, sidebar
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import status_badge
 
@@ -58,11 +58,14 @@ for section, file, title, icon, url in PAGES:
 # with st.page_link (sidebar.lesson_links): a link still switches page inside the session, keeping every setting.
 page = st.navigation(sections, position="hidden")
 # Class mode (#28): a student following the instructor takes their page and settings before any widget is drawn
-classroom.begin(page.url_path, {p.url_path: p for ps in sections.values() for p in ps if p.url_path not in ALIASES})
+by_path = {p.url_path: p for ps in sections.values() for p in ps if p.url_path not in ALIASES}
+classroom.begin(page.url_path, by_path)
 with st.sidebar:
+    lecture.sidebar_links(by_path)  # #39: the guided lectures first
     sidebar.lesson_links({name: [p for p in pages if p.url_path not in ALIASES] for name, pages in sections.items()})
 
 link = share.opened_link()  # before any widget takes its value from it
+lecture.panel(page.url_path, first_run=link is not None)  # #39: a lecture's step above the page (a slot always there)
 with guard("the sidebar"):
     sidebar.render()
     classroom.panel()  # the "Class" expander: lead, follow, ask

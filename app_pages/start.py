@@ -7,13 +7,14 @@ from viz_model.data import TASK_LABELS
 from viz_model.device import describe
 from viz_model.lessons import start as lesson
 from viz_model.model_text import is_folder_model, start_token, uses_bos
-from viz_model.ui import share
+from viz_model.ui import lecture, share
 from viz_model.ui import start as start_view
 from viz_model.ui.sidebar import current_model
 from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, MAX_CHARS, encode_text, page_link, token_chips, unknown_notice
 
 st.title("Attention Lab")
 st.markdown(lesson.INTRO)
+lecture.start_link()  # #39: the guided lecture, beside exploring
 
 ckpt = current_model()
 model, cfg = ckpt.model, ckpt.model.config

@@ -50,8 +50,9 @@ def test_every_lesson_module_is_in_its_layers_independence_contract():
 
 
 # #27's quality bars, kept: the Streamlit layer stays thin (lessons compute, ui shows; it was 6,622 lines when the
-# issue's work began and 5,627 when it was filed) and no function grows past what one screen shows.
-UI_LINES_MAX, FUNCTION_LINES_MAX = 4600, 60
+# issue's work began and 5,627 when it was filed) and no function grows past what one screen shows; +150 for #39's
+# lecture panel (viz_model/ui/lecture.py).
+UI_LINES_MAX, FUNCTION_LINES_MAX = 4750, 60
 
 
 def test_the_streamlit_layer_stays_thin():

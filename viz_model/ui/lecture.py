@@ -1,0 +1,150 @@
+"""A student steps through a lecture alone (#39): the URL carries ?lecture=NAME&step=N, so every step is a link and a
+reload keeps the place. app.py draws the panel above every page: the step's narrative, Back / Next, the step's view
+again, and its question. Opening a step takes its page with its settings (the step's `params` are the page's share
+link: the bound widgets take them from the URL, as they do when a link is opened)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from viz_model.lectures import PAGE_PARAMS, Lecture, builtin_lectures
+from viz_model.ui import share
+from viz_model.ui.errors import guard
+
+LECTURE, STEP = "lecture", "step"  # the URL parameters of a lecture's place
+_AT = "_lecture_at"  # (name, step) whose view this session last opened
+HOME = {"start": "home"}  # the lectures name the Start page "start"; app.py serves it at url_path "home"
+_pages: dict[str, Any] = {}  # url_path -> st.Page, given by app.py
+
+
+@st.cache_resource(show_spinner=False)
+def lectures() -> dict[str, Lecture]:
+    """The built-in lectures, read once per server, read-only (tests/test_lectures.py checks that each parses)."""
+    return builtin_lectures()
+
+
+def sidebar_links(pages: dict[str, Any]) -> None:
+    """The "Lectures" choice at the top of the sidebar (`pages`: app.py's pages by url_path)."""
+    _pages.update(pages)
+    st.markdown("**Lectures**")
+    for name, lec in lectures().items():
+        st.page_link(_page("start"), label=lec.title, icon=":material/school:", query_params={LECTURE: name})
+
+
+def start_link() -> None:
+    """The Start page's way in (#39, 7): one line beside exploring on one's own."""
+    for name, lec in list(lectures().items())[:1]:
+        st.page_link(_page("start"), label=f"Take the guided lecture: {lec.title} ({len(lec.steps)} steps), or "
+                     "explore any page from the sidebar", icon=":material/school:", query_params={LECTURE: name})
+
+
+def _page(page: str) -> Any:
+    return _pages.get(HOME.get(page, page), "app_pages/start.py")
+
+
+def place() -> tuple[str, Lecture, int] | str | None:
+    """Where the URL is in a lecture: (name, lecture, step from 1), a sentence saying why it is not a place (an
+    unknown name, a step out of range), or None when no lecture is open."""
+    name, raw = st.query_params.get(LECTURE), st.query_params.get(STEP) or "1"
+    if name is None or (lec := lectures().get(name)) is None:
+        return name and f"There is no lecture “{name[:40]}”; the lectures are: {', '.join(lectures()) or 'none'}."
+    n = int(raw) if raw.isdigit() else 0
+    if not 1 <= n <= len(lec.steps):
+        return f"“{lec.title}” has steps 1 to {len(lec.steps)}; there is no step {raw[:10]!r}."
+    return name, lec, n
+
+
+def go(name: str, lec: Lecture, n: int) -> None:
+    """Open step n: its page, with its settings. A setting the student changed on that page is forgotten first
+    (share.URL keeps it per session, and a kept value would win over the link's)."""
+    step = lec.steps[n - 1]
+    prefixes = PAGE_PARAMS[step.page]
+    kept_tabs = st.session_state.get(share._TAB_KEPT) or {}  # share.tabs reopens a kept tab the link does not name
+    for kept in (st.session_state, kept_tabs):
+        for key in [k for k in kept if isinstance(k, str) and k.startswith(prefixes)]:
+            del kept[key]
+    st.session_state[_AT] = (name, n)
+    st.switch_page(_page(step.page), query_params=_unbind({**step.params, LECTURE: name, STEP: str(n)}))
+
+
+def _unbind(names: dict[str, Any]) -> dict[str, Any]:
+    """Streamlit refuses a page switch that sets a parameter still bound to a widget of the run before (a step after
+    a step on the same page): those bindings are dropped first; each widget binds again when it is drawn."""
+    with get_script_run_ctx().session_state.query_params() as qp:
+        for name in names:
+            binding = qp.get_binding_for_param(name)
+            if binding is not None:
+                qp.unbind_widget(binding.widget_id)
+    return names
+
+
+def leave() -> None:
+    """on_click of "Leave the lecture": the page stays, with its settings; the lecture's place leaves the URL."""
+    for name in [n for n in (LECTURE, STEP) if n in st.query_params]:
+        del st.query_params[name]
+
+
+def panel(page_url: str, first_run: bool) -> None:
+    """Above the page, in a slot that is always there (share.in_slot: the page's bound widgets keep their place with
+    or without a lecture). A step opened from elsewhere takes its page and settings; a session's first run on the
+    step's own page keeps the URL's settings (a reload after exploring)."""
+    with st.container(), guard("the lecture"):
+        where = place()
+        if not where:  # no lecture open (or an empty ?lecture=)
+            return
+        if isinstance(where, str):
+            st.warning(where)
+            return st.button("Leave the lecture", key="lecture_leave", on_click=leave)
+        name, lec, n = where
+        on_page = HOME.get(lec.steps[n - 1].page, lec.steps[n - 1].page) == page_url
+        if not on_page or (st.session_state.get(_AT) != (name, n) and not first_run):
+            go(name, lec, n)
+        st.session_state[_AT] = (name, n)
+        with st.container(border=True):
+            _narrative(lec, n)
+            _buttons(name, lec, n)
+            _question(name, n)
+
+
+def _narrative(lec: Lecture, n: int) -> None:
+    step = lec.steps[n - 1]
+    st.caption(f"{lec.title} · step {n} of {len(lec.steps)}")
+    st.markdown(f"#### {step.title}")
+    st.markdown(step.text)  # the core refuses raw HTML in a lecture file
+    if step.look:
+        st.caption(f"Look at: {step.look}")
+
+
+def _buttons(name: str, lec: Lecture, n: int) -> None:
+    back, nxt, again, out = st.columns([1, 1, 2, 2])
+    if back.button("Back", key="lecture_back", disabled=n == 1, icon=":material/arrow_back:", width="stretch"):
+        go(name, lec, n - 1)
+    if nxt.button("Next", key="lecture_next", disabled=n == len(lec.steps), type="primary",
+                  icon=":material/arrow_forward:", width="stretch"):
+        go(name, lec, n + 1)
+    if again.button("Back to this step's view", key="lecture_view", width="stretch",
+                    help="The step's own settings again, after you explored."):
+        go(name, lec, n)
+    out.button("Leave the lecture", key="lecture_leave", on_click=leave, width="stretch")
+
+
+def _question(name: str, n: int) -> None:
+    """A written question asks first: the student picks, presses Check, then sees the answer and why."""
+    q = lectures()[name].steps[n - 1].question
+    if q is None or q.preset:
+        if q is not None:
+            st.caption(f"This step's question (“{q.preset}”) is asked in class mode.")
+        return
+    key = f"lecture_q_{name}_{n}"
+    pick = st.radio(q.prompt, q.choices, index=None, key=key, on_change=st.session_state.pop,
+                    args=(f"_{key}_checked", None))  # another pick asks again
+    if st.button("Check", key=f"{key}_check", disabled=pick is None):
+        st.session_state[f"_{key}_checked"] = True
+    if pick is not None and st.session_state.get(f"_{key}_checked"):
+        right = q.choices.index(pick) in q.correct
+        answer = " or ".join(f"“{q.choices[i]}”" for i in q.correct)
+        (st.success if right else st.info)(("Right: " if right else "Not quite: the answer is ") + answer + "."
+                                           + (f" {q.why}" if q.why else ""))
