@@ -157,7 +157,7 @@ def test_explorer_measures_head_roles_on_demand_with_the_models_own_vocabulary(f
     expected = real_models.real_head_roles(ckpt.model, ckpt.tokenizer, bos_id=0)  # Llama starts with <s> = 0
     notes = [a["text"] for a in grid(at)["layout"]["annotations"]]
     for entry, note in zip(expected[:16], notes):
-        assert f"{entry['role']} {entry['score']:.2f}" in note
+        assert f"<sub>{entry['role']}</sub><br><sub>{entry['score']:.2f}" in note  # name above score (#43, phones)
     table = next(d.value for d in at.dataframe if "induction" in d.value.columns)
     assert len(table) == 24 and list(table["score"]) == [e["score"] for e in expected]
 

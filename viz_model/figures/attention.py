@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -84,6 +85,16 @@ def attention_grid(
     return fast_figure(*attention_grid_dicts(probs, tokens, roles=roles, title=title, allowed=allowed))
 
 
+def _sub_lines(sub: str) -> list[str]:
+    """A head's subtitle as lines: a role's name above its score ("previous-token 0.53 · K/V 1" ->
+    ["previous-token", "0.53 · K/V 1"]); on one line it ran into the next head's at 390 px (a phone)."""
+    first, *rest = sub.split(" · ")
+    name, _, score = first.rpartition(" ")
+    if not name or not re.fullmatch(r"\d+\.\d+", score):
+        return [sub]
+    return [name, " · ".join([score, *rest])]
+
+
 def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]] | None = None,
                          title: str | None = None, allowed=None, q_tokens: Sequence[str] | None = None
                          ) -> tuple[list[dict], dict]:
@@ -106,9 +117,7 @@ def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]]
             plain = dict(type="category", showticklabels=False, ticks="", showgrid=False, zeroline=False)
             layout[f"xaxis{n}"] = dict(domain=domain(x0, x0 + w), anchor=f"y{n}", **plain)
             layout[f"yaxis{n}"] = dict(domain=domain(y1 - h_, y1), anchor=f"x{n}", autorange="reversed", **plain)
-            # the role's name and its score on two lines: "previous-token 0.53" on one ran into the next head's
-            # at 390 px (a phone)
-            sub = "".join(f"<br><sub>{escape(part)}</sub>" for part in roles[l][h].rsplit(" ", 1)) \
+            sub = "".join(f"<br><sub>{escape(line)}</sub>" for line in _sub_lines(roles[l][h])) \
                 if roles and roles[l][h] else ""
             notes.append(dict(text=f"L{l}·H{h}{sub}", x=x0 + w / 2, y=y1, xref="paper", yref="paper",
                               xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=13)))
