@@ -124,3 +124,11 @@ def test_the_pages_bound_widgets_keep_their_places_with_or_without_the_panel():
     _press(at, "lecture_leave")
     after = {k: p for k, p in _paths(at.main).items() if k.startswith("explorer_")}
     assert during and during == after
+
+
+def test_the_sidebars_lectures_choice_opens_step_one():
+    at = open_app()
+    assert not any(" · step " in c.value for c in at.caption)
+    _press(at, "lecture_open_attention")
+    assert _panel_step(at).endswith("step 1 of 10") and _on_page(at, "explorer")
+    assert at.query_params["lecture"] == "attention" and at.query_params["step"] == "1"

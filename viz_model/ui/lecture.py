@@ -27,11 +27,12 @@ def lectures() -> dict[str, Lecture]:
 
 
 def sidebar_links(pages: dict[str, Any]) -> None:
-    """The "Lectures" choice at the top of the sidebar (`pages`: app.py's pages by url_path)."""
+    """ "Lectures" atop the sidebar (`pages`: app.py's, by url_path); buttons: a link would be marked the open page."""
     _pages.update(pages)
     st.markdown("**Lectures**")
     for name, lec in lectures().items():
-        st.page_link(_page("start"), label=lec.title, icon=":material/school:", query_params={LECTURE: name})
+        if st.button(lec.title, key=f"lecture_open_{name}", icon=":material/school:", type="tertiary"):
+            go(name, lec, 1)
 
 
 def start_link() -> None:
@@ -119,16 +120,15 @@ def _narrative(lec: Lecture, n: int) -> None:
 
 
 def _buttons(name: str, lec: Lecture, n: int) -> None:
-    back, nxt, again, out = st.columns([1, 1, 2, 2])
-    if back.button("Back", key="lecture_back", disabled=n == 1, icon=":material/arrow_back:", width="stretch"):
+    row = st.container(horizontal=True)  # one row that wraps on a phone, not four stacked full-width buttons
+    if row.button("Back", key="lecture_back", disabled=n == 1, icon=":material/arrow_back:"):
         go(name, lec, n - 1)
-    if nxt.button("Next", key="lecture_next", disabled=n == len(lec.steps), type="primary",
-                  icon=":material/arrow_forward:", width="stretch"):
+    if row.button("Next", key="lecture_next", disabled=n == len(lec.steps), type="primary",
+                  icon=":material/arrow_forward:"):
         go(name, lec, n + 1)
-    if again.button("Back to this step's view", key="lecture_view", width="stretch",
-                    help="The step's own settings again, after you explored."):
+    if row.button("Back to this step's view", key="lecture_view", help="This step's own settings again."):
         go(name, lec, n)
-    out.button("Leave the lecture", key="lecture_leave", on_click=leave, width="stretch")
+    row.button("Leave the lecture", key="lecture_leave", on_click=leave)
 
 
 def _question(name: str, n: int) -> None:
