@@ -116,7 +116,10 @@ def test_start_page_lists_the_folders_and_describes_the_model(real_page, model_f
     page.wait_for_selector(CHART)
     size = hf.human_bytes((model_folders["tiny-gpt2"] / "model.safetensors").stat().st_size)
     assert f"{size} of weights" in page.locator('[data-testid="stSidebar"]').inner_text()
-    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    model = page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first
+    model.scroll_into_view_if_needed()  # a click that scrolls the sidebar first closes the menu it opens
+    model.click()
+    page.locator('[role="option"]').first.wait_for()
     options = page.locator('[role="option"]').all_inner_texts()
     assert any(o.startswith("tiny-llama · llama · ") and o.endswith(" KB") for o in options)
     assert "broken-bert · unavailable" in options

@@ -135,6 +135,8 @@ def test_an_uploaded_checkpoint_is_listed_in_the_sidebar_at_once(page, tmp_path)
     page.get_by_role("button", name="Check and add").click()
     page.get_by_text("valid safetensors").wait_for()
     # No other interaction: the sidebar's Model menu, drawn before the click was handled, already lists it.
-    page.locator('[data-testid="stSidebar"]').get_by_role("combobox", name="Model", exact=True).click()
+    model = page.locator('[data-testid="stSidebar"]').get_by_role("combobox", name="Model", exact=True)
+    model.scroll_into_view_if_needed()  # a click that scrolls the sidebar first closes the menu it opens
+    model.click()
     page.get_by_role("option", name="my-upload (yours)").wait_for(timeout=10_000)
     assert page.console.errors() == []
