@@ -12,6 +12,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_model.lectures import PAGE_PARAMS, Lecture, builtin_lectures
 from viz_model.ui import share
+from viz_model.ui.cache import cached
 from viz_model.ui.errors import guard
 
 LECTURE, STEP = "lecture", "step"  # the URL parameters of a lecture's place
@@ -20,10 +21,9 @@ HOME = {"start": "home"}  # the lectures name the Start page "start"; app.py ser
 _pages: dict[str, Any] = {}  # url_path -> st.Page, given by app.py
 
 
-@st.cache_resource(show_spinner=False)
 def lectures() -> dict[str, Lecture]:
     """The built-in lectures, read once per server, read-only (tests/test_lectures.py checks that each parses)."""
-    return builtin_lectures()
+    return cached("lectures", (), builtin_lectures)
 
 
 def sidebar_links(pages: dict[str, Any]) -> None:
