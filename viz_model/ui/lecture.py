@@ -83,7 +83,7 @@ def _unbind(names: dict[str, Any]) -> dict[str, Any]:
 
 
 def leave() -> None:
-    """on_click of "Leave the lecture": the page stays, with its settings; the lecture's place leaves the URL."""
+    """on_click of "Leave": the place leaves the URL, by hand (buttons hold it, so no bind="query-params" can)."""
     for name in [n for n in (LECTURE, STEP) if n in st.query_params]:
         del st.query_params[name]
 
