@@ -62,8 +62,9 @@ def dump_lecture(lec: Lecture) -> str:
     if lec.intro:
         out += [lec.intro, ""]
     for step in lec.steps:
-        out += [f"## {step.title}", "", f"view: {step.url}"]
+        out += [f"## {step.title}", ""] + ([f"view: {step.url}"] if step.url else [])  # no view: narrative only
         out += [f"look: {step.look}"] if step.look is not None else []
+        out += [f"chart: {step.chart}"] if getattr(step, "chart", None) else []  # the chart the step points at
         out += _ask_lines(step.question) if step.question is not None else []
         out += ["", step.text, ""] if step.text else [""]
     return "\n".join(out).rstrip("\n") + "\n"
@@ -84,6 +85,8 @@ def messages(err: LectureError) -> list[str]:
 def without_lines(lec: Lecture) -> Lecture:
     """The lecture with its line numbers zeroed: what stays the same when it is written out and read back."""
     steps = tuple(replace(s, line=0, question=s.question and replace(s.question, line=0)) for s in lec.steps)
+    if steps and hasattr(steps[0], "numbers"):  # the placeholders in a step's text carry their lines too
+        steps = tuple(replace(s, numbers=tuple(replace(n, line=0) for n in s.numbers)) for s in steps)
     return replace(lec, steps=steps)
 
 
