@@ -59,7 +59,9 @@ def test_a_good_lecture_reads_back_its_steps_pages_settings_and_questions():
     assert [s.page for s in lec.steps] == ["explorer", "masks", "start"]
     assert [s.line for s in lec.steps] == [9, 26, 32]
     first, mask, start = lec.steps
-    assert first.params == {"explorer_text": "the cat sat on the mat", "explorer_layer": "1", "explorer_head": "2"}
+    # the front matter's model is applied: a view that names no model_key opens on the lecture's model
+    assert first.params == {"explorer_text": "the cat sat on the mat", "explorer_layer": "1", "explorer_head": "2",
+                            "model_key": "classroom"}
     assert first.look == 'the row of "sat"'
     q = first.question
     assert (q.line, q.prompt, q.choices, q.correct) == (23, 'Which word does "sat" weigh most?',
@@ -72,12 +74,14 @@ def test_a_good_lecture_reads_back_its_steps_pages_settings_and_questions():
     assert mask.params == {"masks_kind": "Causal (decoder)", "model_key": "classroom"}
     assert (mask.question.preset, mask.question.line, mask.question.choices) == ("attention_row", 28, ())
     assert mask.text == "A causal mask blocks later keys." and mask.look is None
-    assert start.params == {"start_text": "I like cats", "start_bos": "false"} and start.question is None
+    assert start.params == {"start_text": "I like cats", "start_bos": "false", "model_key": "classroom"}
+    assert start.question is None and all(s.chart is None and s.numbers == () for s in lec.steps)
 
 
 def test_a_steps_url_is_a_share_link_that_loads_the_same_view():
     lec = load_lecture(GOOD)
-    assert lec.steps[0].url == "/explorer?explorer_text=the+cat+sat+on+the+mat&explorer_layer=1&explorer_head=2"
+    assert lec.steps[0].url == ("/explorer?explorer_text=the+cat+sat+on+the+mat&explorer_layer=1&explorer_head=2"
+                                "&model_key=classroom")
     again = load_lecture("# T\n\n## S\n\nview: " + lec.steps[1].url + "\n")
     assert (again.steps[0].page, again.steps[0].params) == ("masks", lec.steps[1].params)
 
@@ -111,8 +115,8 @@ def test_only_lower_case_keywords_at_a_paragraphs_top_level_are_directives():
 
 STEP = "# T\n\n## S\nview: /explorer\n"  # lines 1-4: a valid head to put one bad line after
 BAD = {
-    "a step with no view": ("# T\n\n## First\nview: /explorer\n\n## Second\n\nJust text.\n", 6, ["no `view:` line",
-                                                                                                  "Second"]),
+    "a step with neither a view nor a narrative": ("# T\n\n## First\nview: /explorer\n\n## Second\n\n", 6,
+                                                   ["no `view:` line", "no narrative", "Second"]),
     "an unknown page": ("# T\n## S\n\nview: /attention?x=1\n", 4, ["unknown page", "/attention", "explorer"]),
     "another page's setting": ("# T\n## S\nview: /explorer?masks_kind=Padding\n", 3,
                                ["masks_kind", "not a setting of the explorer page", "explorer_"]),

@@ -12,13 +12,35 @@
     look: the row of "sat" in the heatmap
     ask: Which word does "sat" weigh most? | the | *cat | mat
     why: A verb often looks back at its subject.
+    chart: explorer_head_map
 
-    The narrative: plain Markdown, any number of paragraphs and lists.
+    The narrative: plain Markdown, any number of paragraphs and lists. This model has {{layers}} layers; here
+    "sat" puts {{attention layer=1 head=2 query="sat" key="cat"}} of its weight on "cat".
 
 A step's view is the app's own share link (path plus query: the parameters `ui.share.URL` writes). The `view:`,
 `look:` (or `look at:`), `ask:` and `why:` lines, lower case, are read from the step's top-level paragraphs, one
 line each; every other line of the step is its narrative, kept as the Markdown it was written in. `ask:` is either
 `preset NAME` (a page's preset question, answered by the model live) or `prompt | choice | *correct choice ...`.
+`chart:` (optional) names the chart the step points at, by the key the page gives it (`ui.chart.show(fig, key=...)`).
+
+The front matter's `model:` is applied: a step whose view names no `model_key` opens on the lecture's model (core adds
+it to the step's params). The name, and any `model_key` a view names, must be a model this server offers
+(`model_names`: the shipped transformers, the untrained baseline and the instructor's model folders).
+
+A step with no `view:` line is narrative only (for a section the app cannot show live): its `page` is None, its
+params are empty, and the student stays on the page they are on.
+
+Numbers about the model are never typed: a placeholder in the narrative or the `look:` line stands for one, computed
+from the step's model when the step is shown (`lessons.lecture_numbers`). The grammar, one placeholder on one line:
+
+    {{FACT}}        FACT: params, layers, heads, d_model, d_k, d_ff, vocab, context (the model's settings)
+    {{attention layer=L head=H query="word" key="word" text="sentence"}}
+                    the weight that the query word puts on the key word in head H of layer L, as the Explorer
+                    shows it (a word is its first occurrence; a word the tokenizer splits: the query is its last
+                    piece, the key its pieces' sum). text= may be left out when the step's view sets a sentence
+                    (a `*_text` setting): the number is then about the sentence the page opens on.
+
+Arguments are `name=value`, a value with spaces in double quotes. `ask:` and `why:` lines take no placeholders.
 
 A file that breaks a rule raises `LectureError` (a ValueError) listing every problem with its line number. Raw HTML
 is rejected, not stripped: a `<script>` or `<div>` in the narrative is an error naming its line, so nothing in a
@@ -28,6 +50,7 @@ go to http(s) addresses or to relative paths. No Streamlit here: the pages read 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -44,7 +67,13 @@ MAX_BYTES = 200_000        # a long lecture is ~20 kB; anything far bigger is no
 MAX_VIEW_CHARS = 2_000     # a share link longer than this is not one the app writes
 MAX_CHOICES = 16           # the class store's MAX_CHOICES: a poll shows at most this many bars
 FRONT_MATTER_KEYS = ("title", "audience", "model")
-DIRECTIVES = {"view": "view", "look": "look", "look at": "look", "ask": "ask", "why": "why"}
+DIRECTIVES = {"view": "view", "look": "look", "look at": "look", "ask": "ask", "why": "why", "chart": "chart"}
+RANDOM_MODEL = "random-init"  # ui.models.RANDOM_MODEL: the untrained baseline every server offers
+MODEL_FACTS = ("params", "layers", "heads", "d_model", "d_k", "d_ff", "vocab", "context")  # {{FACT}}
+NUMBER_ARGS = {"attention": ("layer", "head", "query", "key", "text")}  # {{NAME arg=value ...}}: its arguments
+_PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
+_ARG = re.compile(r'\s+([A-Za-z_]+)=(?:"([^"]*)"|([^\s"]+))')
+_CHART = re.compile(r"[A-Za-z0-9_-]{1,100}")  # a chart's key, as ui.chart.show gets it
 
 # The page table: URL path -> the prefixes of its share parameters (app.py's PAGES, in its order; core cannot
 # import app.py, so tests/test_lectures.py checks that the paths are the same).
@@ -99,21 +128,40 @@ class Question:
 
 
 @dataclass(frozen=True)
+class Number:
+    """A placeholder for a number about the model: `source` is the placeholder as written ("{{layers}}"), `name` a
+    MODEL_FACTS entry or "attention", `args` its arguments in NUMBER_ARGS order (the step's sentence filled in for a
+    missing text=)."""
+
+    source: str
+    name: str
+    args: tuple[tuple[str, str], ...] = ()
+    line: int = 0
+
+    def arg(self, name: str) -> str:
+        return dict(self.args)[name]
+
+
+@dataclass(frozen=True)
 class Step:
     """One `##` section: a view of a page (its URL path and share parameters), the narrative around it, what to look
     at, and a question."""
 
     title: str
-    page: str                                 # a key of PAGE_PARAMS: "explorer", "encoder-decoder", "start"...
+    page: str | None                          # a key of PAGE_PARAMS ("explorer", "start"...); None: narrative only
     params: dict[str, str | list[str]]        # the link's query; a repeated parameter (a range's two ends): a list
     text: str                                 # the narrative, Markdown without raw HTML
     question: Question | None = None
     look: str | None = None                   # a caption of what to look at on the page
     line: int = 0                             # of the `##` heading
+    chart: str | None = None                  # the key of the chart the step points at
+    numbers: tuple[Number, ...] = ()          # the placeholders in its narrative and look, in order
 
     @property
     def url(self) -> str:
-        """The step's view as a share link path: "/explorer?explorer_layer=1"."""
+        """The step's view as a share link path: "/explorer?explorer_layer=1" ("" for a narrative-only step)."""
+        if self.page is None:
+            return ""
         query = urlencode(self.params, doseq=True)
         return f"/{self.page}" + (f"?{query}" if query else "")
 
@@ -191,6 +239,113 @@ def front_matter(lines: list[str], errors: list[tuple[int, str]]) -> tuple[dict[
 
 
 # -- checks -----------------------------------------------------------------------------------------------------
+
+
+def model_names() -> dict[str, tuple[int, int] | None]:
+    """The models a lecture may name (the sidebar's `model_key` values this server offers, but a session's own):
+    name -> (layers, heads) for a shipped transformer, None where core does not read the shape (the untrained
+    baseline; the instructor's model folders, listed only when ATTENTION_LAB_MODEL_DIRS or models/ has any)."""
+    folder = ASSETS_DIR / "models"
+    try:
+        stamp = tuple(sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.name.endswith(".json")))
+    except OSError:
+        stamp = ()
+    return {**_shipped_models(str(folder), stamp), RANDOM_MODEL: None}
+
+
+@functools.lru_cache(maxsize=4)
+def _shipped_models(folder: str, stamp: tuple) -> dict[str, tuple[int, int] | None]:
+    from viz_model.checkpoint import read_metadata
+
+    out: dict[str, tuple[int, int] | None] = {}
+    for js in sorted(Path(folder).glob("*.json")):
+        try:
+            doc = read_metadata(js.with_suffix(".safetensors"))
+        except (OSError, ValueError):
+            continue
+        cfg = doc["config"] or {}
+        if doc["kind"] == "transformer" and js.with_suffix(".safetensors").exists():
+            out[js.stem] = (int(cfg["n_layers"]), int(cfg["n_heads"])) if "n_layers" in cfg else None
+    return out
+
+
+def model_problem(name: str) -> str | None:
+    """Why `name` is not a model this server offers, or None."""
+    if name in model_names():
+        return None
+    from viz_model import hf
+
+    try:
+        folders = [d.name for d in hf.model_dirs_from_env()]
+    except OSError:
+        folders = []
+    if name in folders:
+        return None
+    return (f"there is no model “{name[:40]}” on this server: the models are "
+            f"{', '.join([*model_names(), *folders])}")
+
+
+def parse_numbers(text: str, line: int, sentence: str | None, errors: list[tuple[int, str]]) -> list[Number]:
+    """The placeholders of one line of a step, checked; `sentence`: the step's view's sentence, for a missing text=."""
+    found = [_number(m.group(0), m.group(1), line, sentence, errors) for m in _PLACEHOLDER.finditer(text)]
+    rest = _PLACEHOLDER.sub("", text)
+    if "{{" in rest or "}}" in rest:
+        errors.append((line, "a placeholder opens with {{ and closes with }} on the same line: one half is missing"))
+    return [n for n in found if n is not None]
+
+
+def _number(source: str, inner: str, line: int, sentence: str | None, errors: list[tuple[int, str]]) -> Number | None:
+    name, _, rest = inner.strip().partition(" ")
+    args = _ARG.findall(" " + rest)
+    names = ", ".join([*MODEL_FACTS, *NUMBER_ARGS])
+    if not name:
+        errors.append((line, f"an empty placeholder {{{{}}}}: the names are {names}"))
+    elif name in MODEL_FACTS:
+        if rest.strip():
+            errors.append((line, f"{{{{{name}}}}} is a fact of the model and takes no arguments"))
+        return None if rest.strip() else Number(source, name, (), line)
+    elif name not in NUMBER_ARGS:
+        errors.append((line, f"unknown placeholder {source[:60]!r}: the names are {names}"))
+    elif _ARG.sub("", " " + rest).strip():
+        errors.append((line, f"{source[:60]!r}: arguments are name=value, a value with spaces in double quotes"))
+    else:
+        return _arguments(source, name, args, line, sentence, errors)
+    return None
+
+
+def _arguments(source: str, name: str, args: list[tuple[str, str, str]], line: int, sentence: str | None,
+               errors: list[tuple[int, str]]) -> Number | None:
+    before, given = len(errors), {}
+    for key, quoted, bare in args:
+        if key not in NUMBER_ARGS[name]:
+            errors.append((line, f"{{{{{name}}}}} takes {', '.join(NUMBER_ARGS[name])}, not “{key}”"))
+        elif key in given:
+            errors.append((line, f"{{{{{name}}}}} names “{key}” twice"))
+        else:
+            given[key] = quoted or bare
+    if "text" not in given and sentence:
+        given["text"] = sentence
+    for key in NUMBER_ARGS[name]:
+        if not given.get(key, "").strip() and len(errors) == before:
+            errors.append((line, f"{{{{{name}}}}} needs {key}=" + (
+                "… (this step's view sets no sentence)" if key == "text" else "…")))
+    for key in ("layer", "head"):
+        if given.get(key) and not given[key].isdigit():
+            errors.append((line, f"{{{{{name}}}}}'s {key} must be a number (0, 1, 2...), not {given[key][:20]!r}"))
+    if len(errors) > before:
+        return None
+    return Number(source, name, tuple((k, given[k]) for k in NUMBER_ARGS[name]), line)
+
+
+def number_range_problem(number: Number, model: str, shape: tuple[int, int] | None) -> str | None:
+    """Why a number's layer or head is not one of `model` (shape: its (layers, heads)), or None."""
+    if shape is None or number.name != "attention":
+        return None
+    for key, top in zip(("layer", "head"), shape):
+        if int(number.arg(key)) >= top:
+            return f"{number.source[:40]!r}: “{model}” has {key}s 0 to {top - 1}, not {number.arg(key)}"
+    return None
+
 
 
 def parse_view(value: str, line: int, errors: list[tuple[int, str]]) -> tuple[str, dict[str, str | list[str]]]:
@@ -357,13 +512,19 @@ def sections(tokens: list[Token], lines: list[str], skip: int, errors: list[tupl
     return title, intro, drafts
 
 
-def build_step(draft: _Draft, lines: list[str], errors: list[tuple[int, str]]) -> Step | None:
-    """A draft's directives checked and turned into a Step (None if it has errors, which are in `errors`)."""
+def build_step(draft: _Draft, lines: list[str], errors: list[tuple[int, str]], model: str | None = None
+               ) -> Step | None:
+    """A draft's directives checked and turned into a Step (None if it has errors, which are in `errors`). `model`:
+    the lecture's, added to the view's params where the view names none. A step with no `view:` is narrative only."""
     before = len(errors)
-    if "view" not in draft.found:
-        errors.append((draft.line, f"the step “{draft.title}” has no `view:` line (the link of the page it shows)"))
-        return None
-    page, params = parse_view(draft.found["view"][1], draft.found["view"][0], errors)
+    page, params = None, {}
+    if "view" not in draft.found and not narrative(lines, draft.body):
+        errors.append((draft.line, f"the step “{draft.title}” has no `view:` line (the link of the page it shows) "
+                                   "and no narrative: a step without a view says in words what the app cannot show"))
+    if "view" in draft.found:
+        page, params = parse_view(draft.found["view"][1], draft.found["view"][0], errors)
+        if model and page and "model_key" not in params:
+            params["model_key"] = model
     question = parse_ask(draft.found["ask"][1], draft.found["ask"][0], errors) if "ask" in draft.found else None
     if "why" in draft.found:
         why_line, why = draft.found["why"]
@@ -378,10 +539,63 @@ def build_step(draft: _Draft, lines: list[str], errors: list[tuple[int, str]]) -
     look = draft.found.get("look", (0, None))[1]
     if look == "":
         errors.append((draft.found["look"][0], "a `look:` line needs the caption of what to look at"))
+    chart = chart_key(draft, errors)
+    numbers = step_numbers(draft, lines, params, errors, model)
     if len(errors) > before:
         return None
     return Step(title=draft.title, page=page, params=params, text=narrative(lines, draft.body), question=question,
-                look=look, line=draft.line)
+                look=look, line=draft.line, chart=chart, numbers=tuple(numbers))
+
+
+def chart_key(draft: _Draft, errors: list[tuple[int, str]]) -> str | None:
+    """The `chart:` line's key (letters, digits, _ and -), or None."""
+    if "chart" not in draft.found:
+        return None
+    line, key = draft.found["chart"]
+    key = key.strip("`")
+    if not _CHART.fullmatch(key):
+        errors.append((line, "`chart:` names a chart by its key on the page (letters, digits, _ and -), "
+                             f"not {key[:40]!r}"))
+        return None
+    if "view" not in draft.found:
+        errors.append((line, "a `chart:` line points at a chart of the step's page, and this step has no `view:`"))
+        return None
+    return key
+
+
+def step_numbers(draft: _Draft, lines: list[str], params: dict[str, str | list[str]],
+                 errors: list[tuple[int, str]], lecture_model: str | None = None) -> list[Number]:
+    """The placeholders of a step's narrative and `look:` line, each checked against the step's model where core
+    knows its shape; `ask:` and `why:` take none (the question is drawn as written)."""
+    sentence = next((v for k, v in params.items() if k.endswith("_text") and isinstance(v, str)), None)
+    where = sorted([(n + 1, lines[n]) for n in draft.body] + [draft.found[k] for k in ("look",) if k in draft.found])
+    numbers = [num for line, text in where for num in parse_numbers(text, line, sentence, errors)]
+    for key in ("ask", "why"):
+        if key in draft.found and "{{" in draft.found[key][1]:
+            errors.append((draft.found[key][0], f"an `{key}:` line takes no {{{{placeholder}}}}: put the number "
+                                                "in the narrative"))
+    model = params.get("model_key") or lecture_model
+    if isinstance(model, str):
+        for num in numbers:
+            problem = number_range_problem(num, model, model_names().get(model))
+            if problem:
+                errors.append((num.line, problem))
+    return numbers
+
+
+def model_lines(meta: dict[str, str], lines: list[str], skip: int, drafts: list[_Draft],
+                errors: list[tuple[int, str]]) -> None:
+    """The front matter's `model:` and every view's model_key must be a model this server offers."""
+    if meta.get("model"):
+        line = next(i + 1 for i in range(1, skip) if lines[i].partition(":")[0].strip().lower() == "model")
+        if problem := model_problem(meta["model"]):
+            errors.append((line, problem))
+    for draft in drafts:
+        if "view" in draft.found:
+            line, value = draft.found["view"]
+            for name, raw in parse_qsl(urlsplit(value.strip().strip("<>`")).query):
+                if name == "model_key" and (problem := model_problem(raw)):
+                    errors.append((line, problem))
 
 
 def narrative(lines: list[str], indices: list[int]) -> str:
@@ -395,8 +609,8 @@ def narrative(lines: list[str], indices: list[int]) -> str:
 
 def load_lecture(path_or_text: str | bytes | os.PathLike) -> Lecture:
     """A lecture from its file (a path), bytes or Markdown text. Raises LectureError (a ValueError) naming the line
-    of every problem: the file's size or encoding, front matter, HTML, a step without a view, an unknown page or
-    setting, a malformed value or question."""
+    of every problem: the file's size or encoding, front matter, HTML, an unknown page, setting or model, a malformed
+    value, question, chart or placeholder."""
     text = read_text(path_or_text)
     lines = text.split("\n")
     errors: list[tuple[int, str]] = []
@@ -410,7 +624,8 @@ def load_lecture(path_or_text: str | bytes | os.PathLike) -> Lecture:
         errors.append((1, "the lecture has no title: a `title:` in the front matter or a `# Title` line"))
     if not drafts:
         errors.append((1, "the lecture has no steps: each step is a ## heading"))
-    steps = [build_step(d, lines, errors) for d in drafts]
+    model_lines(meta, lines, skip, drafts, errors)
+    steps = [build_step(d, lines, errors, meta.get("model") or None) for d in drafts]
     if errors:
         raise LectureError(errors)
     return Lecture(title=title, steps=tuple(steps), audience=meta.get("audience") or None,

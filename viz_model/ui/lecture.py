@@ -10,10 +10,13 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from viz_model.lectures import PAGE_PARAMS, Lecture, builtin_lectures
-from viz_model.ui import share
-from viz_model.ui.cache import cached
+from viz_model.lectures import PAGE_PARAMS, Lecture, Step, builtin_lectures
+from viz_model.lessons import lecture_numbers as numbers
+from viz_model.ui import lecture_record, share
+from viz_model.ui.cache import cached, model_id
 from viz_model.ui.errors import guard
+from viz_model.ui.models import load_model
+from viz_model.ui.sidebar import DEVICE_KEY, current_model
 
 LECTURE, STEP = "lecture", "step"  # the URL parameters of a lecture's place
 _AT = "_lecture_at"  # (name, step) whose view this session last opened
@@ -22,8 +25,10 @@ _pages: dict[str, Any] = {}  # url_path -> st.Page, given by app.py
 
 
 def lectures() -> dict[str, Lecture]:
-    """The built-in lectures, read once per server, read-only (tests/test_lectures.py checks that each parses)."""
-    return cached("lectures", (), builtin_lectures)
+    """The built-in lectures, read once per server, read-only (tests/test_lectures.py checks that each parses), then
+    the instructor's folder lectures and this tab's own (#39, 5: ui.lecture_record)."""
+    built = cached("lectures", (), builtin_lectures)
+    return {**built, **lecture_record.offered(built)}
 
 
 def sidebar_links(pages: dict[str, Any]) -> None:
@@ -33,6 +38,7 @@ def sidebar_links(pages: dict[str, Any]) -> None:
     for name, lec in lectures().items():
         if st.button(lec.title, key=f"lecture_open_{name}", icon=":material/school:", type="tertiary"):
             go(name, lec, 1)
+    lecture_record.sidebar(pages, cached("lectures", (), builtin_lectures))  # #39, 5: "Record a lecture"
 
 
 def start_link() -> None:
@@ -51,7 +57,8 @@ def place() -> tuple[str, Lecture, int] | str | None:
     unknown name, a step out of range), or None when no lecture is open."""
     name, raw = st.query_params.get(LECTURE), st.query_params.get(STEP) or "1"
     if name is None or (lec := lectures().get(name)) is None:
-        return name and f"There is no lecture “{name[:40]}”; the lectures are: {', '.join(lectures()) or 'none'}."
+        return name and (lecture_record.elsewhere(name)  # another tab's own lecture (#39, 5)
+                         or f"There is no lecture “{name[:40]}”; the lectures are: {', '.join(lectures()) or 'none'}.")
     n = int(raw) if raw.isdigit() else 0
     if not 1 <= n <= len(lec.steps):
         return f"“{lec.title}” has steps 1 to {len(lec.steps)}; there is no step {raw[:10]!r}."
@@ -62,6 +69,10 @@ def go(name: str, lec: Lecture, n: int) -> None:
     """Open step n: its page, with its settings. A setting the student changed on that page is forgotten first
     (share.URL keeps it per session, and a kept value would win over the link's)."""
     step = lec.steps[n - 1]
+    if step.page is None:  # a narrative-only step: the student stays on the page they are on
+        st.session_state[_AT] = (name, n)
+        st.query_params.update({LECTURE: name, STEP: str(n)})
+        st.rerun()
     prefixes = PAGE_PARAMS[step.page]
     kept_tabs = st.session_state.get(share._TAB_KEPT) or {}  # share.tabs reopens a kept tab the link does not name
     for kept in (st.session_state, kept_tabs):
@@ -100,7 +111,8 @@ def panel(page_url: str, first_run: bool) -> None:
             st.warning(where)
             return st.button("Leave the lecture", key="lecture_leave", on_click=leave)
         name, lec, n = where
-        on_page = HOME.get(lec.steps[n - 1].page, lec.steps[n - 1].page) == page_url
+        page = lec.steps[n - 1].page
+        on_page = page is None or HOME.get(page, page) == page_url
         if not on_page or (st.session_state.get(_AT) != (name, n) and not first_run):
             go(name, lec, n)
         st.session_state[_AT] = (name, n)
@@ -112,11 +124,24 @@ def panel(page_url: str, first_run: bool) -> None:
 
 def _narrative(lec: Lecture, n: int) -> None:
     step = lec.steps[n - 1]
+    values, notes = _numbers(lec, step)
     st.caption(f"{lec.title} · step {n} of {len(lec.steps)}")
     st.markdown(f"#### {step.title}")
-    st.markdown(step.text)  # the core refuses raw HTML in a lecture file
+    st.markdown(numbers.fill(step.text, values))  # the core refuses raw HTML in a lecture file
     if step.look:
-        st.caption(f"Look at: {step.look}")
+        st.caption(f"Look at: {numbers.fill(step.look, values)}")
+    for note in notes:
+        st.caption(note)
+
+
+def _numbers(lec: Lecture, step: Step) -> tuple[dict[str, str], list[str]]:
+    """The step's {{placeholders}} computed on its model (its view's model_key: the lecture's), once per server."""
+    if not step.numbers:
+        return {}, []
+    key = step.params.get("model_key") or lec.model
+    ckpt = load_model(key, st.session_state.get(DEVICE_KEY, "auto")) if key else current_model()
+    return cached("lecture_numbers", (model_id(ckpt), step.numbers), lambda: numbers.step_values(ckpt, step.numbers),
+                  model_pass=True)
 
 
 def _buttons(name: str, lec: Lecture, n: int) -> None:
