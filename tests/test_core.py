@@ -29,7 +29,7 @@ def ids(B=2, T=12, seed=1):
     (dict(d_model=12, n_heads=4, pos_encoding="rope"), "even"),
     (dict(d_model=8192), "between"),     # above MAX_D_MODEL = 4096
     (dict(max_len=200_000), "between"),  # above MAX_LEN = 131_072
-    (dict(pos_encoding="alibi"), "pos_encoding"),
+    (dict(pos_encoding="xpos"), "pos_encoding"),  # alibi is a method since #40
     (dict(pos_encoding="learned", rope_scaling={"type": "linear", "factor": 2}), "only applies"),
     (dict(rope_scaling={"type": "yarn", "factor": 4}), "original_max_position_embeddings"),
     (dict(rope_scaling={"type": "linear", "factor": 0.5}), ">= 1"),

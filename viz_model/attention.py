@@ -33,13 +33,17 @@ def attention(
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     scale: float | None = None,
+    bias: torch.Tensor | None = None,
 ) -> AttentionInternals:
-    """softmax(Q K^T * scale + M) V with every step kept.  q: (..., Tq, d_k), k/v: (..., Tk, d_k).
+    """softmax(Q K^T * scale + B + M) V with every step kept.  q: (..., Tq, d_k), k/v: (..., Tk, d_k).
 
-    mask is boolean (True = may attend). scale defaults to 1/sqrt(d_k).
+    mask is boolean (True = may attend). scale defaults to 1/sqrt(d_k). bias: a position bias added to the scores
+    (ALiBi's -m_h |i - j|, broadcastable to them); the scores kept include it.
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * scale  # (..., Tq, Tk)
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)
     if mask is None:
         mask = torch.ones(scores.shape[-2:], dtype=torch.bool, device=q.device)
     additive = to_additive(mask, scores.dtype)
@@ -52,11 +56,12 @@ class LayerTrace:
     q: torch.Tensor         # (B, H, T, d_k)  after RoPE where used
     k: torch.Tensor         # (B, H, Tk, d_k) after RoPE where used
     v: torch.Tensor         # (B, H, Tk, d_k)
-    scores: torch.Tensor    # (B, H, T, Tk)   scaled QK^T before the mask
+    scores: torch.Tensor    # (B, H, T, Tk)   scaled QK^T (+ the ALiBi bias where used) before the mask
     mask: torch.Tensor      # additive 0 / -inf, broadcastable to (B, H, T, Tk)
     probs: torch.Tensor     # (B, H, T, Tk)   attention weights, rows sum to 1
     head_out: torch.Tensor  # (B, H, T, d_k)  probs @ v
     attn_out: torch.Tensor  # (B, T, d_model) concat(heads) @ W_O
+    bias: torch.Tensor | None = None  # (1, H, T, Tk) the ALiBi bias inside `scores`; None without one
 
 
 class MultiHeadAttention(nn.Module):
@@ -135,6 +140,7 @@ class MultiHeadAttention(nn.Module):
         is_causal: bool = False,                  # fast path hint: mask is exactly causal
         *,
         memory: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross=True: the encoder's (k, v), memory_kv
+        bias: torch.Tensor | None = None,         # ALiBi: (1, H, T, Tk) added to the scores before the softmax
     ) -> tuple[torch.Tensor, LayerTrace | None, tuple[torch.Tensor, torch.Tensor]]:
         B, T, C = x.shape
         if self.mode == "cross":  # q (B, H, T_tgt, d_k) from the decoder; k, v (B, H, T_src, d_k) from the encoder
@@ -148,9 +154,13 @@ class MultiHeadAttention(nn.Module):
         if trace:
             if mask is None and is_causal:
                 mask = causal_mask(T, x.device)
-            inner = attention(q, k, v, mask, scale)
+            inner = attention(q, k, v, mask, scale, bias)
             head_out = inner.out
         else:
+            if bias is not None:  # SDPA adds a float mask to the scores: the bias plus 0 / -inf where blocked
+                allowed = causal_mask(T, x.device) if is_causal else mask
+                mask = bias.to(q.dtype) if allowed is None else bias.to(q.dtype) + to_additive(allowed, q.dtype)
+                is_causal = False
             head_out = F.scaled_dot_product_attention(
                 q, k, v,
                 attn_mask=None if is_causal else mask,
@@ -161,7 +171,7 @@ class MultiHeadAttention(nn.Module):
         y = self.out(head_out.transpose(1, 2).reshape(B, T, C))  # concat heads, then W_O
         record = None
         if trace:
-            record = LayerTrace(q, k, v, inner.scores, inner.mask, inner.probs, head_out, y)
+            record = LayerTrace(q, k, v, inner.scores, inner.mask, inner.probs, head_out, y, bias)
         return y, record, cache
 
     def _self_qkv(self, x: torch.Tensor, rope, past) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

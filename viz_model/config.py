@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-POS_ENCODINGS = ("none", "sinusoidal", "learned", "rope")
+POS_ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi")  # alibi: a per-head distance penalty
 NORM_POSITIONS = ("pre", "post")
 QKV_MODES = ("separate", "shared_qk", "shared_kv", "none")
 NORMS = ("layernorm", "batchnorm", "rmsnorm")
@@ -34,7 +34,7 @@ class ModelConfig:
     d_ff: int = 256                # hidden width of the MLP
     max_len: int = 64              # context length the model is built (and trained) for
     dropout: float = 0.0
-    pos_encoding: str = "rope"     # "none" | "sinusoidal" | "learned" | "rope"
+    pos_encoding: str = "rope"     # "none" | "sinusoidal" | "learned" | "rope" | "alibi"
     rope_base: float = 10000.0
     rope_scaling: dict[str, Any] | None = None  # HF-style {"type": ..., "factor": ..., ...}
     norm_position: str = "pre"     # LayerNorm before ("pre") or after ("post") each sublayer

@@ -22,7 +22,7 @@ from torch import nn
 from viz_model import masks, rope
 from viz_model.attention import LayerTrace, MultiHeadAttention
 from viz_model.config import ModelConfig
-from viz_model.positional import sinusoidal_encoding
+from viz_model.positional import alibi_bias, alibi_slopes, sinusoidal_encoding
 
 IGNORE_INDEX = -100
 ROPE_TABLE_LEN = 4096  # cos/sin rows precomputed; positions beyond are computed on demand (max_len may be 128k)
@@ -145,10 +145,11 @@ class Block(nn.Module):
         self.mlp = make_mlp(cfg)
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
 
-    def forward(self, x, mask, rope_cs, past, trace, scale, is_causal, *, memory=None, memory_mask=None
+    def forward(self, x, mask, rope_cs, past, trace, scale, is_causal, *, memory=None, memory_mask=None, bias=None
                 ) -> BlockOutput:
-        """memory: this layer's cross-attention K, V of the encoder output; memory_mask: the source padding."""
-        a, rec, kv = self.attn(self._in(x, self.ln1), mask, rope_cs, past, trace, scale, is_causal)
+        """memory: this layer's cross-attention K, V of the encoder output; memory_mask: the source padding;
+        bias: ALiBi's (1, H, T, Tk) added to the self-attention scores (None without it)."""
+        a, rec, kv = self.attn(self._in(x, self.ln1), mask, rope_cs, past, trace, scale, is_causal, bias=bias)
         x = self._out(x, a, self.ln1)
         cross_rec = None
         if self.cross is not None:
@@ -199,6 +200,17 @@ class SequenceModel(nn.Module):
             cos, sin = self._rope_tables(torch.arange(min(cfg.max_len, ROPE_TABLE_LEN)), cfg.max_len)
             self.register_buffer("rope_cos", cos, persistent=False)  # (min(max_len, 4096), d_k/2)
             self.register_buffer("rope_sin", sin, persistent=False)
+        if cfg.pos_encoding == "alibi":  # fixed, not learned: kept out of the state dict like the tables above
+            self.register_buffer("alibi_slopes", alibi_slopes(cfg.n_heads).float(), persistent=False)  # (H,)
+
+    def position_bias(self, positions: torch.Tensor, n_keys: int | None = None) -> torch.Tensor | None:
+        """ALiBi's -m_h |i - j| for queries at `positions` (T,) and keys 0..n_keys-1 (default: the last position + 1,
+        i.e. the queries after a KV cache): (1, H, T, n_keys); None for every other position method."""
+        if self.config.pos_encoding != "alibi":
+            return None
+        n_keys = int(positions.max()) + 1 if n_keys is None else n_keys
+        keys = torch.arange(n_keys, device=self.device)
+        return alibi_bias(self.alibi_slopes, positions.to(self.device), keys)[None]
 
     def _rope_tables(self, positions: torch.Tensor, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = self.config
@@ -317,6 +329,7 @@ class TinyTransformer(SequenceModel):
         positions = torch.arange(past_len, past_len + T, device=self.device)  # (T,)
 
         emb, pos, x, rope_cs = self.embed(ids, positions)
+        bias = self.position_bias(positions, past_len + T)  # ALiBi from absolute positions, also after a cache
 
         mask, is_causal = self._mask(T, past_len, key_padding_mask, attn_mask)
         scale = (1.0 / math.sqrt(cfg.d_k) if scale_scores else 1.0) / temperature
@@ -326,7 +339,8 @@ class TinyTransformer(SequenceModel):
             record.rope_angles = rope.rope_angles(positions.cpu(), self._current_inv_freq(past_len + T))
         cache = []
         for i, block in enumerate(self.blocks[:n_run]):
-            x, layer, kv, _ = block(x, mask, rope_cs, past[i] if past else None, i in traced, scale, is_causal)
+            x, layer, kv, _ = block(x, mask, rope_cs, past[i] if past else None, i in traced, scale, is_causal,
+                                    bias=bias)
             cache.append(kv)
             if record is not None:
                 record.layers.append(layer)

@@ -59,3 +59,34 @@ def shift_error(d: int, k: int, ts: list[int] | torch.Tensor, base: float = 1000
     pe = sinusoidal_encoding(n, d, base, dtype=torch.float64)
     shifted = pe[ts] @ shift_matrix(d, k, base).T  # (len(ts), d)
     return float((shifted - pe[ts + k]).abs().max())
+
+
+# -- ALiBi (Press et al., 2022, "Train Short, Test Long") ------------------------------------------------
+# Nothing is added to the input: each head adds -m_h * distance to its attention scores before the softmax.
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """The per-head slopes m_h, (n_heads,) float64.
+
+    n a power of two: the geometric sequence that starts at 2^(-8/n) with that ratio, m_h = 2^(-8(h+1)/n).
+    Otherwise the reference code's interpolation (ofirpress/attention_with_linear_biases, get_slopes; Hugging
+    Face's build_alibi_tensor computes the same): the slopes of the power of two p just below n, then every other
+    slope of 2p (its 1st, 3rd, 5th...) for the n - p heads left.
+    """
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
+        raise ValueError(f"ALiBi needs a whole number of heads >= 1, got {n_heads!r}.")
+    p = 1 << (n_heads.bit_length() - 1)  # the largest power of two <= n_heads
+    slopes = 2.0 ** (-8.0 / p * torch.arange(1, p + 1, dtype=torch.float64))
+    if p == n_heads:
+        return slopes
+    odd = torch.arange(1, 2 * (n_heads - p), 2, dtype=torch.float64)  # 1, 3, 5, ...: every other slope of 2p
+    return torch.cat([slopes, 2.0 ** (-8.0 / (2 * p) * odd)])
+
+
+def alibi_bias(slopes: torch.Tensor, query_pos: torch.Tensor, key_pos: torch.Tensor) -> torch.Tensor:
+    """-m_h * |i - j| for query positions i and key positions j: (H, Tq, Tk), in the slopes' dtype.
+
+    For a causal model every key a query may read has j <= i, so this is the paper's -m_h (i - j). The absolute
+    distance also serves an encoder: with (i - j) a key to the right would get a positive bias that grows with
+    distance, so the model would be pushed to look far ahead (symmetric ALiBi, as MosaicBERT uses).
+    """
+    dist = (query_pos[:, None] - key_pos[None, :]).abs().to(slopes.dtype)  # (Tq, Tk)
+    return -slopes[:, None, None] * dist + 0.0  # + 0.0: the diagonal reads 0, not -0

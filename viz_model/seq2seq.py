@@ -129,8 +129,9 @@ class Seq2SeqTransformer(SequenceModel):
         T = src.shape[1]
         mask = None if bool(padding.all()) else masks.combine(masks.bidirectional_mask(T, self.device), padding)
         record = Seq2SeqTrace() if trace else None
+        bias = self.position_bias(torch.arange(T, device=self.device))  # ALiBi (symmetric |i - j|) or None
         for block in self.encoder:
-            x, layer, _, _ = block(x, mask, rope_cs, None, trace, None, False)  # (B, T_src, d_model)
+            x, layer, _, _ = block(x, mask, rope_cs, None, trace, None, False, bias=bias)  # (B, T_src, d_model)
             if record is not None:
                 record.encoder.append(layer)
                 record.encoder_residual.append(x)
@@ -152,9 +153,10 @@ class Seq2SeqTransformer(SequenceModel):
             enc = state.trace or Seq2SeqTrace()
             record = Seq2SeqTrace(list(enc.encoder), encoder_residual=list(enc.encoder_residual))
         cache = []
+        bias = self.position_bias(torch.arange(past_len, past_len + tgt.shape[1], device=self.device))  # or None
         for i, block in enumerate(self.decoder):
             x, rec, kv, crec = block(x, mask, rope_cs, past[i] if past else None, trace, None, is_causal,
-                                     memory=state.cross_kv[i], memory_mask=state.cross_mask)
+                                     memory=state.cross_kv[i], memory_mask=state.cross_mask, bias=bias)
             cache.append(kv)
             if record is not None:
                 record.decoder.append(rec)

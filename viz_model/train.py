@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from viz_model.config import ModelConfig
+from viz_model.config import POS_ENCODINGS, ModelConfig
 from viz_model.data import (
     GRAMMAR_POOL,
     SENTENCE_TASKS,
@@ -436,7 +436,7 @@ RECIPES: dict[str, dict[str, Any]] = {
                       lr=3e-3, batch_size=32, title="Induction heads",
                       description="Continues repeated random letters: attention jumps back to the earlier copy."),
 }
-for _enc in ("none", "sinusoidal", "learned", "rope"):
+for _enc in ("none", "sinusoidal", "learned", "rope", "alibi"):
     RECIPES[f"enc-{_enc}"] = dict(
         preset="tiny", model=dict(SMALL, pos_encoding=_enc), task="lm", steps=1000, lr=3e-3, batch_size=32,
         title="Small model, no position encoding" if _enc == "none" else f"Small model, {_enc} positions",
@@ -544,7 +544,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Train an Attention Lab model and save it as safetensors + JSON.")
     p.add_argument("--recipe", choices=sorted(RECIPES), help="a shipped model's full recipe (overrides defaults)")
     p.add_argument("--preset", default="classroom", help="model size preset: tiny | classroom")
-    p.add_argument("--pos-encoding", choices=("none", "sinusoidal", "learned", "rope"), default=None)
+    p.add_argument("--pos-encoding", choices=POS_ENCODINGS, default=None)
     p.add_argument("--task", choices=TASKS, default=None)
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--lr", type=float, default=None)

@@ -53,6 +53,8 @@ def layer_check(model: TinyTransformer, x: torch.Tensor, lt: LayerTrace, layer: 
     (e.g. kept as arrays and checked only for the layer on screen)."""
     q, k, v = project_qkv(model, x, layer, positions)
     scores = (lt.q @ lt.k.transpose(-2, -1)) * scale                       # (B, H, T, T)
+    if (bias := None if positions is None else model.position_bias(positions)) is not None:
+        scores = scores + bias  # ALiBi: the traced scores include its -m_h |i - j|
     probs = torch.softmax(lt.scores + lt.mask, dim=-1)
     head_out = lt.probs @ lt.v                                             # (B, H, T, d_k)
     B, H, T, d_k = head_out.shape

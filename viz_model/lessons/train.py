@@ -18,7 +18,7 @@ import torch
 
 from viz_model import heads
 from viz_model.checkpoint import MODEL_KINDS
-from viz_model.config import PRESETS, ModelConfig
+from viz_model.config import POS_ENCODINGS, PRESETS, ModelConfig
 from viz_model.data import TASKS, TaskData, probe_text, sample_prompt
 from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
@@ -236,7 +236,7 @@ def ablation_specs(spec: TrainSpec, kind: str) -> list[TrainSpec]:
     if spec.arch != "transformer":
         raise ValueError(f"“{kind}” varies a part of a transformer; this setup is an {spec.arch.upper()}.")
     if kind == "positional encoding":
-        return [replace(spec, pos_encoding=p) for p in ("none", "sinusoidal", "learned", "rope")]
+        return [replace(spec, pos_encoding=p) for p in POS_ENCODINGS]  # none, sinusoidal, learned, rope, alibi
     if kind == "causal mask":
         return [replace(spec, causal=True), replace(spec, causal=False)]
     if kind == "Q, K and V":
