@@ -1,0 +1,407 @@
+"""Which charts a lecture step shows in the handout: one function per page, (the step's params, the models) -> figures.
+
+Each function does what the page's ui module does for its main chart(s), without Streamlit: the page's own lesson
+computes, the page's own figure factory draws, with the page's defaults for every setting the link leaves out. A
+view that needs a click, a long measurement or a widget the link cannot carry (a training run, the Cost page's
+timing, the custom mask editor) is not drawn: `NotInHandout` says why, and the handout links to the view instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from viz_model import generate as G
+from viz_model import masks
+from viz_model.checkpoint import Checkpoint
+from viz_model.figures import generate as gen_figs
+from viz_model.figures import recurrence as rec_figs
+from viz_model.figures import rope as rope_figs
+from viz_model.figures import sinusoidal as sin_figs
+from viz_model.figures.attention import attention_grid, attention_heatmap
+from viz_model.figures.common import COLORWAY, escape
+from viz_model.figures.encoder import fill_in_bars, masked_attention_grid
+from viz_model.figures.encoder_decoder import three_attentions
+from viz_model.figures.explorer import value_mix
+from viz_model.figures.masks import mask_panels
+from viz_model.figures.normalization import KIND_NAMES, loss_chart, norm_groups, per_layer_chart
+from viz_model.figures.qkv import lookup_bars
+from viz_model.figures.real_models import attention_grid_page
+from viz_model.lecture import EXAMPLES, PROMPTS
+from viz_model.lessons import common as common_lesson
+from viz_model.lessons import encoder as enc_lesson
+from viz_model.lessons import encoder_decoder as ed_lesson
+from viz_model.lessons import explorer as exp_lesson
+from viz_model.lessons import generate as gen_lesson
+from viz_model.lessons import normalization as norm_lesson
+from viz_model.lessons import qkv as qkv_lesson
+from viz_model.lessons import recurrence as rec_lesson
+from viz_model.lessons import rope as rope_lesson
+from viz_model.lessons import sinusoidal as sin_lesson
+from viz_model.model_text import encode_for, is_folder_model, sequence_texts, start_token, token_texts, uses_bos
+from viz_model.tokenizer import MASK, PAD, encode, load_tokenizer
+
+SENTENCE = "The cat sat on the mat"  # the default text of Masks, Q/K/V, Encoder and Normalization
+FOLDER_VIEW_TOKENS = 64              # ui.widgets.FOLDER_VIEW_TOKENS: a real model's views read at most this many
+
+
+class NotInHandout(Exception):
+    """A view the handout does not draw; the message says why (the handout links to the view instead)."""
+
+
+@dataclass(frozen=True)
+class Models:
+    """The lecture's model (`main`, called `key`) and a loader for the other shipped models some pages use (the
+    encoder, the translator, the Q/K/V variants): ui.models.load_model in the app, checkpoint files from the CLI."""
+
+    key: str
+    main: Checkpoint
+    load: Callable[[str], Checkpoint]
+
+
+Params = dict[str, str | list[str]]
+
+
+# -- reading a step's settings (a link's values are strings; a range repeats its name) --------------------------
+def _str(p: Params, name: str, default: str) -> str:
+    value = p.get(name, default)
+    return value[0] if isinstance(value, list) else value
+
+
+def _int(p: Params, name: str, default: int, low: int | None = None, high: int | None = None) -> int:
+    try:  # a picker labelled "3 · sat" is in the link by its label: its number comes first
+        value = int(float((_str(p, name, str(default)).split() or [""])[0]))
+    except ValueError:
+        value = default
+    return min(max(value, low if low is not None else value), high if high is not None else value)
+
+
+def _float(p: Params, name: str, default: float) -> float:
+    try:
+        return float(_str(p, name, str(default)))
+    except ValueError:
+        return default
+
+
+def _bool(p: Params, name: str, default: bool) -> bool:
+    return _str(p, name, str(default)).lower() == "true"
+
+
+def _tab(p: Params, name: str, tabs: tuple[str, ...]) -> str:
+    tab = _str(p, name, tabs[0])
+    if tab not in tabs:
+        raise NotInHandout(f"the tab “{tab}” of this page is not in the handout")
+    return tab
+
+
+def _sentence(ckpt: Checkpoint, p: Params, name: str, default: str, max_tokens: int | None = None,
+              specials: tuple[str, ...] = ()):
+    """widgets.sentence_input without the widgets: the model's own start token in front, cut to the view's limit."""
+    cfg = ckpt.model.config
+    limit = min(cfg.max_len, max_tokens or cfg.max_len)
+    if is_folder_model(ckpt):
+        limit = min(limit, FOLDER_VIEW_TOKENS)
+    enc = encode_for(ckpt, _str(p, name, default), max_len=limit, bos=uses_bos(ckpt), specials=specials)
+    if len(enc.ids) <= int(uses_bos(ckpt)):
+        raise NotInHandout("the step's text is empty")
+    return enc
+
+
+def _layer_head(p: Params, prefix: str, cfg, default: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+    return (_int(p, f"{prefix}_layer", default[0], 0, cfg.n_layers - 1),
+            _int(p, f"{prefix}_head", default[1], 0, cfg.n_heads - 1))
+
+
+# -- Attention -----------------------------------------------------------------------------------------------------
+def start(p: Params, m: Models) -> list[go.Figure]:
+    """ui.start.attention_view: one head's attention weights on the typed sentence."""
+    ckpt = m.main
+    cfg = ckpt.model.config
+    bos = _bool(p, "start_bos", uses_bos(ckpt)) and start_token(ckpt) is not None
+    limit = min(cfg.max_len, FOLDER_VIEW_TOKENS) if is_folder_model(ckpt) else cfg.max_len
+    enc = encode_for(ckpt, _str(p, "start_text", SENTENCE), max_len=limit, bos=bos)
+    if len(enc.ids) <= int(bos):
+        raise NotInHandout("the step's text is empty")
+    layer, head = _layer_head(p, "start", cfg)
+    probs, allowed = common_lesson.layer_attention(ckpt.model, tuple(enc.ids), layer)
+    return [attention_heatmap(probs[head], enc.tokens, allowed=allowed,
+                              title=f"Layer {layer} · head {head}: attention weights")]
+
+
+def explorer(p: Params, m: Models) -> list[go.Figure]:
+    """The Explorer's grid of every head and the chosen head large, under the step's scale, temperature and mask."""
+    ckpt = m.main
+    cfg = ckpt.model.config
+    enc = _sentence(ckpt, p, "explorer_text", EXAMPLES[1])
+    T = len(enc.ids)
+    mask_kind = _str(p, "explorer_mask", "causal" if cfg.causal else "bidirectional")
+    mask = torch.from_numpy(np.tri(T, dtype=bool) if mask_kind == "causal" else np.ones((T, T), dtype=bool))
+    data = exp_lesson.trace_arrays(ckpt.model, tuple(enc.ids), mask, _bool(p, "explorer_scale", True),
+                                   _float(p, "explorer_temp", 1.0))
+    probs, tokens, allowed = data["probs"], enc.tokens, data["allowed"]
+    roles = exp_lesson.head_roles(ckpt.metadata or {}, cfg.n_layers, cfg.n_heads)
+    if exp_lesson.grid_page_size(cfg) == (cfg.n_layers, cfg.n_heads) and exp_lesson.kv_group(cfg) == 1:
+        grid = attention_grid(probs, tokens, roles=roles, title=f"{cfg.n_layers} layers × {cfg.n_heads} heads",
+                              allowed=allowed)
+    else:  # the grid's first page, as the page opens
+        layers, heads, title = exp_lesson.grid_page(cfg, 0, 0)
+        grid = attention_grid_page(probs, tokens, layers, heads, roles=roles, kv_group=exp_lesson.kv_group(cfg),
+                                   title=title, allowed=allowed)
+    layer, head = _layer_head(p, "explorer", cfg)
+    average = _bool(p, "explorer_avg", False)
+    big = probs[layer].mean(0) if average else probs[layer, head]
+    title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
+    return [grid, attention_heatmap(big, tokens, allowed=allowed, title=title)]
+
+
+def masks_view(p: Params, m: Models) -> list[go.Figure]:
+    """The Masks gallery: the chosen mask on the live model, its four panels for one head."""
+    ckpt = m.main
+    cfg = ckpt.model.config
+    enc = _sentence(ckpt, p, "masks_text", SENTENCE, max_tokens=16, specials=(PAD,))
+    ids, tokens, T = enc.ids, enc.tokens, len(enc.ids)
+    kind = _str(p, "masks_kind", "causal")  # the link names a kind by its label ("Causal (decoder)")
+    kind = next((k for k, r in masks.MASKS.items() if kind in (k, r.label)), kind)
+    row = masks.MASKS.get(kind)
+    if row is None or row.needs == "cells":
+        raise NotInHandout("a mask drawn by hand in the page's editor is not in the link")
+    inputs = {q.name: _int(p, f"masks_{q.key}", min(q.default, T), q.low, T) for q in row.params}
+    if row.needs == "real":
+        from viz_model.model_text import pad_token
+        inputs["real"] = np.array(ids) != pad_token(ckpt)[0]
+    allowed = masks.build_mask(kind, T, **inputs)
+    data = exp_lesson.trace_arrays(ckpt.model, tuple(ids), allowed)
+    layer, head = _layer_head(p, "masks", cfg)
+    return [mask_panels(data["allowed"], data["scores"][layer, head], data["probs"][layer, head], tokens,
+                        title=f"{row.label} mask, layer {layer} head {head}")]
+
+
+def qkv(p: Params, m: Models) -> list[go.Figure]:
+    """Q, K and V's database lookup: one query scored against every key, and the values it mixes."""
+    _tab(p, "qkv_tab", ("Database lookup",))
+    ckpt = m.load("classroom") if is_folder_model(m.main) else m.main
+    enc = _sentence(ckpt, p, "qkv_text", SENTENCE, max_tokens=32)
+    text = qkv_lesson.lesson_text(enc, _str(p, "qkv_text", SENTENCE))
+    cfg = ckpt.model.config
+    ids, tokens = qkv_lesson.encode_sentence(ckpt.model, ckpt.tokenizer, text)
+    layer, head = _layer_head(p, "qkv", cfg)
+    query = _int(p, "qkv_query", qkv_lesson.default_query(tokens), 0, len(ids) - 1)
+    lk = qkv_lesson.lookup(ckpt.model, ckpt.tokenizer, text, layer, head, query)
+    q, ok = tokens[query], lk.allowed
+    bars = lookup_bars(lk.scores, lk.probs, lk.allowed, lk.tokens, query,
+                       title=f"Layer {layer}, head {head}: the lookup of query {query} ({q})")
+    return [bars, value_mix(lk.probs[ok], lk.v[ok], [t for t, o in zip(lk.tokens, ok) if o], q)]
+
+
+# -- Position ------------------------------------------------------------------------------------------------------
+SIN_TABS = ("Curves", "Table & binary analogy", "Shift matrix M_k", "Similarity")
+
+
+def sinusoidal(p: Params, m: Models) -> list[go.Figure]:
+    """The Sinusoidal page's open tab, for the step's d_model, number of positions and base (no model)."""
+    tab = _tab(p, "sinusoidal_tab", SIN_TABS)
+    d = _int(p, "sinusoidal_d", 64, 4, 1024) // 2 * 2
+    n_pos, base = _int(p, "sinusoidal_npos", 128, 8, 8192), _float(p, "sinusoidal_base", 10000.0)
+    pe = sin_lesson.read_only_pe(n_pos, d, base)
+    if tab == "Curves":
+        dims = p.get("sinusoidal_dims")
+        dims = [int(j) for j in (dims if isinstance(dims, list) else [dims])] if dims else sin_lesson.default_dims(d)
+        small, _, _ = sin_lesson.d4_view(base)
+        return [sin_figs.pe_curves(pe, [j for j in dims if j < d], "PE value against position"),
+                sin_figs.pe_slices(small, [0, 2, 5], "d = 4: slices at positions 0, 2 and 5")]
+    if tab == "Table & binary analogy":
+        n_bits = _int(p, "sinusoidal_bits", 16, 8, 64)
+        return [sin_figs.table_heatmap(pe, sin_lesson.decimate(n_pos, 256), sin_lesson.decimate(d, 256)),
+                sin_figs.bits_vs_signs(*sin_lesson.binary_view(sin_lesson.read_only_pe(n_bits, d, base)))]
+    if tab == "Shift matrix M_k":
+        k = _int(p, "sinusoidal_k", 3, 1, 64)
+        check, matrix, title = sin_lesson.shift_view(d, k, base, sin_lesson.shift_positions(n_pos, k))
+        return list(sin_figs.shift_figures(check, matrix, title))
+    si = sin_lesson.decimate(n_pos, 256)
+    t0 = _int(p, "sinusoidal_t0", min(10, max(1, n_pos // 2)), 1, max(1, n_pos // 2))
+    a, b, _, _ = sin_lesson.offset_view(pe, t0)
+    return [sin_figs.similarity_heatmap(sin_lesson.gram(pe, si), None, "P·Pᵀ: dot products of positions", "P·Pᵀ",
+                                        labels=si),
+            sin_figs.dot_vs_offset({"t = 0": a, f"t = {t0}": b}, "Dot product against offset")]
+
+
+def rope(p: Params, m: Models) -> list[go.Figure]:
+    """The RoPE page's worked example, angle table or relative scores, at the d_k and base the page uses."""
+    tab = _tab(p, "rope_tab", ("Worked example", "Angles", "Relative scores"))
+    d_k, base, _ = rope_lesson.live_settings(m.main.model.config)
+    if tab == "Worked example":
+        frame = rope_lesson.q_frame()
+        ex = rope_lesson.worked_example(rope_lesson.parse_matrix(frame.to_numpy(dtype=float), (3, 8)))
+        return [rope_figs.pair_arrows(rope_lesson.worked_arrows(ex, frame.index), rope_lesson.WORKED_ARROWS)]
+    if tab == "Angles":
+        ctx = _int(p, "rope_ctx", 512, 16, 8192)
+        angles, wl = rope_lesson.angle_view(d_k, base, ctx)
+        return [rope_figs.angle_heatmap(angles, common_lesson.decimate(ctx, 256), f"t·θ_i mod 2π, t < {ctx:,}"),
+                rope_figs.wavelength_bars(wl, ctx, "Wavelength of each pair")]
+    curves = rope_lesson.random_distance_curves(d_k, base, _int(p, "rope_maxdist", 128, 16, 1024))
+    return [rope_figs.scores_vs_distance(curves, "Score against relative distance (random vectors)")]
+
+
+# -- Architectures -------------------------------------------------------------------------------------------------
+def encoder(p: Params, m: Models) -> list[go.Figure]:
+    """The Encoder's fill-ins: the default blank (or the link's) filled from both sides, and every head."""
+    _tab(p, "encoder_tab", ("Fill in the blanks",))
+    ckpt = _encoder_model(_str(p, "encoder_model", enc_lesson.ENGLISH), m)
+    cfg = ckpt.model.config
+    limit = cfg.max_len - 1 if uses_bos(ckpt) else cfg.max_len - 2
+    enc = _sentence(ckpt, p, "encoder_text", SENTENCE, max_tokens=limit, specials=(MASK,))
+    start_at = 1 if enc.pieces[:1] == ["<bos>"] and uses_bos(ckpt) else 0
+    ids, words, pieces = enc.ids[start_at:], enc.tokens[start_at:], enc.pieces[start_at:]
+    picked = next((v for k, v in p.items() if k.startswith("encoder_masked_")), None)
+    picked = ([int(i) for i in (picked if isinstance(picked, list) else [picked])] if picked is not None
+              else [] if MASK in pieces else enc_lesson.default_masks(words))
+    b = enc_lesson.blanks(ckpt.tokenizer, ids, words, pieces, sorted(i for i in picked if i < len(ids)))
+    if not b.answers:
+        raise NotInHandout("no word is hidden in the step's sentence")
+    run = enc_lesson.masked_ids_run(ckpt.model, ckpt.tokenizer, b, enc_lesson.MAX_TOP_K)
+    top_k = _int(p, "encoder_topk", 5, 1, enc_lesson.MAX_TOP_K)
+    a = run["attention"]
+    return [fill_in_bars([f[:top_k] for f in run["fills"]], run["positions"], list(b.answers),
+                         title=f"Top {top_k} fill-ins of each {escape(MASK)}"),
+            masked_attention_grid(a, run["tokens"], run["positions"],
+                                  title=f"{a.shape[0]} layers × {a.shape[1]} heads, no mask: every cell can be read")]
+
+
+def _encoder_model(picked: str, m: Models) -> Checkpoint:
+    """The encoder the link names, by its key or by the picker's label (lessons.encoder.encoder_name)."""
+    for key in dict.fromkeys((picked, enc_lesson.ENGLISH, enc_lesson.SHIPPED)):
+        try:
+            ckpt = m.load(key)
+        except (OSError, ValueError):
+            continue
+        title = (ckpt.metadata or {}).get("title", key)
+        if picked in (key, enc_lesson.encoder_name(key, title, ckpt.tokenizer)):
+            return ckpt
+    raise NotInHandout(f"the encoder “{picked[:40]}” is not installed here")
+
+
+def encoder_decoder(p: Params, m: Models) -> list[go.Figure]:
+    """The translator's three attentions (encoder self, decoder self, cross) for one head, the whole translation."""
+    _tab(p, "ed_tab", ("Three attentions",))
+    ckpt = m.load(_str(p, "ed_model", "translate"))
+    cfg, tok = ckpt.model.config, ckpt.tokenizer
+    enc = encode(tok, _str(p, "ed_text", ed_lesson.EXAMPLES[0]), max_len=cfg.max_len - 1)
+    src = ed_lesson.source_of(tok, enc)
+    strategy = G.GREEDY if _str(p, "ed_kind", "greedy") == "greedy" else G.Sampling(_float(p, "ed_temperature", 1.0))
+    steps = ed_lesson.decode_views(ckpt.model, tok, src.ids, strategy, _int(p, "ed_seed", 0))
+    layer, head = _layer_head(p, "ed_three", cfg)
+    pad = ed_lesson.N_PAD if _bool(p, "ed_pad", False) and len(src.ids) + 2 <= cfg.max_len else 0
+    tgt_ids, fed, tgt_labels = ed_lesson.decoder_input(tok, steps)
+    run = ed_lesson.three_attentions(ckpt.model, src.ids, tuple(tgt_ids), pad)
+    panels, enc_layer = ed_lesson.three_panels(run, layer, head, [*src.labels, *[PAD] * pad], tgt_labels, fed)
+    return [three_attentions(panels, title=f"Encoder layer {enc_layer}, decoder layer {layer}, head {head}")]
+
+
+# -- Why it trains -------------------------------------------------------------------------------------------------
+def recurrence(p: Params, m: Models) -> list[go.Figure]:
+    """RNN vs Transformer: the graph depth against T, or the trained models' gradient by distance."""
+    tab = _tab(p, "recurrence_tab", ("1 · Sequential dependency", "2 · Gradient by distance"))
+    if tab.startswith("1"):
+        T = _int(p, "recurrence_T", 64, 1, 1024)
+        return [rec_figs.depth_chart(rec_lesson.depth_lines(T), T, title="Longest chain of operations")]
+    distance = _int(p, "recurrence_distance", 40, rec_lesson.DISTANCES.start, rec_lesson.DISTANCES.stop - 1)
+    relative = _bool(p, "recurrence_relative", True)
+    cs = rec_lesson.distance_curves(rec_lesson.load_shipped("cpu", read_only=True), distance)
+    lines = [rec_lesson.curve_line(c, f"{rec_lesson.name(k)} · ×{c.factor_per_step:.2f} per step", relative)
+             for k, c in cs.items()]
+    return [rec_figs.gradient_chart(lines, marker_distance=distance, marker_text="the key ",
+                                    title="How far back the gradient reaches")]
+
+
+def normalization(p: Params, m: Models) -> list[go.Figure]:
+    """Which axis each norm normalises, on the page's seeded random batch (LayerNorm, BatchNorm, RMSNorm); or the
+    12-block stack trained with and without its residual path (a few seconds on a CPU)."""
+    if _tab(p, "norm_tab", ("Which axis", "Residual connections")) != "Which axis":
+        return _residuals(_int(p, "norm_res_steps", 30, 10, 120))
+    x = norm_lesson.random_batch(_int(p, "norm_N", 3, 2, 4), _int(p, "norm_T", 4, 2, 6), _int(p, "norm_d", 8, 4, 16),
+                                 _int(p, "norm_seed", 0, 0, 9999))
+    return [norm_groups(s.output, s.kind, norm_lesson.group_stats(s), title=f"{KIND_NAMES[s.kind]} output")
+            for s in norm_lesson.all_norms(x).values()]
+
+
+def _residuals(steps: int) -> list[go.Figure]:
+    """ui.normalization.residual_view's gradient at init and training loss, with and without x + F(x)."""
+    with_res, without = norm_lesson.residual_comparison(load_tokenizer("word"), steps=steps, lr=1e-2)
+    grads = per_layer_chart([dict(name="with the residual x + F(x)", y=with_res.gradients.stream, color=COLORWAY[2]),
+                             dict(name="without it: F(x) only", y=without.gradients.stream, color=COLORWAY[3])],
+                            y_title="‖∂L/∂x‖ per token", title="Gradient of the stream entering each block, at init")
+    loss = loss_chart([dict(name="with the residual", y=with_res.losses, color=COLORWAY[2]),
+                       dict(name="without it", y=without.losses, color=COLORWAY[3])],
+                      title="Training loss, same seed and data")
+    return [grads, loss]
+
+
+# -- Lab -----------------------------------------------------------------------------------------------------------
+def generate(p: Params, m: Models) -> list[go.Figure]:
+    """Generate: the whole continuation of the prompt, its last step's next-token bars and each step's attention."""
+    ckpt = m.main
+    cfg = ckpt.model.config
+    if not cfg.causal:
+        raise NotInHandout("the lecture's model attends both ways and cannot generate")
+    bos = gen_lesson.prompt_bos(ckpt)
+    limit = min(cfg.max_len - 1, FOLDER_VIEW_TOKENS) if is_folder_model(ckpt) else cfg.max_len - 1
+    enc = encode_for(ckpt, _str(p, "generate_text", PROMPTS[0]), max_len=limit, bos=bos)
+    s = _generate_settings(p, cfg)
+    steps = gen_lesson.step_views(ckpt.model, enc.ids, s, gen_lesson.eos_id(ckpt), gen_lesson.end_ids(ckpt),
+                                  lambda ids: token_texts(ckpt, ids), ckpt.tokenizer,
+                                  sequence=lambda ids: sequence_texts(ckpt, ids))
+    if not steps:
+        raise NotInHandout("the prompt already ends")
+    v = steps[-1]
+    bars = gen_figs.next_token_bars(v.labels, v.p, v.q, v.chosen, strategy=s.strategy.describe())
+    layer, head = _layer_head(p, "generate", cfg)
+    labels = [*enc.tokens, *[st.token for st in steps]]
+    rows = [np.asarray(st.attention[layer, head]) for st in steps]
+    attn = gen_figs.attention_rows(rows, labels[:steps[-1].position], [st.position - 1 for st in steps],
+                                   [st.token for st in steps], n_prompt=len(enc.ids),
+                                   title=f"Layer {layer} · head {head}: attention of each step")
+    return [bars, attn]
+
+
+def _generate_settings(p: Params, cfg) -> gen_lesson.Settings:
+    """ui.generate.controls' values from the link (run mode: the handout shows every step at once)."""
+    k = _int(p, "generate_k", 5, 1, 100) if _bool(p, "generate_use_k", False) else None
+    top_p = _float(p, "generate_p", 0.9) if _bool(p, "generate_use_p", False) else None
+    strategy = (G.GREEDY if _str(p, "generate_kind", "greedy") == "greedy"
+                else G.Sampling(_float(p, "generate_temperature", 1.0), k, top_p))
+    max_new = _int(p, "generate_max_new", min(12, cfg.max_len - 1), 1, min(128, cfg.max_len - 1))
+    return gen_lesson.Settings(strategy, max_new, _bool(p, "generate_stop_eos", True), _int(p, "generate_seed", 0),
+                               False)
+
+
+def not_drawn(why: str) -> Callable[[Params, Models], list[go.Figure]]:
+    def view(p: Params, m: Models) -> list[go.Figure]:
+        raise NotInHandout(why)
+    return view
+
+
+# The page table: a lecture step's page -> its handout view (viz_model.lectures.PAGE_PARAMS names the same pages)
+VIEWS: dict[str, Callable[[Params, Models], list[go.Figure]]] = {
+    "start": start,
+    "explorer": explorer,
+    "masks": masks_view,
+    "qkv": qkv,
+    "sinusoidal": sinusoidal,
+    "rope": rope,
+    "encoder": encoder,
+    "encoder-decoder": encoder_decoder,
+    "recurrence": recurrence,
+    "normalization": normalization,
+    "train": not_drawn("training runs live in the app"),
+    "generate": generate,
+    "cost": not_drawn("its timings are measured on the server that runs the app"),
+}
+
+
+def figures_for(page: str, params: Params, models: Models) -> list[go.Figure]:
+    """The step's charts; NotInHandout (with the reason) for a view the handout links to instead."""
+    return VIEWS[page](params, models)
