@@ -240,32 +240,15 @@ def _leader_status_body(code: str) -> None:
 FREE = "Free question"
 
 
-def _start_preset() -> lesson.Preset:
-    from viz_model.model_text import is_folder_model, uses_bos
-    from viz_model.ui.sidebar import current_model
-    from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, encode_text
-
-    ckpt, ss = current_model(), st.session_state
-    limit = min(ckpt.model.config.max_len, FOLDER_VIEW_TOKENS) if is_folder_model(ckpt) else ckpt.model.config.max_len
-    enc = encode_text(ckpt, ss.get("start_text", "The cat sat on the mat"), max_len=limit,
-                      bos=bool(ss.get("start_bos", uses_bos(ckpt))), notice=False)
-    return lesson.start_question(ckpt.model, enc.tokens, enc.ids, int(ss.get("start_layer", 0)),
-                                 int(ss.get("start_head", 0)))
-
-
-def _rope_preset() -> lesson.Preset:
-    from viz_model.ui.sidebar import current_model
-
-    return lesson.rope_preset(current_model().model.config, st.session_state)
-
-
-_PRESETS = {"": _start_preset, "rope": _rope_preset}  # a page's URL path -> its preset question (lesson.PRESET_LABELS)
-
-
 def _presets_here() -> dict[str, Any]:
-    """Preset questions about the page the leader shows: label -> a function computing the Preset live."""
-    page = st.session_state.get(rt.PAGE, "")
-    return {lesson.PRESET_LABELS[page]: _PRESETS[page]} if page in _PRESETS else {}
+    """Preset questions about the page the leader shows (the registry, lessons.presets): label -> a function
+    computing the Preset live on the view."""
+    from functools import partial
+
+    from viz_model.ui import presets
+
+    labels = presets.labels_here(st.session_state.get(rt.PAGE, ""))
+    return {label: partial(presets.preset_by_name, name) for label, name in labels.items()}
 
 
 def _ask_form(code: str) -> None:

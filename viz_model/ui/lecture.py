@@ -157,13 +157,16 @@ def _buttons(name: str, lec: Lecture, n: int) -> None:
 
 
 def _question(name: str, n: int) -> None:
-    """A written question asks first: the student picks, presses Check, then sees the answer and why."""
-    q = lectures()[name].steps[n - 1].question
-    if q is None or q.preset:
-        if q is not None:
-            st.caption(f"This step's question (“{q.preset}”) is asked in class mode.")
+    """A question asks first: the student picks, presses Check, then sees the answer and why. A page's preset
+    (`ask: preset NAME`) is asked on the view on screen and answered by the model live (ui.presets.ask_alone)."""
+    step = lectures()[name].steps[n - 1]
+    q, key = step.question, f"lecture_q_{name}_{n}"
+    if q is None:
         return
-    key = f"lecture_q_{name}_{n}"
+    if q.preset:
+        from viz_model.ui import presets
+
+        return presets.ask_alone(key, q.preset, step.params)  # a widget not drawn yet takes the step's setting
     pick = st.radio(q.prompt, q.choices, index=None, key=key, on_change=st.session_state.pop,
                     args=(f"_{key}_checked", None))  # another pick asks again
     if st.button("Check", key=f"{key}_check", disabled=pick is None):
