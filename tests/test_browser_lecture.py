@@ -29,8 +29,9 @@ def _at_step(page, n: int) -> None:
 
 
 def _press(page, label: str) -> None:
-    """Tab to the panel's button that reads `label` (its icon's name comes first in its text), then Enter."""
-    tab_to(page, lambda e: e["tag"] == "BUTTON" and e["label"].split("\n")[-1].strip() == label,
+    """Tab to the panel's button that reads `label` (its text: the icon's name, the label, the arrow-key hint), then
+    Enter."""
+    tab_to(page, lambda e: e["tag"] == "BUTTON" and label in [t.strip() for t in e["label"].split("\n")],
            f"the lecture's {label} button")
     page.keyboard.press("Enter")
 
@@ -43,3 +44,36 @@ def test_a_student_steps_forward_and_back_with_the_keyboard(page):
         _at_step(page, n)
     _press(page, "Back")
     _at_step(page, 2)
+
+
+def test_the_arrow_keys_step_but_not_while_a_text_box_or_slider_has_the_focus(page):
+    """Right is Next, Left is Back (Streamlit's button shortcut). An arrow in a text box moves the caret and one on a
+    slider moves the slider: neither steps. No sleep: a stray step would put every later step one off."""
+    open_page(page, "?lecture=attention&step=1", wait_chart=False)
+    _at_step(page, 1)
+    page.keyboard.press("ArrowRight")
+    _at_step(page, 2)
+    page.keyboard.press("ArrowRight")
+    _at_step(page, 3)
+    page.keyboard.press("ArrowLeft")
+    _at_step(page, 2)
+    box = page.locator('[data-testid="stMain"] .st-key-qkv_text input')
+    box.click()
+    box.press("End")
+    box.press("ArrowLeft")  # the caret moves one back; Back must not fire
+    assert box.evaluate("e => e.selectionStart") == len(box.input_value()) - 1
+    box.evaluate("e => e.blur()")
+    page.keyboard.press("ArrowRight")
+    _at_step(page, 3)  # from step 2: the arrow in the box did not step
+    for n in (4, 5):
+        page.keyboard.press("ArrowRight")
+        _at_step(page, n)
+    slider = page.locator('[data-testid="stMain"] [data-testid="stSlider"] input').first  # step 5: d_model
+    before = slider.input_value()
+    slider.focus()
+    slider.press("ArrowRight")  # the slider moves; Next must not fire
+    page.wait_for_function("v => new URLSearchParams(location.search).get('sinusoidal_d') === v",
+                           arg=str(int(before) + 2))
+    slider.evaluate("e => e.blur()")
+    page.keyboard.press("ArrowLeft")
+    _at_step(page, 4)  # from step 5: the arrow on the slider did not step

@@ -146,10 +146,11 @@ def _numbers(lec: Lecture, step: Step) -> tuple[dict[str, str], list[str]]:
 
 def _buttons(name: str, lec: Lecture, n: int) -> None:
     row = st.container(horizontal=True)  # one row that wraps on a phone, not four stacked full-width buttons
-    if row.button("Back", key="lecture_back", disabled=n == 1, icon=":material/arrow_back:"):
+    # the arrow keys too (Streamlit's shortcut: not while a text box, select or radio has the focus)
+    if row.button("Back", key="lecture_back", disabled=n == 1, icon=":material/arrow_back:", shortcut="Left"):
         go(name, lec, n - 1)
     if row.button("Next", key="lecture_next", disabled=n == len(lec.steps), type="primary",
-                  icon=":material/arrow_forward:"):
+                  icon=":material/arrow_forward:", shortcut="Right"):
         go(name, lec, n + 1)
     if row.button("Back to this step's view", key="lecture_view", help="This step's own settings again."):
         go(name, lec, n)
