@@ -163,13 +163,14 @@ def _try(lec: Lecture, builtin: dict[str, Lecture]) -> None:
 def _opened(builtin: dict[str, Lecture]) -> None:
     """on_change of the file box: parse the file for this tab; a bad one is refused with its lines, nothing lost."""
     f = st.session_state.get(_UPLOAD)
-    if f is None:
-        return
+    if f is None:  # the file was taken out of the box: so is what was said about it
+        return st.session_state.pop(_UPLOAD_SAID, None)
     try:
         name, lec = lf.read_upload(f.name, f.getvalue(), _names(builtin))
     except LectureError as err:
-        st.session_state[_UPLOAD_SAID] = (False, [f"{f.name[:60]} is not a lecture:", *lf.messages(err)])
+        st.session_state[_UPLOAD_SAID] = (False, [f"{md_text(f.name[:60])} is not a lecture:",
+                                                 *map(md_text, lf.messages(err))])
         return
     st.session_state.setdefault(_MINE, {})[name] = lec
-    st.session_state[_UPLOAD_SAID] = (True, [f"Opened “{lec.title}” ({len(lec.steps)} steps) as “{name}”: it is in "
-                                             "the Lectures list, for this tab only."])
+    st.session_state[_UPLOAD_SAID] = (True, [f"Opened “{md_text(lec.title)}” ({len(lec.steps)} steps) as “{name}”: it "
+                                             "is in the Lectures list, for this tab only."])
