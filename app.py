@@ -65,7 +65,9 @@ with st.sidebar:
     sidebar.lesson_links({name: [p for p in pages if p.url_path not in ALIASES] for name, pages in sections.items()})
 
 link = share.opened_link()  # before any widget takes its value from it
-lecture.panel(page.url_path, first_run=link is not None)  # #39: a lecture's step above the page (a slot always there)
+# #39: a lecture's step above the page (a slot always there); in class mode, read-only for a follower, the class's
+# tools for a leader
+lecture.panel(page.url_path, first_run=link is not None, **classroom.in_lecture())
 with guard("the sidebar"):
     sidebar.render()
     classroom.panel()  # the "Class" expander: lead, follow, ask

@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 import sqlite3
 import tempfile
@@ -37,6 +38,8 @@ from collections.abc import Callable, Collection, Mapping, MutableMapping, Seque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from viz_model.lessons.class_summary import AskedQuestion
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"   # no I or O: read off a projector, they look like 1 and 0
@@ -51,7 +54,7 @@ CLASS_TTL_S = 3 * 3600       # a class whose leader has not been seen for this l
 LEADER_STALE_S = 10.0        # no heartbeat for this long: the leader's tab is closed or asleep
 FOLLOWER_STALE_S = 10.0      # a student not seen for this long is not counted
 FOLLOWER_DROP_S = 600.0      # ... and is forgotten after this long
-QUESTION_KINDS = ("attention", "rope", "free")
+QUESTION_KIND = re.compile(r"[a-z][a-z0-9-]{0,31}")  # a preset's kind (its page: "explorer"), "free", "lecture"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS servers (pid INTEGER PRIMARY KEY, started REAL NOT NULL);
@@ -70,8 +73,13 @@ CREATE TABLE IF NOT EXISTS answers (
     PRIMARY KEY (code, qid, student));
 CREATE TABLE IF NOT EXISTS leader_browsers (code TEXT NOT NULL, browser TEXT NOT NULL, PRIMARY KEY (code, browser));
 CREATE TABLE IF NOT EXISTS ended (code TEXT PRIMARY KEY, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS asked (
+    code TEXT NOT NULL, qid INTEGER NOT NULL, kind TEXT NOT NULL, prompt TEXT NOT NULL, choices TEXT NOT NULL,
+    answer TEXT NOT NULL, counts TEXT NOT NULL, PRIMARY KEY (code, qid));
 """
-_TABLES = ("classes", "followers", "questions", "answers", "leader_browsers")  # a class's rows, by its code
+# `asked` (#39): each question a class closed or replaced, with its counts only (no student ids), for the class summary;
+# CREATE TABLE IF NOT EXISTS adds it to a store file made before it, whose other tables stay as they were.
+_TABLES = ("classes", "followers", "questions", "answers", "leader_browsers", "asked")  # a class's rows, by its code
 
 
 class ClassError(ValueError):
@@ -353,7 +361,7 @@ class ClassStore:
     def ask(self, code: str, leader: str, kind: str, prompt: str, choices: Sequence[str],
             answer: dict | None = None) -> int:
         """Open a question (replacing the open one, whose answers go); its id."""
-        if kind not in QUESTION_KINDS:
+        if not QUESTION_KIND.fullmatch(kind):
             raise ClassError(f"Unknown question kind {kind!r}.")
         prompt = prompt.strip()
         choices = [str(c).strip() for c in choices if str(c).strip()]
@@ -374,8 +382,9 @@ class ClassStore:
             row = db.execute("SELECT leader FROM classes WHERE code = ?", (code,)).fetchone()
             if row is None or row[0] != leader:
                 raise ClassError("Only the tab that leads the class can ask.")
-            last = db.execute("SELECT qid FROM questions WHERE code = ?", (code,)).fetchone()
-            qid = (last[0] if last else 0) + 1
+            self._archive(db, code)
+            (last,) = db.execute("SELECT MAX(qid) FROM asked WHERE code = ?", (code,)).fetchone()
+            qid = (last or 0) + 1
             db.execute("DELETE FROM answers WHERE code = ?", (code,))
             db.execute("INSERT OR REPLACE INTO questions VALUES (?, ?, ?, ?, ?, ?, 0)",
                        (code, qid, kind, prompt, json.dumps(choices), json.dumps(answer)))
@@ -412,9 +421,45 @@ class ClassStore:
                              "(SELECT code FROM classes WHERE leader = ?)", (code, qid, leader))
             return cur.rowcount == 1
 
+    @staticmethod
+    def _counts(db, code: str, qid: int, n_choices: int) -> list[int]:
+        counts = [0] * n_choices
+        for choice, n in db.execute("SELECT choice, COUNT(*) FROM answers WHERE code = ? AND qid = ? GROUP BY choice",
+                                    (code, qid)):
+            counts[choice] = n
+        return counts
+
+    def _archive(self, db, code: str) -> None:
+        """The open question and its counts (never who answered what) go to `asked` before it is replaced or closed."""
+        q = db.execute("SELECT qid, kind, prompt, choices, answer FROM questions WHERE code = ?", (code,)).fetchone()
+        if q is not None:
+            counts = self._counts(db, code, q[0], len(json.loads(q[3])))
+            db.execute("INSERT OR REPLACE INTO asked VALUES (?, ?, ?, ?, ?, ?, ?)", (code, *q, json.dumps(counts)))
+
+    def asked(self, code: str) -> list[AskedQuestion]:
+        """Every question asked in class `code`, in order: the closed ones with their final counts, then the open one
+        with its counts now (lessons.class_summary makes the summary of them)."""
+        with self._tx() as db:
+            rows = db.execute("SELECT qid, kind, prompt, choices, answer, counts FROM asked WHERE code = ? "
+                              "ORDER BY qid", (code,)).fetchall()
+            q = db.execute("SELECT qid, kind, prompt, choices, answer FROM questions WHERE code = ?",
+                           (code,)).fetchone()
+            if q is not None:
+                rows.append((*q, json.dumps(self._counts(db, code, q[0], len(json.loads(q[3]))))))
+        return [AskedQuestion(qid, kind, prompt, tuple(json.loads(choices)), json.loads(answer),
+                              tuple(json.loads(counts))) for qid, kind, prompt, choices, answer, counts in rows]
+
+    def led_by(self, browser: str) -> str | None:
+        """The class this browser (its anonymous id) led most recently, if it still runs: an instructor who reloads or
+        opens another link takes it back with the key (#39)."""
+        rows = self._read("SELECT c.code FROM classes c JOIN leader_browsers b ON b.code = c.code WHERE b.browser = ? "
+                          "ORDER BY c.created DESC LIMIT 1", (browser,))
+        return rows[0][0] if rows else None
+
     def close_question(self, code: str, leader: str) -> None:
         with self._tx() as db:
             if db.execute("SELECT 1 FROM classes WHERE code = ? AND leader = ?", (code, leader)).fetchone():
+                self._archive(db, code)
                 db.execute("DELETE FROM questions WHERE code = ?", (code,))
                 db.execute("DELETE FROM answers WHERE code = ?", (code,))
 
@@ -426,6 +471,7 @@ class ClassStore:
 LINK_PARAM = "class"
 KEY_ENV = "ATTENTION_LAB_INSTRUCTOR_KEY"  # the instructor key the server was launched with (class mode is off without)
 NOT_FOLLOWED = frozenset({"presenter_mode"})  # the projector's big type is the instructor's, not the students'
+PLACE_PARAMS = ("lecture", "step")  # a lecture's place (ui.lecture): in the leader's query, written by hand, no widget
 SEEN_EVERY_S = 3.0      # a student's heartbeat is written at most this often
 REPUBLISH_S = 2.0       # a leader's unchanged view is republished (its heartbeat) at least this often
 
@@ -461,6 +507,8 @@ def xsrf_token(cookie: str | None) -> str | None:
     return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex() if mask else None
 
 
+FOLLOWING_TEXT = ("You follow the instructor: they move the steps. Switch “Follow the instructor” off in the sidebar's "
+                  "Class box to step on your own.")
 AWAY_TEXT = "The instructor's tab is closed or asleep: you stay on this view. Following goes on when they are back."
 
 
@@ -474,6 +522,21 @@ def followed_values(keys: Collection[str], state: Mapping[str, Any]) -> dict[str
     """{key: value} of the URL-bound widgets `keys` a view carries (JSON values; NOT_FOLLOWED left out)."""
     values = {k: jsonable(state[k]) for k in keys if k not in NOT_FOLLOWED and k in state}
     return {k: v for k, v in values.items() if v is not None}
+
+
+def take_place(leader_query: Mapping[str, Any], query: MutableMapping[str, Any]) -> bool:
+    """A follower's URL takes the leader's lecture place (PLACE_PARAMS: set, changed, or gone when the leader left the
+    lecture). True when it changed."""
+    changed = False
+    for name in PLACE_PARAMS:
+        value = leader_query.get(name)
+        if query.get(name) != value:
+            if value is None:
+                del query[name]
+            else:
+                query[name] = value
+            changed = True
+    return changed
 
 
 def not_taken_text(what: Collection[str]) -> str:
@@ -598,13 +661,21 @@ class Tab:
         self.state[CODE_BOX] = ""
 
     def check_key(self) -> None:
-        """The "Instructor key" box: compared with KEY_ENV's in constant time, then cleared (the key stays nowhere)."""
+        """The "Instructor key" box: compared with KEY_ENV's in constant time, then cleared (the key stays nowhere).
+        A browser that led a class still running takes it back at once (#39: a reload, another link): the same code,
+        its followers still following."""
         typed = self.state.get(KEY_BOX) or ""
         self.state[KEY_BOX] = ""
-        if key_matches(typed, os.environ.get(KEY_ENV)):
-            self.state[INSTRUCTOR] = True
-        else:
+        if not key_matches(typed, os.environ.get(KEY_ENV)):
             self.state[KEY_BAD] = True
+            return
+        self.state[INSTRUCTOR] = True
+        browser = self.state.get(STUDENT)
+        code = browser and self.store.led_by(browser)
+        if code:
+            self.join(code, follow=False)
+            self.state[LEAD_KEY] = True
+            self.lead_changed()
 
     def lead_changed(self) -> None:
         """"Lead the class": take over the class this tab is in (a new tab of the instructor, after the old one
@@ -730,10 +801,13 @@ class Tab:
         self.state.pop(DRAWING, None)
         self.state.pop(REDRAWS, None)
 
-    def follow_step(self, view: ClassView, pages: Collection[str], now: float, tick: bool = False) -> FollowStep:
+    def follow_step(self, view: ClassView, pages: Collection[str], now: float, tick: bool = False,
+                    query: MutableMapping[str, Any] | None = None) -> FollowStep:
         """One look at the leader's view: give up following if the student moved, else take what the tab does not
         hold of the leader's latest view (`pages`: the app's page paths; a page it does not have is the start page).
-        `tick`: a follow tick, a rerun the browser asked for (its widget values are in the state), not a full run."""
+        `tick`: a follow tick, a rerun the browser asked for (its widget values are in the state), not a full run.
+        `query`: the tab's URL query, which takes the leader's lecture place (a new place on the same page: a full
+        rerun draws the lecture panel at it)."""
         s = self.state
         if not s.get(FOLLOW_KEY):
             return FollowStep()
@@ -753,11 +827,12 @@ class Tab:
         if view.page is None or not view.leader_active(now):
             return FollowStep()  # nothing published yet, or the leader's tab is gone: stay where you are
         target = view.page if view.page in pages else ""
+        placed = query is not None and take_place(view.query, query)
         behind = self.behind(view, target)
         again = applied is not None and applied["version"] == view.version
         if again and not behind:
             applied["tries"] = 0
-            return FollowStep()
+            return FollowStep(full=placed)
         tries = applied.get("tries", 0) + 1 if again else 0
         if tries > MAX_TRIES:  # the view does not take: say so (Catch up tries again), do not loop
             return FollowStep(failed=tuple(behind))
@@ -768,7 +843,7 @@ class Tab:
             if s.get(PAGE) not in echo:
                 echo.append(s.get(PAGE))
             return FollowStep(page=target)
-        return FollowStep(changed=tuple(changed or behind), full=tries > 1)
+        return FollowStep(changed=tuple(changed or behind), full=tries > 1 or placed)
 
     # -- leading ---------------------------------------------------------------------------------------------------
     def publish(self, values: dict[str, Any], query: Mapping[str, Any], now: float) -> None:

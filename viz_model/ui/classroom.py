@@ -20,6 +20,7 @@ import os
 import sqlite3
 import sys
 import time
+from functools import partial
 from typing import Any
 
 import streamlit as st
@@ -29,6 +30,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 
 from viz_model.figures.classroom import answer_histogram
+from viz_model.lessons import class_summary as summary
 from viz_model.lessons import classroom as lesson
 from viz_model.model_text import md_text
 from viz_model.runtime import classroom as rt
@@ -110,7 +112,7 @@ def _student_seen(code: str) -> bool:
 def _follow_step(view: rt.ClassView, tick: bool) -> None:
     """One look at the leader's view (rt.Tab.follow_step), then what it asks. In a full run (begin, before any widget
     is drawn) the values it sets are the ones the widgets take: nothing to rerun."""
-    step = tab().follow_step(view, _pages, time.time(), tick=tick)
+    step = tab().follow_step(view, _pages, time.time(), tick=tick, query=st.query_params)  # query: the lecture place
     if step.failed:  # never a blank or outdated page that looks followed
         st.warning(rt.not_taken_text(step.failed))
         st.button("Catch up", key="class_retry", on_click=tab().catch_up, type="primary")
@@ -196,6 +198,7 @@ def _leader_panel(code: str) -> None:
     _leader_publish()
     _leader_status(code)
     _ask_form(code)
+    _summary(code, "class_summary_side", expanded=False)
 
 
 @st.fragment(run_every=LEAD_POLL_S)
@@ -276,6 +279,56 @@ def _ask(code: str, preset_fn, prompt: str, choices: list[str]) -> None:
         store().ask(code, tab_id(), preset.kind, preset.prompt, choices, preset.answer)
     except ValueError as e:  # a ClassError, or a preset the view cannot ask
         st.session_state[rt.ERROR] = str(e)
+
+
+# -- a lecture, presented (#39, item 4) ---------------------------------------------------------------------------
+def in_lecture() -> dict[str, Any]:
+    """app.py hands this to ui.lecture.panel: a follower's panel is read-only (the class moves the steps), a leader's
+    has the class tools below Back / Next (ui.lecture and this module are independent lessons: app.py joins them)."""
+    code, lead = st.session_state.get(rt.CODE), enabled() and leading()
+    following = bool(enabled() and code and not lead and st.session_state.get(rt.FOLLOW_KEY))
+    return {"following": following, "leader_tools": _lecture_tools if lead else None}
+
+
+def _lecture_tools(name: str, lec: Any, n: int) -> None:
+    """Below a leader's Back / Next: the step's question as a class poll in one click, and the class summary (open on
+    the last step)."""
+    code, step = st.session_state.get(rt.CODE), lec.steps[n - 1]
+    if step.question is not None:
+        st.button("Ask the class this question", key="lecture_ask_class", icon=":material/how_to_vote:",
+                  on_click=_ask, args=(code, partial(_step_question, step), "", []),
+                  help="Opens it as the class's question: the histogram and Reveal are in the sidebar's Class box.")
+    _summary(code, "class_summary_lecture", expanded=n == len(lec.steps), title=lec.title)
+
+
+def _step_question(step: Any) -> Any:
+    """A step's question as a poll: a preset computed now on the view on screen, or the written one with its answer."""
+    q = step.question
+    if q.preset:
+        return _preset(q.preset, step.params)
+    return lesson.Preset("lecture", q.prompt, list(q.choices), {"correct": list(q.correct), "why": q.why or ""})
+
+
+def _preset(name: str, view: dict) -> Any:
+    from viz_model.ui import presets  # the one call that finds a preset question by its name
+
+    return presets.preset_by_name(name, view)
+
+
+def _summary(code: str, key: str, expanded: bool, title: str = "") -> None:
+    """The class summary: each question asked, its counts, the share correct, the model's answer; MD and CSV."""
+    with st.expander(summary.SUMMARY_TITLE, expanded=expanded, icon=":material/summarize:"):
+        asked = store().asked(code)
+        if not asked:
+            return st.caption(summary.NO_QUESTIONS)
+        st.caption(summary.SUMMARY_HELP)
+        st.dataframe(summary.summary_rows(asked), hide_index=True, key=f"{key}_table")
+        when = f"Class {code}, {time.strftime('%Y-%m-%d %H:%M %Z')}"
+        row, stem = st.container(horizontal=True), f"class-{code}-summary"
+        row.download_button("Markdown", summary.summary_markdown(asked, title or f"class {code}", when), f"{stem}.md",
+                            "text/markdown", key=f"{key}_md", on_click="ignore", icon=":material/download:")
+        row.download_button("CSV", summary.summary_csv(asked), f"{stem}.csv", "text/csv", key=f"{key}_csv",
+                            on_click="ignore", icon=":material/download:")
 
 
 # -- students: the banner above the page (a phone's first screen; the sidebar keeps the controls) ----------------

@@ -5,6 +5,7 @@ link: the bound widgets take them from the URL, as they do when a link is opened
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -12,6 +13,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_model.lectures import PAGE_PARAMS, Lecture, Step, builtin_lectures
 from viz_model.lessons import lecture_numbers as numbers
+from viz_model.runtime.classroom import FOLLOWING_TEXT
 from viz_model.ui import lecture_record, share
 from viz_model.ui.cache import cached, model_id
 from viz_model.ui.errors import guard
@@ -99,10 +101,12 @@ def leave() -> None:
         del st.query_params[name]
 
 
-def panel(page_url: str, first_run: bool) -> None:
+def panel(page_url: str, first_run: bool, following: bool = False, leader_tools: Callable | None = None) -> None:
     """Above the page, in a slot that is always there (share.in_slot: the page's bound widgets keep their place with
     or without a lecture). A step opened from elsewhere takes its page and settings; a session's first run on the
-    step's own page keeps the URL's settings (a reload after exploring)."""
+    step's own page keeps the URL's settings (a reload after exploring). In class mode (app.py passes
+    ui.classroom.in_lecture()): a follower's panel is read-only, the class takes the leader's place and view; a
+    leader's has `leader_tools` (ask the class, the class summary) in place of the student's own question."""
     with st.container(), guard("the lecture"):
         where = place()
         if not where:  # no lecture open (or an empty ?lecture=)
@@ -113,13 +117,19 @@ def panel(page_url: str, first_run: bool) -> None:
         name, lec, n = where
         page = lec.steps[n - 1].page
         on_page = page is None or HOME.get(page, page) == page_url
-        if not on_page or (st.session_state.get(_AT) != (name, n) and not first_run):
+        if not following and (not on_page or (st.session_state.get(_AT) != (name, n) and not first_run)):
             go(name, lec, n)
         st.session_state[_AT] = (name, n)
         with st.container(border=True):
             _narrative(lec, n)
+            if following:
+                return st.caption(FOLLOWING_TEXT)
             _buttons(name, lec, n)
-            _question(name, n)
+            (leader_tools or _question_of)(name, lec, n)
+
+
+def _question_of(name: str, lec: Lecture, n: int) -> None:
+    _question(name, n)
 
 
 def _narrative(lec: Lecture, n: int) -> None:

@@ -1,0 +1,213 @@
+"""#39 (item 4) an instructor presents a lecture, without a browser: a follower takes the leader's lecture place with
+the page and settings; every question a class is asked stays for the class summary (counts only) in a store file made
+before that table existed too; the summary's numbers, Markdown and CSV; an instructor's browser takes its class back
+with the key after a reload; a preset's page-named kind can be asked; and in AppTest, the leader's panel asks the
+step's question in one click and offers the summary, a follower's panel is read-only."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sqlite3
+
+import pytest
+from conftest import ROOT
+
+from viz_model.lessons.class_summary import AskedQuestion, summary_csv, summary_markdown, summary_rows
+from viz_model.runtime import classroom as cr
+from viz_model.runtime.classroom import ClassStore, FollowStep, Tab
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def store(tmp_path, clock):
+    s = ClassStore(tmp_path / "class.sqlite", clock=clock)
+    yield s
+    s.close()
+
+
+def _leader(store, page: str = "", browser: str | None = None) -> Tab:
+    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: page, cr.STUDENT: browser}, lambda: store)
+    leader.lead_changed()
+    assert leader.leading()
+    return leader
+
+
+# -- following a lecture -------------------------------------------------------------------------------------------
+def test_a_follower_takes_the_leaders_lecture_place_with_the_page_and_a_new_step_on_the_same_page_redraws(store,
+                                                                                                       clock):
+    leader = _leader(store, page="explorer")
+    code = leader.state[cr.CODE]
+    leader.publish({"explorer_layer": 1}, {"explorer_layer": "1", "lecture": "attention", "step": "1"}, clock())
+    student, query = Tab({cr.PAGE: "explorer", "explorer_layer": 0}, lambda: store), {"class": code}
+    student.join(code, follow=True)
+    step = student.follow_step(store.get(code), {"", "explorer"}, clock(), query=query)
+    assert query == {"class": code, "lecture": "attention", "step": "1"}
+    assert step.changed == ("explorer_layer",) and step.full  # a full rerun: the lecture panel is drawn by app.py
+    student.follow_step(store.get(code), {"", "explorer"}, clock(), tick=True, query=query)
+    # Next to a step on the same page with the same settings: only the place changes, and a full rerun shows it
+    clock.t += 1
+    leader.publish({"explorer_layer": 1}, {"explorer_layer": "1", "lecture": "attention", "step": "2"}, clock())
+    step = student.follow_step(store.get(code), {"", "explorer"}, clock(), tick=True, query=query)
+    assert query["step"] == "2" and step == FollowStep(full=True)
+    # the leader leaves the lecture: so does the follower's URL
+    leader.publish({"explorer_layer": 1}, {"explorer_layer": "1"}, clock())
+    student.follow_step(store.get(code), {"", "explorer"}, clock(), tick=True, query=query)
+    assert query == {"class": code}
+
+
+def test_a_follower_that_explores_on_its_own_keeps_its_own_lecture_place(store, clock):
+    leader = _leader(store)
+    code = leader.state[cr.CODE]
+    leader.publish({}, {"lecture": "attention", "step": "3"}, clock())
+    student, query = Tab({cr.PAGE: ""}, lambda: store), {"lecture": "attention", "step": "7"}
+    student.join(code, follow=False)
+    assert student.follow_step(store.get(code), {""}, clock(), query=query) == FollowStep()
+    assert query["step"] == "7"
+
+
+# -- questions kept for the summary ------------------------------------------------------------------------------
+def test_every_question_asked_is_kept_with_its_counts_and_ids_go_on_after_a_close(store):
+    leader = _leader(store)
+    code, me = leader.state[cr.CODE], leader.id
+    q1 = store.ask(code, me, "lecture", "Which rows?", ["a", "b", "c"], {"correct": [1]})
+    for student, choice in (("s1", 1), ("s2", 1), ("s3", 0)):
+        assert store.answer(code, q1, student, choice)
+    q2 = store.ask(code, me, "explorer", "Which head?", ["head 0", "head 1"], {"correct": [0]})  # replaces q1
+    assert store.answer(code, q2, "s1", 0)
+    store.close_question(code, me)
+    q3 = store.ask(code, me, "free", "Ready?", ["yes", "no"])
+    assert (q1, q2, q3) == (1, 2, 3)  # a closed question's number is never reused (the summary keys on it)
+    asked = store.asked(code)
+    assert [(q.qid, q.kind, q.counts) for q in asked] == [(1, "lecture", (1, 2, 0)), (2, "explorer", (1, 0)),
+                                                          (3, "free", (0, 0))]
+    assert asked[0].share_correct == pytest.approx(2 / 3) and asked[2].share_correct is None
+    store.end(code)
+    assert store.asked(code) == []  # a class that ends takes its questions with it
+
+
+def test_a_store_file_made_before_the_summary_opens_and_keeps_questions(tmp_path, clock):
+    path = tmp_path / "old.sqlite"
+    ClassStore(path, clock=clock).close()
+    with sqlite3.connect(path) as db:  # the store as it was before #39: no `asked` table
+        db.execute("DROP TABLE asked")
+    store = ClassStore(path, clock=clock)
+    code = _leader(store).state[cr.CODE]
+    leader_id = store._read("SELECT leader FROM classes WHERE code = ?", (code,))[0][0]
+    store.ask(code, leader_id, "free", "One?", ["x", "y"])
+    store.close_question(code, leader_id)
+    assert [q.prompt for q in store.asked(code)] == ["One?"]
+    store.close()
+
+
+# -- the summary's numbers, Markdown and CSV -----------------------------------------------------------------------
+QUESTIONS = [AskedQuestion(1, "lecture", "Which | rows?", ("a|b", "c"), {"correct": [0]}, (3, 1)),
+             AskedQuestion(2, "free", "Ready?", ("yes", "no"), {}, (2, 2)),
+             AskedQuestion(3, "explorer", "Which head?", ("h0", "h1"), {"correct": [1]}, (0, 0))]
+
+
+def test_the_summary_says_the_share_that_picked_the_models_answer_and_only_counts():
+    rows = summary_rows(QUESTIONS)
+    assert [r["share correct"] for r in rows] == ["75% (3 of 4)", "no model answer", "no answers yet"]
+    assert [r["model's answer"] for r in rows] == ["a|b", "(none: a free question)", "h1"]
+    md = summary_markdown(QUESTIONS, "Attention", "Class ABCD")
+    assert "| 1 | Which \\| rows? | 4 | 75% (3 of 4) | a\\|b |" in md  # a pipe in a text never breaks the table
+    assert "| a\\|b | 3 | ✓ |" in md and "| c | 1 |  |" in md
+    table = list(csv.DictReader(io.StringIO(summary_csv(QUESTIONS))))
+    assert len(table) == 6 and table[0] == {"question": "1", "prompt": "Which | rows?", "choice": "a|b", "answers": "3",
+                                            "model_answer": "yes", "question_answers": "4", "share_correct": "0.7500"}
+    assert {r["share_correct"] for r in table[2:]} == {""}
+    assert "No question was asked" in summary_markdown([], "Attention", "Class ABCD")
+
+
+# -- the instructor takes the class back -------------------------------------------------------------------------
+def test_an_instructor_browser_takes_its_class_back_with_the_key_and_another_browser_starts_none(store, clock,
+                                                                                                 monkeypatch):
+    monkeypatch.setenv(cr.KEY_ENV, "s3cret")
+    old = _leader(store, browser="browser-1")
+    code = old.state[cr.CODE]
+    follower = Tab({cr.PAGE: ""}, lambda: store)
+    follower.join(code, follow=True)
+    reloaded = Tab({cr.STUDENT: "browser-1", cr.KEY_BOX: "s3cret"}, lambda: store)  # a reload: a new session
+    reloaded.check_key()
+    assert reloaded.leading() and reloaded.state[cr.CODE] == code and store.get(code).leader == reloaded.id
+    assert follower.state[cr.FOLLOW_KEY] and follower.state[cr.CODE] == code  # the class goes on, still following
+    stranger = Tab({cr.STUDENT: "browser-2", cr.KEY_BOX: "s3cret"}, lambda: store)
+    stranger.check_key()
+    assert stranger.state[cr.INSTRUCTOR] and not stranger.leading() and cr.CODE not in stranger.state
+
+
+def test_a_presets_page_named_kind_can_be_asked(store):
+    leader = _leader(store)
+    qid = store.ask(leader.state[cr.CODE], leader.id, "encoder-decoder", "Which source word?", ["a", "b"],
+                    {"correct": [0]})
+    assert store.get(leader.state[cr.CODE]).question.kind == "encoder-decoder" and qid == 1
+    with pytest.raises(cr.ClassError):
+        store.ask(leader.state[cr.CODE], leader.id, "Not a kind!", "Q?", ["a", "b"])
+
+
+# -- AppTest: the leader's panel and a follower's ------------------------------------------------------------------
+@pytest.fixture
+def class_env(tmp_path, monkeypatch):
+    monkeypatch.setenv(cr.KEY_ENV, "s3cret")
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
+    from viz_model.ui import classroom
+
+    classroom.store.clear()
+    yield
+    classroom.store.clear()
+
+
+def _app(state: dict, query: dict):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.query_params.update(query)
+    return at.run()
+
+
+def test_the_leaders_panel_asks_the_steps_question_in_one_click_and_offers_the_summary(class_env):
+    from viz_model.lectures import builtin_lectures
+    from viz_model.ui import classroom
+
+    lec = builtin_lectures()["attention"]
+    n = next(i for i, s in enumerate(lec.steps, 1) if s.question is not None and not s.question.preset)
+    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: ""}, classroom.store)
+    leader.lead_changed()
+    code = leader.state[cr.CODE]
+    at = _app(leader.state, {"lecture": "attention", "step": str(n)})  # the step opens its page, still leading
+    assert not at.exception and at.session_state[cr.CODE] == code
+    assert not [b for b in at.button if b.key and b.key.endswith("_check")]  # the leader's panel asks the class
+    next(b for b in at.button if b.key == "lecture_ask_class").click().run()
+    q, written = classroom.store().get(code).question, lec.steps[n - 1].question
+    assert q is not None and q.prompt == written.prompt and q.choices == written.choices
+    assert q.answer["correct"] == list(written.correct) and q.kind == "lecture"
+    labels = [e.proto.label for e in at.get("download_button")]
+    assert "Markdown" in labels and "CSV" in labels  # the summary, now that a question was asked
+
+
+def test_a_followers_panel_is_read_only(class_env):
+    from viz_model.ui import classroom
+
+    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: ""}, classroom.store)
+    leader.lead_changed()
+    code = leader.state[cr.CODE]
+    at = _app({}, {"class": code, "lecture": "attention", "step": "1"})
+    assert not at.exception and at.session_state[cr.FOLLOW_KEY]
+    main = " ".join(c.value for c in at.main.caption)
+    assert "step 1 of" in main and cr.FOLLOWING_TEXT in main
+    assert not [b for b in at.button if b.key in ("lecture_next", "lecture_back")]
