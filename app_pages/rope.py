@@ -4,8 +4,8 @@ import streamlit as st
 
 from viz_model.lessons import rope as lesson
 from viz_model.model_text import is_folder_model
+from viz_model.ui import alibi, share
 from viz_model.ui import rope as sections
-from viz_model.ui import share
 from viz_model.ui.sidebar import current_model
 
 st.title("Rotary position embeddings (RoPE)")
@@ -35,5 +35,6 @@ TABS = {
     "Length test": sections.length_experiment,
     "Where it acts": sections.where_rope_acts,
     "Conventions": sections.conventions,
+    "ALiBi": alibi.alibi_bias,  # the other relative method: a distance penalty on the scores (#40)
 }
 share.show_tabs(TABS, key="rope_tab")  # only the open tab runs

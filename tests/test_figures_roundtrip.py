@@ -78,6 +78,9 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
     "masks.dependency_figure": lambda: _f("masks.dependency_figure")(
         np.tril(rng(4).uniform(0.5, 2, size=(T, T))), TOKENS, title="Who depends on whom"),
     "masks.row_sum_bars": lambda: _f("masks.row_sum_bars")(np.ones(T), np.linspace(0.2, 1, T), TOKENS),
+    "alibi.bias_heads": lambda: _f("alibi.bias_heads")(
+        -np.array([0.25, 0.0625])[:, None, None] * np.abs(np.arange(T)[:, None] - np.arange(T)), CAUSAL, [0.25, 0.0625],
+        title="ALiBi <b>"),
     "generate.next_token_bars": lambda: _f("generate.next_token_bars")(
         ["<b>x</b>", "cat", "&lt;", " "], [0.4, 0.3, 0.2, 0.1], [4 / 7, 3 / 7, 0.0, 0.0], chosen=1,
         strategy="top-k=2", title="Step 1"),
@@ -221,6 +224,7 @@ TRACE_TYPES = {
     "masks.mask_panels": ["heatmap"] * 6,
     "masks.dependency_figure": ["heatmap"] * 2,
     "masks.row_sum_bars": ["bar"] * 2,
+    "alibi.bias_heads": ["heatmap"] * 4,  # per head: the blocked cells, the bias
     "generate.next_token_bars": ["bar"] * 2,
     "generate.attention_rows": ["heatmap"] * 2,
     "generate.latency_chart": ["scatter"] * 2,
