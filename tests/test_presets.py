@@ -13,8 +13,8 @@ from functools import cache
 import numpy as np
 import pytest
 import torch
-
 from conftest import ROOT
+
 from viz_model import ASSETS_DIR
 from viz_model.checkpoint import load_checkpoint
 from viz_model.lessons import presets as P
@@ -156,7 +156,7 @@ def test_sinusoidal_position_is_the_row_of_the_table_written_here_that_matches_t
         shown = [float(v) for v in re.findall(r"\((-?[\d.]+), (-?[\d.]+)\)", p.prompt) for v in v]
         omega = [base ** (-2 * i / d) for i in range(d // 2)]
 
-        def pe(pos: int) -> list[float]:  # P[p, 2i] = sin(p·ω_i), P[p, 2i+1] = cos(p·ω_i)
+        def pe(pos: int, omega=omega) -> list[float]:  # P[p, 2i] = sin(p·ω_i), P[p, 2i+1] = cos(p·ω_i)
             return [f(pos * w) for w in omega for f in (math.sin, math.cos)]
 
         fits = [c for c in p.choices if np.allclose([*pe(int(c))[:2], *pe(int(c))[-2:]], shown, atol=0.0051)]

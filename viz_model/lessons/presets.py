@@ -97,6 +97,17 @@ def _flag(value: Any) -> bool:
     return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "1", "on")
 
 
+def _option(value: Any, labels: Mapping[str, str]) -> Any:
+    """A picker's value: a widget's own, or a link's (a share link carries the option's label: "Sliding window")."""
+    return {label: key for key, label in labels.items()}.get(value, value)
+
+
+def _index(value: Any, default: int) -> int:
+    """A numbered picker's value: an int, or a link's label that starts with it ("3 · sat")."""
+    digits = str(value).strip().split(" ", 1)[0]
+    return int(digits) if digits.isdigit() else default
+
+
 def _checked(p: Preset) -> Preset:
     if not 2 <= len(p.choices) <= MAX_CHOICES:
         raise ValueError(f"This view gives {len(p.choices)} possible answers; a question needs 2 to {MAX_CHOICES}.")
@@ -122,8 +133,19 @@ def _encode(ckpt, text: str, bos: bool, limit: int | None = None, specials: tupl
 def _layer_head(cfg, settings: Mapping, prefix: str, head: int = 0) -> tuple[int, int]:
     """The view's layer and head, clipped to the model's (a head picker's "mean" reads as head 0)."""
     raw = settings.get(f"{prefix}_head", head)
-    h = int(raw) if isinstance(raw, int | np.integer) or str(raw).isdigit() else head
-    return min(int(settings.get(f"{prefix}_layer", 0)), cfg.n_layers - 1), min(h, cfg.n_heads - 1)
+    layer = _index(settings.get(f"{prefix}_layer", 0), 0)
+    return min(layer, cfg.n_layers - 1), min(_index(raw, head), cfg.n_heads - 1)
+
+
+def _picked(inp: Inputs, key: str, default: str):
+    """The model a page picks itself (the Encoder's, the translator): the view's, else (a link's label, a model this
+    server does not offer) the page's default."""
+    if inp.load is None:
+        return inp.ckpt
+    try:
+        return inp.load(str(inp.settings.get(key, default)))
+    except (KeyError, ValueError, FileNotFoundError):
+        return inp.load(default)
 
 
 def _size_choices(answer: int, fmt: Callable[[float], str], steps: Sequence[float] = (1 / 16, 1 / 4, 1, 4, 16)
@@ -265,7 +287,8 @@ def masks_visible(inp: Inputs) -> Preset:
     s, ckpt = inp.settings, inp.ckpt
     enc = _encode(ckpt, s.get("masks_text", "The cat sat on the mat"), uses_bos(ckpt), limit=MAX_CHOICES,
                   specials=(PAD,), page="the Masks page")
-    T, kind = len(enc.ids), str(s.get("masks_kind", "causal"))
+    T = len(enc.ids)
+    kind = _option(s.get("masks_kind", "causal"), {k: r.label for k, r in masks.MASKS.items()})
     row = masks.MASKS.get(kind)
     if row is None or row.needs == "cells":
         raise ValueError("The custom mask is drawn by hand: pick another mask in the gallery to ask about it.")
@@ -297,7 +320,7 @@ def qkv_best_key(inp: Inputs) -> Preset:
     text = qkv_lesson.lesson_text(enc, raw)  # what the page's lookup reads (a long text: its first tokens)
     _, tokens = qkv_lesson.encode_sentence(ckpt.model, ckpt.tokenizer, text)
     layer, head = _layer_head(ckpt.model.config, s, "qkv")
-    query = min(int(s.get("qkv_query", qkv_lesson.default_query(tokens))), len(tokens) - 1)
+    query = min(_index(s.get("qkv_query"), qkv_lesson.default_query(tokens)), len(tokens) - 1)
     lk = qkv_lesson.lookup(ckpt.model, ckpt.tokenizer, text, layer, head, query)
     keys = [int(k) for k in np.flatnonzero(lk.allowed)][-MAX_CHOICES:]
     scores = np.asarray(lk.scores, dtype=float)[keys]
@@ -343,7 +366,7 @@ KEPT_MASKS = "encoder_kept_masks"  # ui.encoder.KEPT_MASKS: {sentence digest: th
 def encoder_fill(inp: Inputs) -> Preset:
     """Which word the encoder writes in the view's first blank: its top fill-in, by one masked pass now."""
     s = inp.settings
-    ckpt = inp.load(str(s.get("encoder_model", encoder_lesson.ENGLISH))) if inp.load else inp.ckpt
+    ckpt = _picked(inp, "encoder_model", encoder_lesson.ENGLISH)
     bos = uses_bos(ckpt)
     limit = ckpt.model.config.max_len - (1 if bos else 2)
     enc = _encode(ckpt, s.get("encoder_text", "The cat sat on the mat"), bos, limit=limit, specials=(MASK,),
@@ -375,7 +398,7 @@ def translator_looks(inp: Inputs) -> Preset:
     from viz_model import generate as G
 
     s = inp.settings
-    ckpt = inp.load(str(s.get("ed_model", "translate"))) if inp.load else inp.ckpt
+    ckpt = _picked(inp, "ed_model", "translate")
     text = str(s.get("ed_text", "The cat sat on the mat") or "")
     if not text.strip():
         raise ValueError("Type a sentence to translate on the Encoder–decoder page first.")
@@ -449,15 +472,16 @@ def train_tying(inp: Inputs) -> Preset:
     s = inp.settings
     preset = str(s.get("train_preset", "tiny"))
     form = {**train_lesson.PRESET_FORM.get(preset, {}), **{k: v for k, v in s.items() if str(k).startswith("train_")}}
+    f = form.get
     spec = train_lesson.TrainSpec(
-        preset=preset, task=str(form.get("train_task", next(iter(TASK_LABELS)))),
-        arch=str(form.get("train_arch", "transformer")), pos_encoding=str(form.get("train_pos", POS_ENCODINGS[3])),
-        rope_base=float(form.get("train_base", 10000.0)),
-        causal=_flag(form.get("train_causal", True)), tie_weights=_flag(form.get("train_tie", True)),
-        qkv=str(form.get("train_qkv", QKV_MODES[0])), norm=str(form.get("train_norm_kind", NORMS[0])),
-        norm_position=str(form.get("train_norm", "pre")), residual=_flag(form.get("train_residual", True)),
-        n_layers=int(form.get("train_layers", 2)), n_heads=int(form.get("train_heads", 2)),
-        d_model=int(form.get("train_dmodel", 64)), seq_len=int(form.get("train_seq", 64)))
+        preset=preset, task=_option(f("train_task", next(iter(TASK_LABELS))), TASK_LABELS),
+        arch=_option(f("train_arch", "transformer"), train_lesson.ARCH_LABELS),
+        pos_encoding=str(f("train_pos", POS_ENCODINGS[3])), rope_base=float(f("train_base", 10000.0)),
+        causal=_flag(f("train_causal", True)), tie_weights=_flag(f("train_tie", True)),
+        qkv=_option(f("train_qkv", QKV_MODES[0]), train_lesson.QKV_LABELS), norm=str(f("train_norm_kind", NORMS[0])),
+        norm_position=str(f("train_norm", "pre")), residual=_flag(f("train_residual", True)),
+        n_layers=int(f("train_layers", 2)), n_heads=int(f("train_heads", 2)), d_model=int(f("train_dmodel", 64)),
+        seq_len=int(f("train_seq", 64)))
     if spec.arch != "transformer":
         raise ValueError("Weight tying is a transformer setting: pick the Model kind “transformer” to ask.")
     vocab = load_tokenizer("word").get_vocab_size()
