@@ -10,7 +10,15 @@ from viz_model.model_text import is_folder_model, start_token, uses_bos
 from viz_model.ui import lecture, share
 from viz_model.ui import start as start_view
 from viz_model.ui.sidebar import current_model
-from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, MAX_CHARS, encode_text, page_link, token_chips, unknown_notice
+from viz_model.ui.widgets import (
+    FOLDER_VIEW_TOKENS,
+    MAX_CHARS,
+    encode_text,
+    page_link,
+    sentence_text,
+    token_chips,
+    unknown_notice,
+)
 
 st.title("Attention Lab")
 st.markdown(lesson.INTRO)
@@ -21,7 +29,7 @@ model, cfg = ckpt.model, ckpt.model.config
 folder = is_folder_model(ckpt)
 
 # The first screen: a sentence and its attention (the model card and its measured quality come after).
-text = share.text(st, "Type a sentence", "The cat sat on the mat", "start_text", MAX_CHARS)
+text = sentence_text(st, "Type a sentence", "The cat sat on the mat", "start_text", MAX_CHARS)  # #39: carried
 start = start_token(ckpt)
 if start is None:
     bos = False

@@ -16,6 +16,7 @@ from viz_model.figures.describe import is_underlay, summary, text
 from viz_model.figures.export import figure_csv, figure_html, figure_tables, presenter_style, readable_numbers
 from viz_model.model_text import md_text
 from viz_model.ui.presenter import presenter_on
+from viz_model.ui.widgets import answer_hidden, hidden_chart
 
 
 def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = True, toolbar: bool = True,
@@ -29,6 +30,8 @@ def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = T
     """
     name = name or key
     target = container if container is not None else st
+    if answer_hidden(key):  # #39: a class question's answer, hidden on a student's screen until Reveal
+        return hidden_chart(fig, key, target, exports)
     words = _summary(fig)
     if presenter_on():
         fig = _presenter(fig)

@@ -32,10 +32,12 @@ from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 from viz_model.figures.classroom import answer_histogram
 from viz_model.lessons import class_summary as summary
 from viz_model.lessons import classroom as lesson
+from viz_model.lessons.classview import hidden_answers
 from viz_model.model_text import md_text
 from viz_model.runtime import classroom as rt
-from viz_model.ui import chart, presenter
+from viz_model.ui import chart, join, presenter
 from viz_model.ui.errors import guard
+from viz_model.ui.widgets import HIDDEN_KEYS
 
 FOLLOW_POLL_S = 1.0     # a follower looks for a new view this often (the issue's bar: within 2 s)
 LEAD_POLL_S = 0.5       # the leader's tab republishes its view this often (picker changes inside page fragments)
@@ -80,6 +82,14 @@ def bound_values() -> dict[str, Any]:
     except AttributeError:  # another Streamlit: the URL's keys (values that differ from the default)
         keys = list(st.query_params)
     return rt.followed_values(keys, st.session_state)
+
+
+def answers_hidden(page: str, view: rt.ClassView | None) -> tuple[str, ...]:
+    """The elements of `page` this tab draws hidden (widgets.answer_hidden reads them): a student's, while the class
+    question asked on that page is open and not revealed (lessons.classview.hidden_answers). `view`: the class's."""
+    if view is None or not st.session_state.get(rt.CODE):
+        return ()
+    return hidden_answers(page, leading=leading(), question=view.question, leader_page=view.page)
 
 
 # -- following ---------------------------------------------------------------------------------------------------
@@ -135,6 +145,7 @@ def begin(page_url: str, pages: dict[str, Any]) -> None:
         tab().started(page_url if page_url in pages else "")
         student_id()  # this browser's anonymous id, before a callback needs it (a leader's browser is no student)
         view = tab().enter(st.query_params)
+        st.session_state[HIDDEN_KEYS] = answers_hidden(st.session_state.get(rt.PAGE, ""), view)
         if view is not None:
             _student_seen(view.code)
             _follow_step(view, tick=False)
@@ -193,8 +204,7 @@ def panel() -> None:
 def _leader_panel(code: str) -> None:
     # large for the back row in presenter mode; a heading, not HTML (no text here is ever rendered as HTML)
     (st.header if presenter.presenter_on() else st.subheader)(f"Class code: {code}", anchor=False)
-    link = rt.class_link(getattr(st.context, "url", None) or "", st.session_state.get(rt.PAGE), code)
-    st.markdown(f"Students open [{link}](/?class={code}) or type the code.")
+    join.line(code)  # #39: an address students can open, and its QR code
     _leader_publish()
     _leader_status(code)
     _ask_form(code)
@@ -276,7 +286,8 @@ def _ask(code: str, preset_fn, prompt: str, choices: list[str]) -> None:
     try:
         preset = preset_fn() if preset_fn is not None else lesson.Preset("free", prompt, choices, {})
         choices = preset.choices if preset_fn is None else [rt.fit_choice(c) for c in preset.choices]
-        store().ask(code, tab_id(), preset.kind, preset.prompt, choices, preset.answer)
+        answer = {**preset.answer, "page": st.session_state.get(rt.PAGE, "")}  # #39: its answers hidden there
+        store().ask(code, tab_id(), preset.kind, preset.prompt, choices, answer)
     except ValueError as e:  # a ClassError, or a preset the view cannot ask
         st.session_state[rt.ERROR] = str(e)
 
@@ -373,6 +384,8 @@ def _student_body(code: str) -> None:
         st.caption(f"Class {code} · you follow the instructor.")
     if following and get_script_run_ctx().fragment_ids_this_run:  # a tick (a full run took the view in begin)
         _follow_step(view, tick=True)
+    if answers_hidden(st.session_state.get(rt.PAGE, ""), view) != st.session_state.get(HIDDEN_KEYS, ()):
+        st.rerun()  # a question opened or was revealed: the page draws its answers hidden, or shown again
     _question(code, view)
 
 

@@ -23,6 +23,7 @@ from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.widgets import (
     FOLDER_VIEW_TOKENS,
+    answer_line,
     encode_text,
     example_text,
     layer_head,
@@ -140,7 +141,7 @@ def distribution(steps: list[StepView], settings: Settings) -> None:
         share.valid(VIEW_STEP, range(1, len(steps) + 1), len(steps))
         pick = st.slider("Show step", 1, len(steps), len(steps), key=VIEW_STEP, **share.URL) - 1
     v = steps[pick]
-    st.markdown(lesson.step_sentence(v, pick, settings.strategy))
+    answer_line("generate_step_sentence", lesson.step_sentence(v, pick, settings.strategy))  # #39: hidden in class
     key = input_key(tuple(v.labels), np.asarray(v.p).tobytes(), np.asarray(v.q).tobytes(), v.chosen)
     fig = cached("generate_bars", (key, settings.strategy), lambda: F.next_token_bars(
         v.labels, v.p, v.q, v.chosen, strategy=settings.strategy.describe()))

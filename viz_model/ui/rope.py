@@ -21,7 +21,7 @@ from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, model_with
-from viz_model.ui.widgets import encode_text, show_check, show_checks
+from viz_model.ui.widgets import answer_line, encode_text, show_check, show_checks
 
 EXTRA_PARAMS = (("beta_fast", 1024.0, 32.0, "rope_ext_bf"), ("beta_slow", 1024.0, 1.0, "rope_ext_bs"),
                 ("low_freq_factor", 64.0, 1.0, "rope_ext_lo"), ("high_freq_factor", 64.0, 4.0, "rope_ext_hi"))
@@ -160,7 +160,7 @@ def _extension_views(d_k: int, base: float, L: int, Lp: int, method: str, extra:
     seen, needed, coverage = lesson.coverage_view(d_k, base, method, ratio, att, L, Lp)
     show(rfigs.angle_coverage(seen, needed, f"{labels[method]}: angles at L′ vs training"),
          key="rope_coverage", name="rope_angle_coverage", container=right)
-    st.caption(coverage)
+    answer_line("rope_coverage_text", coverage, st.caption)  # #39: hidden in class until Reveal
     st.dataframe(pd.Series(lesson.readouts(d_k, base, Lp / L, L, Lp), name="value"), key="rope_readouts")
     if ckpt is not None:  # ✓ the panel's method gives the model's own frequencies, while it holds its settings
         settings = dict(d_k=d_k, base=base, L=L, Lp=Lp, method=method, **extra)

@@ -3,6 +3,7 @@ model reads text (its special tokens, labels, unknown words) is viz_model.model_
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -11,7 +12,9 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from viz_model.checkpoint import Checkpoint
+from viz_model.figures.classview import hidden_values
 from viz_model.lecture import EXAMPLES
+from viz_model.lessons import classview
 from viz_model.lessons.common import Claim, Fact, WrongWay
 from viz_model.model_text import (
     case_note,
@@ -23,6 +26,7 @@ from viz_model.model_text import (
     unknown_words_text,
     uses_bos,
 )
+from viz_model.runtime.classroom import CODE, FOLLOW_KEY
 from viz_model.tokenizer import PAD, Encoded
 from viz_model.ui import share
 from viz_model.ui.models import ENGLISH_MODEL, available_models
@@ -120,7 +124,7 @@ def example_text(text_key: str, example_key: str, examples: list[str], default: 
     """A text box (in the link, kept per session) with an example picker on its left that follows it: picking an
     example fills the box, typing your own shows CUSTOM. A paste over `limit` characters is cut, with a notice."""
     c1, c2 = st.columns([1, 2])
-    text = share.text(c2, label, default, text_key, limit, help=help)
+    text = sentence_text(c2, label, default, text_key, limit, help=help)
     share.follow_text(text_key, example_key, examples, CUSTOM)
     c1.selectbox(picker, [CUSTOM, *examples], key=example_key, on_change=share.pick_example,
                  args=(text_key, example_key, CUSTOM))
@@ -240,3 +244,73 @@ def train_ablation_button(kind: str, label: str, key: str) -> None:
 
     if st.button(label, key=key, on_click=choose, icon=":material/model_training:"):
         st.switch_page(TRAIN_PAGE, query_params={})
+
+
+# -- what the class sees while presenting (#39, item 4) ------------------------------------------------------------
+def sentence_text(where, label: str, default: str, key: str, limit: int, **kwargs) -> str:
+    """share.text that opens on the session's sentence (lessons.classview.carry_in/carry_out): a box that takes a
+    sentence, opened with none of its own in the link, starts from the one the session set on another page. A tab
+    following a class takes the leader's (their link names it): never its own."""
+    named = key in st.query_params
+    if not (st.session_state.get(FOLLOW_KEY) and st.session_state.get(CODE)):
+        classview.carry_in(st.session_state, st.query_params, key)
+    text = share.text(where, label, default, key, limit, **kwargs)
+    classview.carry_out(st.session_state, key, text, default, named=named)
+    return text
+
+
+HIDDEN_KEYS = "_class_hidden"  # the elements of the page drawn hidden in this run (ui.classroom.begin sets it)
+
+
+def answer_hidden(key: str) -> bool:
+    """Whether the element `key` answers the class's open question, hidden on this student's screen until Reveal."""
+    return key in st.session_state.get(HIDDEN_KEYS, ())
+
+
+def answer_line(key: str, text: str, draw=st.markdown) -> None:
+    """A line that states an answer (`draw`: st.markdown, st.caption...): "hidden until..." while answer_hidden."""
+    draw(classview.HIDDEN_TEXT if answer_hidden(key) else text)
+
+
+def hidden_chart(fig, key: str, target, exports: bool):
+    """ui.chart.show for a hidden answer: the chart's frame, one grey, no hover or exports (their data would tell),
+    with the same elements in the same places (chart, caption, row), so nothing below moves."""
+    shown = fig.__dict__.get("_lab_hidden")
+    if shown is None:
+        shown = hidden_values(fig, "hidden")
+        object.__setattr__(fig, "_lab_hidden", shown)  # once per figure object; never changed after
+    event = target.plotly_chart(shown, key=key, theme=None, alt=classview.HIDDEN_TEXT,
+                                config={"displayModeBar": False, "staticPlot": True})
+    target.caption(classview.HIDDEN_TEXT)
+    if exports:
+        target.container(horizontal=True, gap="small")
+    return event
+
+
+_SCROLLED = "_scrolled_to"  # the lecture step this session last scrolled to
+# Streamlit has no API to scroll the page: a small script does, run once in the page (st.html). It waits for the
+# chart (it is drawn after the panel, and Plotly draws it later still), centres it, follows it while the page above
+# it settles for 2 s, and stops at once when the student scrolls, clicks or types.
+_SCROLL_JS = """<script>(() => {
+  const sel = %s; let tries = 0, settle = 0, moved = false;
+  const stop = () => { moved = true; };
+  ["wheel", "touchstart", "keydown", "mousedown"].forEach(e => window.addEventListener(e, stop, {once: true}));
+  const t = setInterval(() => {
+    const el = document.querySelector(sel);
+    if (moved || ++tries > 300) return clearInterval(t);
+    if (!el || !el.querySelector(".js-plotly-plot")) return;
+    el.scrollIntoView({block: "center"});
+    if (++settle > 20) clearInterval(t);
+  }, 100);
+})();</script>"""
+
+
+def scroll_to_chart(key: str | None, place: Any) -> None:
+    """Scroll the page to the chart `key` (ui.chart.show's key: Streamlit gives its element the class st-key-KEY)
+    once per `place` (a lecture step): opening the step scrolls, a rerun on it does not (a student who scrolled away
+    stays). In a slot that is always there, so the page below keeps its place."""
+    with st.container():
+        if not key or st.session_state.get(_SCROLLED) == place:
+            return
+        st.session_state[_SCROLLED] = place
+        st.html(_SCROLL_JS % json.dumps(f".st-key-{key}"), unsafe_allow_javascript=True)

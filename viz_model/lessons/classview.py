@@ -1,0 +1,143 @@
+"""What the class sees while an instructor presents (#39, item 4), as plain data and pure functions (no Streamlit):
+
+- which elements of a page answer its prediction questions, hidden on the students' screens until Reveal;
+- the lecture's sentence, carried from the page that set it to the next page that takes text;
+- the join link, with the server's network address where the instructor opened the app on this machine.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+# -- answers hidden until Reveal -------------------------------------------------------------------------------
+# A page's URL path -> the keys of the elements (charts by their ui.chart.show key, or a line's own name) whose
+# numbers answer the page's prediction questions. A page with a new preset question adds its row here.
+ANSWERS: dict[str, tuple[str, ...]] = {
+    "": ("start_heatmap",),                                          # Start: which word does this head attend to?
+    "explorer": ("explorer_grid", "explorer_head_map", "explorer_bars"),  # which head attends to the previous token?
+    "generate": ("generate_bars", "generate_step_sentence"),            # which token comes next?
+    "rope": ("rope_coverage", "rope_coverage_text"),                    # which method keeps every angle in range?
+}
+HIDDEN_TEXT = "Hidden until the instructor reveals the answer."
+
+
+def question_page(answer: Mapping[str, Any], leader_page: str | None) -> str | None:
+    """The page a class question was asked on: recorded with the question ("page" beside the model's answer), else
+    (a question asked by a path that did not record it) the page the instructor shows now."""
+    page = answer.get("page")
+    return page if isinstance(page, str) else leader_page
+
+
+def hidden_answers(page: str, *, leading: bool, question: Any, leader_page: str | None) -> tuple[str, ...]:
+    """The elements of `page` drawn hidden for this tab: a student's (never the leader's), while a class question
+    asked on this page is open and not revealed. `question`: the class's open question (runtime.classroom.Question
+    or None)."""
+    if leading or question is None or question.revealed:
+        return ()
+    if question_page(question.answer, leader_page) != page:
+        return ()
+    return ANSWERS.get(page, ())
+
+
+# -- the lecture's sentence, carried across pages ------------------------------------------------------------
+# The text boxes that take "a sentence" (the ones a lecture's sentence makes sense in), by their key (= URL name).
+# Not carried: the Encoder-decoder's source (the toy language's own words), Q/K/V's two short phrases, Generate's
+# teacher-forcing sentence (a fixed lecture example with its own padding).
+SENTENCE_KEYS = ("start_text", "explorer_text", "masks_text", "qkv_text", "encoder_text", "norm_text",
+                 "generate_text")
+CARRIED = "_sentence_carried"       # (the session's sentence, its serial): set by the last box that changed it
+TAKEN = "_sentence_taken"           # {box key: serial of the carried sentence this box last took or set}
+DRAWN = "_sentence_drawn"           # {box key: the text it showed when last drawn}
+
+
+def carry_in(state: MutableMapping[str, Any], link: Mapping[str, Any], key: str) -> bool:
+    """Before the text box `key` is drawn: a box that opens with no text of its own in the link (`link`: the URL's
+    query now) starts from the session's sentence, if a newer one was set elsewhere since this box last took or set
+    one. The value goes into `state` (session_state: a bound widget takes it and writes it to the URL). True if it
+    did."""
+    carried = state.get(CARRIED)
+    if key not in SENTENCE_KEYS or carried is None or key in link:
+        return False
+    text, serial = carried
+    taken = state.setdefault(TAKEN, {})
+    if taken.get(key, 0) >= serial:
+        return False
+    taken[key] = serial
+    if state.get(key) == text:
+        return False
+    state[key] = text
+    return True
+
+
+def carry_out(state: MutableMapping[str, Any], key: str, text: str, default: str, named: bool = False) -> None:
+    """After the text box `key` is drawn with `text`: a sentence the box got on this page (typed, picked, followed:
+    it differs from the box's last draw), one its link named (`named`: a lecture step's sentence may be the page's
+    default) or one other than its default when it is first drawn becomes the session's sentence, unless it is the
+    carried one already."""
+    drawn = state.setdefault(DRAWN, {})
+    last, drawn[key] = drawn.get(key), text
+    if key not in SENTENCE_KEYS or not text.strip():
+        return
+    if not (named or (text != last if last is not None else text != default)):
+        return
+    carried = state.get(CARRIED)
+    if carried is not None and carried[0] == text:
+        state.setdefault(TAKEN, {})[key] = carried[1]
+        return
+    serial = (carried[1] if carried else 0) + 1
+    state[CARRIED] = (text, serial)
+    state.setdefault(TAKEN, {})[key] = serial
+
+
+# -- the join link --------------------------------------------------------------------------------------------
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "0.0.0.0", "::"}
+
+
+def is_loopback(host: str | None) -> bool:
+    """A host only this machine can reach (localhost, 127.x.x.x, ::1) or no host at all (0.0.0.0: every address)."""
+    host = (host or "").strip("[]").lower()
+    if not host or host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def lan_ip() -> str | None:
+    """This machine's address on its network: the source address the system would use to reach another network
+    (a UDP socket's connect sends no packet; nothing leaves the machine). None without a network."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+            ip = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if is_loopback(ip) else ip
+
+
+def reachable_link(link: str, *, configured: tuple[str | None, ...] = (), lan: str | None = None) -> str:
+    """The class link students can open. Opened on this machine (localhost, 127.0.0.1), a link names a host only
+    the instructor's computer reaches: its host becomes the first address the server was configured with that is not
+    loopback (`configured`: Streamlit's browser.serverAddress, server.address), else this machine's network address
+    (`lan`), keeping the scheme, port, path and query. Any other host (a name the students already reach) stays."""
+    parts = urlsplit(link)
+    if not parts.netloc or not is_loopback(parts.hostname):  # no address at all (a relative link), or one to keep
+        return link
+    host = next((h for h in configured if h and not is_loopback(h)), None) or lan
+    if host is None:
+        return link
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address in a URL
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+JOIN_TEXT = "Students open {link} or type the code."
+QR_CAPTION = "Scan to join: the QR code holds the link above."
+LOOPBACK_NOTE = ("This link names this computer only (no network address was found): students on other machines "
+                 "need its network address instead.")
