@@ -28,6 +28,7 @@ from viz_model.figures.describe import summary
 from viz_model.figures.export import readable_numbers
 from viz_model.handout.views import Models, NotInHandout, figures_for
 from viz_model.lectures import Lecture, Question, Step, builtin_lectures, load_lecture
+from viz_model.lessons import lecture_numbers as numbers
 
 Progress = Callable[[int, int, str], None]  # (steps done, steps in all, the step being built)
 
@@ -72,20 +73,35 @@ def figure_html(fig: go.Figure, div_id: str) -> str:
     return f'<figure>{div}<figcaption>{html.escape(IN_WORDS + words)}</figcaption></figure>'
 
 
-def step_html(step: Step, n: int, total: int, models: Models, lecture_name: str | None, app_url: str) -> str:
-    """One step's section: title, narrative, what to look at, the charts (or why not and a link), the question."""
-    link = step_link(step, n, lecture_name, app_url)
+def charts_html(step: Step, n: int, models: Models) -> str:
+    """The step's charts, or the sentence saying why the handout does not draw its view."""
     try:
         figs = figures_for(step.page, step.params, models)
-        charts = "".join(figure_html(f, f"step{n}-chart{i + 1}") for i, f in enumerate(figs))
     except NotInHandout as why:
-        charts = f'<p class="not-drawn">{html.escape(NOT_DRAWN.format(why=why))}</p>'
+        return f'<p class="not-drawn">{html.escape(NOT_DRAWN.format(why=why))}</p>'
+    if step.chart in figs:  # the chart the step points at comes first
+        figs = {step.chart: figs[step.chart], **figs}
+    return "".join(figure_html(fig, chart_id(n, key)) for key, fig in figs.items())
+
+
+def chart_id(n: int, key: str) -> str:
+    """The div of step n's chart that the page draws with `key` (ui.chart.show(fig, key=...))."""
+    return f"step{n}-{key}"
+
+
+def step_html(step: Step, n: int, total: int, models: Models, lecture_name: str | None, app_url: str) -> str:
+    """One step's section: title, narrative, what to look at, the charts (or why not and a link), the question."""
+    models = models.of_step(step.params) if step.page else models
+    values, notes = numbers.step_values(models.main, step.numbers)  # the narrative's {{placeholders}}, computed
     parts = [f'<section id="step-{n}"><p class="where">{html.escape(STEP_OF.format(n=n, total=total))}</p>',
-             f"<h2>{html.escape(step.title)}</h2>", markdown_html(step.text, app_url)]
+             f"<h2>{html.escape(step.title)}</h2>", markdown_html(numbers.fill(step.text, values), app_url)]
+    parts.extend(f'<p class="note">{html.escape(note)}</p>' for note in notes)
     if step.look:
-        parts.append(f'<p class="look"><strong>{LOOK_AT}</strong> {html.escape(step.look)}</p>')
-    parts.append(charts)
-    parts.append(f'<p class="open"><a href="{html.escape(link)}">{OPEN_IN_APP}</a></p>')
+        parts.append(f'<p class="look"><strong>{LOOK_AT}</strong> {html.escape(numbers.fill(step.look, values))}</p>')
+    if step.page is not None:  # a narrative-only step has no view
+        parts.append(charts_html(step, n, models))
+        link = step_link(step, n, lecture_name, app_url)
+        parts.append(f'<p class="open"><a href="{html.escape(link)}">{OPEN_IN_APP}</a></p>')
     if step.question is not None:
         parts.append(question_html(step.question))
     return "".join(parts) + "</section>"
@@ -191,5 +207,6 @@ STYLE = """body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif
 main{max-width:980px;margin:0 auto;padding:1rem 1.25rem 4rem}section{border-top:1px solid #ccc;margin-top:2rem}
 .where,.meta,figcaption{color:#4a4a4a;font-size:.9rem}figure{margin:1rem 0}.plotly-graph-div{min-height:420px}
 code{background:#f2f2f2;padding:0 .2em;border-radius:3px}a{color:#0b5cad}
+.note{color:#4a4a4a;font-size:.9rem}
 .question{background:#f4f7fb;border-left:4px solid #0b5cad;padding:.5rem 1rem;margin:1rem 0}
 details summary{cursor:pointer;font-weight:600}.not-drawn{font-style:italic}"""

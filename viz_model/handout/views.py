@@ -62,8 +62,16 @@ class Models:
     main: Checkpoint
     load: Callable[[str], Checkpoint]
 
+    def of_step(self, params: Params) -> Models:
+        """The models of a step whose view names its own model (`model_key`, as the lecture's `model:` applies)."""
+        key = params.get("model_key")
+        if not isinstance(key, str) or key == self.key:
+            return self
+        return Models(key, self.load(key), self.load)
+
 
 Params = dict[str, str | list[str]]
+Figures = dict[str, go.Figure]  # by the key the page gives each chart (ui.chart.show(fig, key=...)), in its order
 
 
 # -- reading a step's settings (a link's values are strings; a range repeats its name) --------------------------
@@ -117,7 +125,7 @@ def _layer_head(p: Params, prefix: str, cfg, default: tuple[int, int] = (0, 0)) 
 
 
 # -- Attention -----------------------------------------------------------------------------------------------------
-def start(p: Params, m: Models) -> list[go.Figure]:
+def start(p: Params, m: Models) -> Figures:
     """ui.start.attention_view: one head's attention weights on the typed sentence."""
     ckpt = m.main
     cfg = ckpt.model.config
@@ -128,11 +136,11 @@ def start(p: Params, m: Models) -> list[go.Figure]:
         raise NotInHandout("the step's text is empty")
     layer, head = _layer_head(p, "start", cfg)
     probs, allowed = common_lesson.layer_attention(ckpt.model, tuple(enc.ids), layer)
-    return [attention_heatmap(probs[head], enc.tokens, allowed=allowed,
-                              title=f"Layer {layer} · head {head}: attention weights")]
+    return {"start_heatmap": attention_heatmap(probs[head], enc.tokens, allowed=allowed,
+                                               title=f"Layer {layer} · head {head}: attention weights")}
 
 
-def explorer(p: Params, m: Models) -> list[go.Figure]:
+def explorer(p: Params, m: Models) -> Figures:
     """The Explorer's grid of every head and the chosen head large, under the step's scale, temperature and mask."""
     ckpt = m.main
     cfg = ckpt.model.config
@@ -155,10 +163,10 @@ def explorer(p: Params, m: Models) -> list[go.Figure]:
     average = _bool(p, "explorer_avg", False)
     big = probs[layer].mean(0) if average else probs[layer, head]
     title = f"Layer {layer}, average of {cfg.n_heads} heads" if average else f"Layer {layer}, head {head}"
-    return [grid, attention_heatmap(big, tokens, allowed=allowed, title=title)]
+    return {"explorer_grid": grid, "explorer_head_map": attention_heatmap(big, tokens, allowed=allowed, title=title)}
 
 
-def masks_view(p: Params, m: Models) -> list[go.Figure]:
+def masks_view(p: Params, m: Models) -> Figures:
     """The Masks gallery: the chosen mask on the live model, its four panels for one head."""
     ckpt = m.main
     cfg = ckpt.model.config
@@ -176,11 +184,11 @@ def masks_view(p: Params, m: Models) -> list[go.Figure]:
     allowed = masks.build_mask(kind, T, **inputs)
     data = exp_lesson.trace_arrays(ckpt.model, tuple(ids), allowed)
     layer, head = _layer_head(p, "masks", cfg)
-    return [mask_panels(data["allowed"], data["scores"][layer, head], data["probs"][layer, head], tokens,
-                        title=f"{row.label} mask, layer {layer} head {head}")]
+    return {"masks_panels": mask_panels(data["allowed"], data["scores"][layer, head], data["probs"][layer, head],
+                                        tokens, title=f"{row.label} mask, layer {layer} head {head}")}
 
 
-def qkv(p: Params, m: Models) -> list[go.Figure]:
+def qkv(p: Params, m: Models) -> Figures:
     """Q, K and V's database lookup: one query scored against every key, and the values it mixes."""
     _tab(p, "qkv_tab", ("Database lookup",))
     ckpt = m.load("classroom") if is_folder_model(m.main) else m.main
@@ -194,14 +202,15 @@ def qkv(p: Params, m: Models) -> list[go.Figure]:
     q, ok = tokens[query], lk.allowed
     bars = lookup_bars(lk.scores, lk.probs, lk.allowed, lk.tokens, query,
                        title=f"Layer {layer}, head {head}: the lookup of query {query} ({q})")
-    return [bars, value_mix(lk.probs[ok], lk.v[ok], [t for t, o in zip(lk.tokens, ok) if o], q)]
+    return {"qkv_lookup_chart": bars,
+            "qkv_mix_chart": value_mix(lk.probs[ok], lk.v[ok], [t for t, o in zip(lk.tokens, ok) if o], q)}
 
 
 # -- Position ------------------------------------------------------------------------------------------------------
 SIN_TABS = ("Curves", "Table & binary analogy", "Shift matrix M_k", "Similarity")
 
 
-def sinusoidal(p: Params, m: Models) -> list[go.Figure]:
+def sinusoidal(p: Params, m: Models) -> Figures:
     """The Sinusoidal page's open tab, for the step's d_model, number of positions and base (no model)."""
     tab = _tab(p, "sinusoidal_tab", SIN_TABS)
     d = _int(p, "sinusoidal_d", 64, 4, 1024) // 2 * 2
@@ -211,43 +220,48 @@ def sinusoidal(p: Params, m: Models) -> list[go.Figure]:
         dims = p.get("sinusoidal_dims")
         dims = [int(j) for j in (dims if isinstance(dims, list) else [dims])] if dims else sin_lesson.default_dims(d)
         small, _, _ = sin_lesson.d4_view(base)
-        return [sin_figs.pe_curves(pe, [j for j in dims if j < d], "PE value against position"),
-                sin_figs.pe_slices(small, [0, 2, 5], "d = 4: slices at positions 0, 2 and 5")]
+        return {"sinusoidal_curves": sin_figs.pe_curves(pe, [j for j in dims if j < d], "PE value against position"),
+                "sinusoidal_slices": sin_figs.pe_slices(small, [0, 2, 5], "d = 4: slices at positions 0, 2 and 5")}
     if tab == "Table & binary analogy":
         n_bits = _int(p, "sinusoidal_bits", 16, 8, 64)
-        return [sin_figs.table_heatmap(pe, sin_lesson.decimate(n_pos, 256), sin_lesson.decimate(d, 256)),
-                sin_figs.bits_vs_signs(*sin_lesson.binary_view(sin_lesson.read_only_pe(n_bits, d, base)))]
+        return {"sinusoidal_heatmap": sin_figs.table_heatmap(pe, sin_lesson.decimate(n_pos, 256),
+                                                             sin_lesson.decimate(d, 256)),
+                "sinusoidal_binary": sin_figs.bits_vs_signs(*sin_lesson.binary_view(
+                    sin_lesson.read_only_pe(n_bits, d, base)))}
     if tab == "Shift matrix M_k":
         k = _int(p, "sinusoidal_k", 3, 1, 64)
         check, matrix, title = sin_lesson.shift_view(d, k, base, sin_lesson.shift_positions(n_pos, k))
-        return list(sin_figs.shift_figures(check, matrix, title))
+        return dict(zip(("sinusoidal_mk", "sinusoidal_shift_err"), sin_figs.shift_figures(check, matrix, title)))
     si = sin_lesson.decimate(n_pos, 256)
     t0 = _int(p, "sinusoidal_t0", min(10, max(1, n_pos // 2)), 1, max(1, n_pos // 2))
     a, b, _, _ = sin_lesson.offset_view(pe, t0)
-    return [sin_figs.similarity_heatmap(sin_lesson.gram(pe, si), None, "P·Pᵀ: dot products of positions", "P·Pᵀ",
-                                        labels=si),
-            sin_figs.dot_vs_offset({"t = 0": a, f"t = {t0}": b}, "Dot product against offset")]
+    return {"sinusoidal_sim": sin_figs.similarity_heatmap(sin_lesson.gram(pe, si), None,
+                                                          "P·Pᵀ: dot products of positions", "P·Pᵀ", labels=si),
+            "sinusoidal_dot": sin_figs.dot_vs_offset({"t = 0": a, f"t = {t0}": b}, "Dot product against offset")}
 
 
-def rope(p: Params, m: Models) -> list[go.Figure]:
+def rope(p: Params, m: Models) -> Figures:
     """The RoPE page's worked example, angle table or relative scores, at the d_k and base the page uses."""
     tab = _tab(p, "rope_tab", ("Worked example", "Angles", "Relative scores"))
     d_k, base, _ = rope_lesson.live_settings(m.main.model.config)
     if tab == "Worked example":
         frame = rope_lesson.q_frame()
         ex = rope_lesson.worked_example(rope_lesson.parse_matrix(frame.to_numpy(dtype=float), (3, 8)))
-        return [rope_figs.pair_arrows(rope_lesson.worked_arrows(ex, frame.index), rope_lesson.WORKED_ARROWS)]
+        return {"rope_worked_fig": rope_figs.pair_arrows(rope_lesson.worked_arrows(ex, frame.index),
+                                                         rope_lesson.WORKED_ARROWS)}
     if tab == "Angles":
         ctx = _int(p, "rope_ctx", 512, 16, 8192)
         angles, wl = rope_lesson.angle_view(d_k, base, ctx)
-        return [rope_figs.angle_heatmap(angles, common_lesson.decimate(ctx, 256), f"t·θ_i mod 2π, t < {ctx:,}"),
-                rope_figs.wavelength_bars(wl, ctx, "Wavelength of each pair")]
+        return {"rope_angle_table": rope_figs.angle_heatmap(angles, common_lesson.decimate(ctx, 256),
+                                                            f"t·θ_i mod 2π, t < {ctx:,}"),
+                "rope_wavelengths": rope_figs.wavelength_bars(wl, ctx, "Wavelength of each pair")}
     curves = rope_lesson.random_distance_curves(d_k, base, _int(p, "rope_maxdist", 128, 16, 1024))
-    return [rope_figs.scores_vs_distance(curves, "Score against relative distance (random vectors)")]
+    return {"rope_dist_random": rope_figs.scores_vs_distance(curves,
+                                                             "Score against relative distance (random vectors)")}
 
 
 # -- Architectures -------------------------------------------------------------------------------------------------
-def encoder(p: Params, m: Models) -> list[go.Figure]:
+def encoder(p: Params, m: Models) -> Figures:
     """The Encoder's fill-ins: the default blank (or the link's) filled from both sides, and every head."""
     _tab(p, "encoder_tab", ("Fill in the blanks",))
     ckpt = _encoder_model(_str(p, "encoder_model", enc_lesson.ENGLISH), m)
@@ -265,10 +279,11 @@ def encoder(p: Params, m: Models) -> list[go.Figure]:
     run = enc_lesson.masked_ids_run(ckpt.model, ckpt.tokenizer, b, enc_lesson.MAX_TOP_K)
     top_k = _int(p, "encoder_topk", 5, 1, enc_lesson.MAX_TOP_K)
     a = run["attention"]
-    return [fill_in_bars([f[:top_k] for f in run["fills"]], run["positions"], list(b.answers),
+    return {"encoder_fills": fill_in_bars([f[:top_k] for f in run["fills"]], run["positions"], list(b.answers),
                          title=f"Top {top_k} fill-ins of each {escape(MASK)}"),
-            masked_attention_grid(a, run["tokens"], run["positions"],
-                                  title=f"{a.shape[0]} layers × {a.shape[1]} heads, no mask: every cell can be read")]
+            "encoder_grid": masked_attention_grid(
+                a, run["tokens"], run["positions"],
+                title=f"{a.shape[0]} layers × {a.shape[1]} heads, no mask: every cell can be read")}
 
 
 def _encoder_model(picked: str, m: Models) -> Checkpoint:
@@ -284,8 +299,9 @@ def _encoder_model(picked: str, m: Models) -> Checkpoint:
     raise NotInHandout(f"the encoder “{picked[:40]}” is not installed here")
 
 
-def encoder_decoder(p: Params, m: Models) -> list[go.Figure]:
-    """The translator's three attentions (encoder self, decoder self, cross) for one head, the whole translation."""
+def encoder_decoder(p: Params, m: Models) -> Figures:
+    """The translator's three attentions (encoder self, decoder self, cross) for one head, the translation as the
+    page opens (step mode: its first word; run mode: all of it)."""
     _tab(p, "ed_tab", ("Three attentions",))
     ckpt = m.load(_str(p, "ed_model", "translate"))
     cfg, tok = ckpt.model.config, ckpt.tokenizer
@@ -293,42 +309,46 @@ def encoder_decoder(p: Params, m: Models) -> list[go.Figure]:
     src = ed_lesson.source_of(tok, enc)
     strategy = G.GREEDY if _str(p, "ed_kind", "greedy") == "greedy" else G.Sampling(_float(p, "ed_temperature", 1.0))
     steps = ed_lesson.decode_views(ckpt.model, tok, src.ids, strategy, _int(p, "ed_seed", 0))
+    steps = steps if _str(p, "ed_mode", "step") == "run" else steps[:1]  # step mode opens on the first word
     layer, head = _layer_head(p, "ed_three", cfg)
     pad = ed_lesson.N_PAD if _bool(p, "ed_pad", False) and len(src.ids) + 2 <= cfg.max_len else 0
     tgt_ids, fed, tgt_labels = ed_lesson.decoder_input(tok, steps)
     run = ed_lesson.three_attentions(ckpt.model, src.ids, tuple(tgt_ids), pad)
     panels, enc_layer = ed_lesson.three_panels(run, layer, head, [*src.labels, *[PAD] * pad], tgt_labels, fed)
-    return [three_attentions(panels, title=f"Encoder layer {enc_layer}, decoder layer {layer}, head {head}")]
+    return {"ed_three_chart": three_attentions(panels, title=f"Encoder layer {enc_layer}, decoder layer {layer}, "
+                                                            f"head {head}")}
 
 
 # -- Why it trains -------------------------------------------------------------------------------------------------
-def recurrence(p: Params, m: Models) -> list[go.Figure]:
+def recurrence(p: Params, m: Models) -> Figures:
     """RNN vs Transformer: the graph depth against T, or the trained models' gradient by distance."""
     tab = _tab(p, "recurrence_tab", ("1 · Sequential dependency", "2 · Gradient by distance"))
     if tab.startswith("1"):
         T = _int(p, "recurrence_T", 64, 1, 1024)
-        return [rec_figs.depth_chart(rec_lesson.depth_lines(T), T, title="Longest chain of operations")]
+        return {"recurrence_depth_chart": rec_figs.depth_chart(rec_lesson.depth_lines(T), T,
+                                                               title="Longest chain of operations")}
     distance = _int(p, "recurrence_distance", 40, rec_lesson.DISTANCES.start, rec_lesson.DISTANCES.stop - 1)
     relative = _bool(p, "recurrence_relative", True)
     cs = rec_lesson.distance_curves(rec_lesson.load_shipped("cpu", read_only=True), distance)
     lines = [rec_lesson.curve_line(c, f"{rec_lesson.name(k)} · ×{c.factor_per_step:.2f} per step", relative)
              for k, c in cs.items()]
-    return [rec_figs.gradient_chart(lines, marker_distance=distance, marker_text="the key ",
-                                    title="How far back the gradient reaches")]
+    return {"recurrence_gradient_chart": rec_figs.gradient_chart(
+        lines, marker_distance=distance, marker_text="the key ", title="How far back the gradient reaches")}
 
 
-def normalization(p: Params, m: Models) -> list[go.Figure]:
+def normalization(p: Params, m: Models) -> Figures:
     """Which axis each norm normalises, on the page's seeded random batch (LayerNorm, BatchNorm, RMSNorm); or the
     12-block stack trained with and without its residual path (a few seconds on a CPU)."""
     if _tab(p, "norm_tab", ("Which axis", "Residual connections")) != "Which axis":
         return _residuals(_int(p, "norm_res_steps", 30, 10, 120))
     x = norm_lesson.random_batch(_int(p, "norm_N", 3, 2, 4), _int(p, "norm_T", 4, 2, 6), _int(p, "norm_d", 8, 4, 16),
                                  _int(p, "norm_seed", 0, 0, 9999))
-    return [norm_groups(s.output, s.kind, norm_lesson.group_stats(s), title=f"{KIND_NAMES[s.kind]} output")
-            for s in norm_lesson.all_norms(x).values()]
+    return {f"norm_groups_{s.kind}": norm_groups(s.output, s.kind, norm_lesson.group_stats(s),
+                                                 title=f"{KIND_NAMES[s.kind]} output")
+            for s in norm_lesson.all_norms(x).values()}
 
 
-def _residuals(steps: int) -> list[go.Figure]:
+def _residuals(steps: int) -> Figures:
     """ui.normalization.residual_view's gradient at init and training loss, with and without x + F(x)."""
     with_res, without = norm_lesson.residual_comparison(load_tokenizer("word"), steps=steps, lr=1e-2)
     grads = per_layer_chart([dict(name="with the residual x + F(x)", y=with_res.gradients.stream, color=COLORWAY[2]),
@@ -337,12 +357,13 @@ def _residuals(steps: int) -> list[go.Figure]:
     loss = loss_chart([dict(name="with the residual", y=with_res.losses, color=COLORWAY[2]),
                        dict(name="without it", y=without.losses, color=COLORWAY[3])],
                       title="Training loss, same seed and data")
-    return [grads, loss]
+    return {"norm_res_stream": grads, "norm_res_loss": loss}
 
 
 # -- Lab -----------------------------------------------------------------------------------------------------------
-def generate(p: Params, m: Models) -> list[go.Figure]:
-    """Generate: the whole continuation of the prompt, its last step's next-token bars and each step's attention."""
+def generate(p: Params, m: Models) -> Figures:
+    """Generate: the continuation as the page opens (step mode: its first token; run mode: all of it), the last
+    step's next-token bars and each step's attention row."""
     ckpt = m.main
     cfg = ckpt.model.config
     if not cfg.causal:
@@ -354,6 +375,7 @@ def generate(p: Params, m: Models) -> list[go.Figure]:
     steps = gen_lesson.step_views(ckpt.model, enc.ids, s, gen_lesson.eos_id(ckpt), gen_lesson.end_ids(ckpt),
                                   lambda ids: token_texts(ckpt, ids), ckpt.tokenizer,
                                   sequence=lambda ids: sequence_texts(ckpt, ids))
+    steps = steps if _str(p, "generate_mode", "step") == "run" else steps[:1]  # step mode opens on one token
     if not steps:
         raise NotInHandout("the prompt already ends")
     v = steps[-1]
@@ -364,28 +386,28 @@ def generate(p: Params, m: Models) -> list[go.Figure]:
     attn = gen_figs.attention_rows(rows, labels[:steps[-1].position], [st.position - 1 for st in steps],
                                    [st.token for st in steps], n_prompt=len(enc.ids),
                                    title=f"Layer {layer} · head {head}: attention of each step")
-    return [bars, attn]
+    return {"generate_bars": bars, "generate_attention": attn}
 
 
 def _generate_settings(p: Params, cfg) -> gen_lesson.Settings:
-    """ui.generate.controls' values from the link (run mode: the handout shows every step at once)."""
+    """ui.generate.controls' values from the link."""
     k = _int(p, "generate_k", 5, 1, 100) if _bool(p, "generate_use_k", False) else None
     top_p = _float(p, "generate_p", 0.9) if _bool(p, "generate_use_p", False) else None
     strategy = (G.GREEDY if _str(p, "generate_kind", "greedy") == "greedy"
                 else G.Sampling(_float(p, "generate_temperature", 1.0), k, top_p))
     max_new = _int(p, "generate_max_new", min(12, cfg.max_len - 1), 1, min(128, cfg.max_len - 1))
     return gen_lesson.Settings(strategy, max_new, _bool(p, "generate_stop_eos", True), _int(p, "generate_seed", 0),
-                               False)
+                               _str(p, "generate_mode", "step") == "step")
 
 
-def not_drawn(why: str) -> Callable[[Params, Models], list[go.Figure]]:
-    def view(p: Params, m: Models) -> list[go.Figure]:
+def not_drawn(why: str) -> Callable[[Params, Models], Figures]:
+    def view(p: Params, m: Models) -> Figures:
         raise NotInHandout(why)
     return view
 
 
 # The page table: a lecture step's page -> its handout view (viz_model.lectures.PAGE_PARAMS names the same pages)
-VIEWS: dict[str, Callable[[Params, Models], list[go.Figure]]] = {
+VIEWS: dict[str, Callable[[Params, Models], Figures]] = {
     "start": start,
     "explorer": explorer,
     "masks": masks_view,
@@ -402,6 +424,7 @@ VIEWS: dict[str, Callable[[Params, Models], list[go.Figure]]] = {
 }
 
 
-def figures_for(page: str, params: Params, models: Models) -> list[go.Figure]:
-    """The step's charts; NotInHandout (with the reason) for a view the handout links to instead."""
+def figures_for(page: str, params: Params, models: Models) -> Figures:
+    """The step's charts by their keys on the page; NotInHandout (with the reason) for a view the handout links to
+    instead."""
     return VIEWS[page](params, models)
