@@ -250,3 +250,23 @@ def test_the_explorers_pipeline_check_passes_on_an_alibi_model():
         tr = model(IDS[:1], trace=True).trace
         errors = explorer.pipeline_check(model, tr, 1, explorer.score_scale(model))
     assert max(errors.values()) < 1e-5, errors
+
+
+def test_the_class_question_names_the_head_whose_attention_reaches_furthest_back():
+    """The preset 'rope_alibi_reach' on the shipped enc-alibi: its answer is the head with the largest mean |i - j|
+    under layer 0's attention, recomputed here from a plain traced pass."""
+    from viz_model.lecture import ROPE_SENTENCE
+    from viz_model.lessons import presets
+    from viz_model.model_text import encode_for
+
+    model, tok = checkpoint.load("assets/models/enc-alibi.safetensors")
+    ckpt = checkpoint.load_checkpoint("assets/models/enc-alibi.safetensors")
+    p = presets.compute("rope_alibi_reach", presets.Inputs(ckpt, {}))
+    ids = encode_for(ckpt, ROPE_SENTENCE, max_len=64).ids
+    with torch.no_grad():
+        probs = model.eval()(torch.tensor([ids]), trace=True).trace.layers[0].probs[0]  # (H, T, T)
+    T = len(ids)
+    reach = [sum(float(probs[h, i, j]) * abs(i - j) for i in range(T) for j in range(T)) / T for h in range(4)]
+    best = max(range(4), key=reach.__getitem__)
+    assert p.answer["correct"] == [best] and p.choices[best].startswith(f"head {best} (m = ")
+    assert f"head {best} {reach[best]:.2f}" in p.answer["why"]

@@ -38,6 +38,7 @@ def bias_heads(bias, allowed, slopes: Sequence[float], title: str | None = None)
         axes[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=xd, tickfont=dict(size=10),
                                  **({"title": dict(text="key position j")} if r == rows - 1 else {}))
         axes[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=yd, autorange="reversed", tickfont=dict(size=10),
+                                 scaleanchor=f"x{n}", constrain="domain",  # square cells: distance reads alike
                                  **({"title": dict(text="query position i")} if c == 0 else {}))
         m = float(slopes[head])
         notes.append(dict(text=f"head {head} · m = {m:.4g}", x=sum(xd) / 2, y=yd[1], xref="paper", yref="paper",

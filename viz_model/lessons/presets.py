@@ -21,8 +21,9 @@ import torch
 from viz_model import masks, rope
 from viz_model.config import NORMS, POS_ENCODINGS, QKV_MODES
 from viz_model.data import TASK_LABELS
-from viz_model.lecture import EXAMPLES, PROMPTS
+from viz_model.lecture import EXAMPLES, PROMPTS, ROPE_SENTENCE
 from viz_model.lectures import PAGE_ALIASES
+from viz_model.lessons import alibi as alibi_lesson
 from viz_model.lessons import cost as cost_lesson
 from viz_model.lessons import encoder as encoder_lesson
 from viz_model.lessons import generate as generate_lesson
@@ -334,6 +335,25 @@ def qkv_best_key(inp: Inputs) -> Preset:
     return Preset("qkv", prompt, [f"{k} {_tok(lk.tokens[k])}" for k in keys], {"correct": correct, "why": why})
 
 
+# -- ALiBi (the RoPE page's tab) ------------------------------------------------------------------------------
+def rope_alibi_reach(inp: Inputs) -> Preset:
+    """"Which ALiBi head reads furthest back?": layer 0 of the sidebar's ALiBi model (else the shipped enc-alibi) on
+    the ALiBi tab's sentence; the answer is each head's measured mean distance attended (lessons.alibi.reach_rows)."""
+    ckpt = inp.ckpt if inp.ckpt.model.config.pos_encoding == "alibi" else _picked(inp, "", "enc-alibi")
+    if ckpt.model.config.pos_encoding != "alibi":
+        raise ValueError("The ALiBi question needs a model trained with ALiBi (the shipped “enc-alibi”).")
+    ids = _encode(ckpt, ROPE_SENTENCE, False, page="the ALiBi tab").ids
+    on, _ = alibi_lesson.alibi_on_off(ckpt.model, ids)
+    rows = alibi_lesson.reach_rows(ckpt.model, on)
+    reach = rows["mean distance attended"].tolist()
+    choices = [f"head {h} (m = {m})" for h, m in zip(rows["head"], rows["slope m"])]
+    prompt = (f"An ALiBi model's layer 0 reads “{ROPE_SENTENCE}”. Which head reaches furthest back on average? "
+              "(m: its slope; a larger m penalises distance more)")
+    why = ("Mean distance attended, measured now: " + ", ".join(f"head {h} {r:.2f}" for h, r in enumerate(reach))
+           + " tokens. The slope caps how far a head can look; what it looks at is learned.")
+    return Preset("rope", prompt, choices, {"correct": _argmax_all(reach), "why": why})
+
+
 # -- Sinusoidal -----------------------------------------------------------------------------------------------
 def sinusoidal_position(inp: Inputs) -> Preset:
     """"Which position is this vector?": a position drawn from the view's settings (the same view asks the same
@@ -545,6 +565,7 @@ PRESETS: dict[str, Row] = {r.name: r for r in (
     Row("sinusoidal_position", "sinusoidal", "Which position is this vector? (Sinusoidal)", sinusoidal_position),
     Row("rope_extension", "rope", "Which RoPE method keeps every angle in range? (Context extension)",
         rope_extension),
+    Row("rope_alibi_reach", "rope", "Which ALiBi head reads furthest back? (ALiBi)", rope_alibi_reach),
     Row("encoder_fill", "encoder", "Which word fills the blank? (Encoder)", encoder_fill),
     Row("translator_looks", "encoder-decoder", "Which source word does the first target word read? (Cross-attention)",
         translator_looks),
