@@ -66,3 +66,16 @@ def test_sliders_change_the_heads_and_an_encoder_is_symmetric(at):
     assert math.isclose(z[2, 9], -m5 * 7, rel_tol=1e-12) and z[2, 9] == z[9, 2]  # |i - j|: both sides alike
     facts = [s.value for s in at.success]
     assert any("not a power of two" in f for f in facts) and all(f.startswith("✓") for f in facts)
+
+
+def test_train_page_offers_alibi_and_its_position_comparison_runs_five():
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    app.run()
+    app.switch_page("app_pages/train.py").run()
+    assert "alibi" in app.selectbox(key="train_pos").options
+    open_tab(app, "train_tab", "Compare setups")
+    assert not app.exception and not app.error
+    assert app.radio(key="train_ablation_kind").value == "positional encoding"
+    assert app.button(key="train_ablation_start").label == "Run 5 side by side"  # none … rope, alibi
