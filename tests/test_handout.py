@@ -176,3 +176,17 @@ def test_the_command_writes_the_handout(tmp_path, capsys):
     assert "<h2>Sines</h2>" in text and 'id="step1-sinusoidal_sim"' in text and text.count(get_plotlyjs()) == 1
     assert main(["no-such-lecture", str(tmp_path / "x.html")]) == 2
     assert "no lecture file or built-in lecture" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_lecture_panel_makes_the_handout_then_offers_it():
+    at = open_app(query={"lecture": "attention", "step": "2"}, timeout=300)
+    assert not at.get("download_button") or all(b.proto.label != "Download the handout (HTML)"
+                                                 for b in at.get("download_button"))
+    at.button(key="lecture_handout").click().run()
+    assert not at.exception
+    offered = [b for b in at.get("download_button") if b.proto.label == "Download the handout (HTML)"]
+    assert len(offered) == 1 and offered[0].proto.url  # the file is served by Streamlit's media store
+    next(b for b in at.button if b.key == "lecture_next").click().run()  # another step: the same handout, kept
+    assert not at.exception and at.query_params["step"] == "3"
+    assert [b.proto.label for b in at.get("download_button")].count("Download the handout (HTML)") == 1

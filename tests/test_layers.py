@@ -37,7 +37,7 @@ def test_every_subpackage_has_its_layer():
 SHARED = {"viz_model.lessons": {"common", "classroom", "presets"},
           "viz_model.figures": {"common", "attention", "colour", "describe", "export"},
           "viz_model.ui": {"widgets", "share", "chart", "cache", "errors", "sidebar", "models", "presenter", "jobs",
-                           "join", "lecture_record", "presets"},
+                           "join", "lecture_record", "presets", "handout"},
           "app_pages": set()}
 
 

@@ -14,7 +14,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from viz_model.lectures import PAGE_PARAMS, Lecture, Step, builtin_lectures
 from viz_model.lessons import lecture_numbers as numbers
 from viz_model.runtime.classroom import FOLLOWING_TEXT
-from viz_model.ui import lecture_record, share
+from viz_model.ui import handout, lecture_record, share
 from viz_model.ui.cache import cached, model_id
 from viz_model.ui.errors import guard
 from viz_model.ui.models import load_model
@@ -125,6 +125,7 @@ def panel(page_url: str, first_run: bool, following: bool = False, leader_tools:
             if following:
                 return st.caption(FOLLOWING_TEXT)
             _buttons(name, lec, n)
+            handout.button(name, lec)  # #39 (8): the lecture as one offline HTML file
             (leader_tools or _question_of)(name, lec, n)
 
 
