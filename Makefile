@@ -6,7 +6,7 @@ PORT ?= 8501
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint unit browser bench install browser-deps clean models
+.PHONY: run test lint unit browser bench install browser-deps clean models handout
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -46,6 +46,12 @@ MODELS ?= all
 models: $(STAMP)
 	$(BIN)/python -m viz_model.models list
 	$(BIN)/python -m viz_model.models download $(MODELS)
+
+# A lecture as one HTML file that opens offline (#39): `make handout LECTURE=attention` (a built-in lecture's name or
+# a lecture file) writes handout-attention.html, its numbers computed now on the lecture's model.
+LECTURE ?= attention
+handout: $(STAMP)
+	$(BIN)/python -m viz_model.handout $(LECTURE) handout-$(basename $(notdir $(LECTURE))).html
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_model.py
