@@ -19,10 +19,11 @@ from viz_model.ui.cache import cached, model_id
 from viz_model.ui.errors import guard
 from viz_model.ui.models import load_model
 from viz_model.ui.sidebar import DEVICE_KEY, current_model
+from viz_model.ui.widgets import scroll_to_chart
 
 LECTURE, STEP = "lecture", "step"  # the URL parameters of a lecture's place
 _AT = "_lecture_at"  # (name, step) whose view this session last opened
-HOME = {"start": "home"}  # the lectures name the Start page "start"; app.py serves it at url_path "home"
+HOME = {"start": ""}  # the lectures name the Start page "start"; as the default page its url_path is ""
 _pages: dict[str, Any] = {}  # url_path -> st.Page, given by app.py
 
 
@@ -78,7 +79,7 @@ def go(name: str, lec: Lecture, n: int) -> None:
     prefixes = PAGE_PARAMS[step.page]
     kept_tabs = st.session_state.get(share._TAB_KEPT) or {}  # share.tabs reopens a kept tab the link does not name
     for kept in (st.session_state, kept_tabs):
-        for key in [k for k in kept if isinstance(k, str) and k.startswith(prefixes)]:
+        for key in [k for k in kept if isinstance(k, str) and (k.startswith(prefixes) or k in step.params)]:
             del kept[key]
     st.session_state[_AT] = (name, n)
     st.switch_page(_page(step.page), query_params=_unbind({**step.params, LECTURE: name, STEP: str(n)}))
@@ -120,6 +121,7 @@ def panel(page_url: str, first_run: bool, following: bool = False, leader_tools:
         if not following and (not on_page or (st.session_state.get(_AT) != (name, n) and not first_run)):
             go(name, lec, n)
         st.session_state[_AT] = (name, n)
+        scroll_to_chart(getattr(lec.steps[n - 1], "chart", None), (name, n))  # #39: the step's chart, once a step
         with st.container(border=True):
             _narrative(lec, n)
             if following:
