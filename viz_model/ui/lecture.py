@@ -5,6 +5,7 @@ link: the bound widgets take them from the URL, as they do when a link is opened
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -12,15 +13,17 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_model.lectures import PAGE_PARAMS, Lecture, Step, builtin_lectures
 from viz_model.lessons import lecture_numbers as numbers
-from viz_model.ui import lecture_record, share
+from viz_model.runtime.classroom import FOLLOWING_TEXT
+from viz_model.ui import handout, lecture_record, share
 from viz_model.ui.cache import cached, model_id
 from viz_model.ui.errors import guard
 from viz_model.ui.models import load_model
 from viz_model.ui.sidebar import DEVICE_KEY, current_model
+from viz_model.ui.widgets import scroll_to_chart
 
 LECTURE, STEP = "lecture", "step"  # the URL parameters of a lecture's place
 _AT = "_lecture_at"  # (name, step) whose view this session last opened
-HOME = {"start": "home"}  # the lectures name the Start page "start"; app.py serves it at url_path "home"
+HOME = {"start": ""}  # the lectures name the Start page "start"; as the default page its url_path is ""
 _pages: dict[str, Any] = {}  # url_path -> st.Page, given by app.py
 
 
@@ -76,7 +79,7 @@ def go(name: str, lec: Lecture, n: int) -> None:
     prefixes = PAGE_PARAMS[step.page]
     kept_tabs = st.session_state.get(share._TAB_KEPT) or {}  # share.tabs reopens a kept tab the link does not name
     for kept in (st.session_state, kept_tabs):
-        for key in [k for k in kept if isinstance(k, str) and k.startswith(prefixes)]:
+        for key in [k for k in kept if isinstance(k, str) and (k.startswith(prefixes) or k in step.params)]:
             del kept[key]
     st.session_state[_AT] = (name, n)
     st.switch_page(_page(step.page), query_params=_unbind({**step.params, LECTURE: name, STEP: str(n)}))
@@ -99,10 +102,12 @@ def leave() -> None:
         del st.query_params[name]
 
 
-def panel(page_url: str, first_run: bool) -> None:
+def panel(page_url: str, first_run: bool, following: bool = False, leader_tools: Callable | None = None) -> None:
     """Above the page, in a slot that is always there (share.in_slot: the page's bound widgets keep their place with
     or without a lecture). A step opened from elsewhere takes its page and settings; a session's first run on the
-    step's own page keeps the URL's settings (a reload after exploring)."""
+    step's own page keeps the URL's settings (a reload after exploring). In class mode (app.py passes
+    ui.classroom.in_lecture()): a follower's panel is read-only, the class takes the leader's place and view; a
+    leader's has `leader_tools` (ask the class, the class summary) in place of the student's own question."""
     with st.container(), guard("the lecture"):
         where = place()
         if not where:  # no lecture open (or an empty ?lecture=)
@@ -113,13 +118,21 @@ def panel(page_url: str, first_run: bool) -> None:
         name, lec, n = where
         page = lec.steps[n - 1].page
         on_page = page is None or HOME.get(page, page) == page_url
-        if not on_page or (st.session_state.get(_AT) != (name, n) and not first_run):
+        if not following and (not on_page or (st.session_state.get(_AT) != (name, n) and not first_run)):
             go(name, lec, n)
         st.session_state[_AT] = (name, n)
+        scroll_to_chart(getattr(lec.steps[n - 1], "chart", None), (name, n))  # #39: the step's chart, once a step
         with st.container(border=True):
             _narrative(lec, n)
+            if following:
+                return st.caption(FOLLOWING_TEXT)
             _buttons(name, lec, n)
-            _question(name, n)
+            handout.button(name, lec)  # #39 (8): the lecture as one offline HTML file
+            (leader_tools or _question_of)(name, lec, n)
+
+
+def _question_of(name: str, lec: Lecture, n: int) -> None:
+    _question(name, n)
 
 
 def _narrative(lec: Lecture, n: int) -> None:
@@ -146,10 +159,11 @@ def _numbers(lec: Lecture, step: Step) -> tuple[dict[str, str], list[str]]:
 
 def _buttons(name: str, lec: Lecture, n: int) -> None:
     row = st.container(horizontal=True)  # one row that wraps on a phone, not four stacked full-width buttons
-    if row.button("Back", key="lecture_back", disabled=n == 1, icon=":material/arrow_back:"):
+    # the arrow keys too (Streamlit's shortcut: not while a text box, select or radio has the focus)
+    if row.button("Back", key="lecture_back", disabled=n == 1, icon=":material/arrow_back:", shortcut="Left"):
         go(name, lec, n - 1)
     if row.button("Next", key="lecture_next", disabled=n == len(lec.steps), type="primary",
-                  icon=":material/arrow_forward:"):
+                  icon=":material/arrow_forward:", shortcut="Right"):
         go(name, lec, n + 1)
     if row.button("Back to this step's view", key="lecture_view", help="This step's own settings again."):
         go(name, lec, n)
@@ -157,13 +171,16 @@ def _buttons(name: str, lec: Lecture, n: int) -> None:
 
 
 def _question(name: str, n: int) -> None:
-    """A written question asks first: the student picks, presses Check, then sees the answer and why."""
-    q = lectures()[name].steps[n - 1].question
-    if q is None or q.preset:
-        if q is not None:
-            st.caption(f"This step's question (“{q.preset}”) is asked in class mode.")
+    """A question asks first: the student picks, presses Check, then sees the answer and why. A page's preset
+    (`ask: preset NAME`) is asked on the view on screen and answered by the model live (ui.presets.ask_alone)."""
+    step = lectures()[name].steps[n - 1]
+    q, key = step.question, f"lecture_q_{name}_{n}"
+    if q is None:
         return
-    key = f"lecture_q_{name}_{n}"
+    if q.preset:
+        from viz_model.ui import presets
+
+        return presets.ask_alone(key, q.preset, step.params)  # a widget not drawn yet takes the step's setting
     pick = st.radio(q.prompt, q.choices, index=None, key=key, on_change=st.session_state.pop,
                     args=(f"_{key}_checked", None))  # another pick asks again
     if st.button("Check", key=f"{key}_check", disabled=pick is None):
