@@ -102,7 +102,7 @@ def test_a_students_preset_question_in_a_lecture_asks_first_then_shows_the_model
     assert not at.exception
     radio = _radio(at)
     # the step's own settings (a window of 2), though the page's slider is drawn only after the panel
-    assert _plain(radio.label).startswith("Under the Sliding window mask, how many tokens can row 3")
+    assert radio.label.startswith("Under the Sliding window mask, how many tokens can row 3")
     assert radio.value is None and not _said(at)
     check = next(b for b in at.button if b.key == f"{radio.key}_check")
     assert check.disabled  # nothing picked: nothing to check
@@ -122,7 +122,7 @@ def test_a_students_preset_question_in_a_lecture_asks_first_then_shows_the_model
 def test_a_lecture_step_on_generate_asks_the_models_next_token(lecture_dir):
     at = open_app(query={"lecture": "presets-alone", "step": "2"})
     radio = _radio(at)
-    assert _plain(radio.label) == "Which token will the model write next after “The cat sat on the”?"
+    assert radio.label == "Which token will the model write next after “The cat sat on the”?"
     want = P.compute("generate_next", _view(at))
     radio.set_value(want.answer["correct"][0]).run()
     next(b for b in at.button if b.key == f"{radio.key}_check").click().run()

@@ -180,7 +180,7 @@ def _question(name: str, n: int) -> None:
     if q.preset:
         from viz_model.ui import presets
 
-        return presets.ask_alone(key, q.preset, step.params)  # a widget not drawn yet takes the step's setting
+        return presets.ask_alone(key, q.preset)  # on the view on screen (a widget not drawn yet: the link's value)
     pick = st.radio(q.prompt, q.choices, index=None, key=key, on_change=st.session_state.pop,
                     args=(f"_{key}_checked", None))  # another pick asks again
     if st.button("Check", key=f"{key}_check", disabled=pick is None):

@@ -25,11 +25,13 @@ def labels_here(page_url: str) -> dict[str, str]:
 
 
 def preset_by_name(name: str, view: Mapping[str, Any] | None = None) -> lesson.Preset:
-    """The preset `name` asked on the session's current view, answered now (choices fit for a poll). `view`: the
-    settings a widget not drawn yet takes (a lecture step's link parameters); the session's own values win.
-    ValueError with a sentence for an unknown name or a view it cannot ask about."""
+    """The preset `name` asked on the session's current view, answered now (choices fit for a poll). A setting whose
+    widget is not drawn yet (the lecture panel runs above the page) takes the value the widget will take: the link's
+    (`view`, by default the URL's query), else the page's default. ValueError with a sentence for an unknown name or
+    a view it cannot ask about."""
     row = lesson.PRESETS.get(name)
-    settings = {**(view or {}), **{k: v for k, v in st.session_state.items() if isinstance(k, str)}}
+    view = st.query_params.to_dict() if view is None else view
+    settings = {**view, **{k: v for k, v in st.session_state.items() if isinstance(k, str)}}
     ckpt, device = current_model(), st.session_state.get(DEVICE_KEY, "auto")
     inp = lesson.Inputs(ckpt, settings, lambda key: load_model(key, device), cached)
     if row is None or row.live:
@@ -42,7 +44,7 @@ def preset_by_name(name: str, view: Mapping[str, Any] | None = None) -> lesson.P
     return lesson.Preset(p.kind, p.prompt, [fit_choice(c) for c in p.choices], p.answer)
 
 
-def ask_alone(key: str, name: str, view: Mapping[str, Any]) -> None:
+def ask_alone(key: str, name: str, view: Mapping[str, Any] | None = None) -> None:
     """A lecture step's preset for a student alone: the question on the view, a pick, Check, then the model's answer
     computed live beside the student's. Another view (a setting changed) is another question: asked afresh."""
     try:
@@ -51,7 +53,8 @@ def ask_alone(key: str, name: str, view: Mapping[str, Any]) -> None:
         st.info(f"This step's question cannot be asked on this view: {e}")
         return
     key = f"{key}_{input_key(p.prompt, p.choices)[:8]}"
-    pick = st.radio(md_text(p.prompt), range(len(p.choices)), index=None, key=key,
+    st.markdown(f"**{md_text(p.prompt)}**")  # shown as typed; the radio's own label is for screen readers
+    pick = st.radio(p.prompt, range(len(p.choices)), index=None, key=key, label_visibility="collapsed",
                     format_func=lambda i: md_text(p.choices[i]), on_change=st.session_state.pop,
                     args=(f"_{key}_checked", None))  # another pick asks again
     if st.button("Check", key=f"{key}_check", disabled=pick is None):
