@@ -295,3 +295,17 @@ def test_the_solo_reveal_puts_the_students_pick_beside_the_models_answer():
     assert same and text == "You picked “b”, as the model does. Because."
     same, text = P.solo_answer_text(["a", "b", "c"], {"correct": [1, 2], "why": "Because."}, 0)
     assert not same and text == "You picked “a”; the model's own answer is “b” or “c”. Because."
+
+
+def test_every_preset_a_built_in_lecture_asks_is_in_the_registry():
+    """The lecture format (core) checks a preset's name only for its shape; the registry is one layer up."""
+    from viz_model.lectures import builtin_lectures
+
+    asked = {(name, n, s.question.preset) for name, lec in builtin_lectures().items()
+             for n, s in enumerate(lec.steps, 1) if s.question is not None and s.question.preset}
+    assert not [a for a in asked if a[2] not in P.PRESETS], f"unknown presets: {asked}"
+    for name, n, preset in asked:
+        step = builtin_lectures()[name].steps[n - 1]
+        assert P.PRESETS[preset].page == step.page, (name, n, preset)  # asked on its own page
+        ask = P.compute(preset, P.Inputs(model(step.params.get("model_key", "classroom")), step.params, model))
+        assert 2 <= len(ask.choices) <= MAX_CHOICES, (name, n, preset)  # the step's own view can be asked about
