@@ -149,6 +149,35 @@ BAD = {
     "an unknown front matter key": ("---\ntitle: T\nauthor: me\n---\n## S\nview: /explorer\n", 3,
                                     ["front matter", "title, audience, model"]),
     "an empty look": (STEP + "look:\n", 5, ["`look:`", "caption"]),
+    # the model, charts and computed numbers (#39 items 2 and 4)
+    "an unknown model in the front matter": ("---\ntitle: T\nmodel: gpt-9\n---\n## S\nview: /explorer\n", 3,
+                                             ["no model “gpt-9”", "classroom", "english"]),
+    "an unknown model in a view": ("# T\n## S\nview: /explorer?model_key=gpt-9\n", 3, ["no model “gpt-9”"]),
+    "a chart key with spaces": (STEP + "chart: the big heatmap\n", 5, ["`chart:`", "key", "'the big heatmap'"]),
+    "a chart in a step with no view": ("# T\n## S\nchart: explorer_grid\n\nWords only.\n", 3,
+                                       ["`chart:`", "no `view:`"]),
+    "two charts in one step": (STEP + "chart: explorer_grid\nchart: explorer_head_map\n", 6, ["second `chart:`"]),
+    "an unknown placeholder": (STEP + "\nThis model has {{layer}} layers.\n", 6, ["unknown placeholder", "{{layer}}",
+                                                                                 "layers"]),
+    "a fact given arguments": (STEP + "\nIt has {{heads layer=1}} heads.\n", 6, ["{{heads}}", "no arguments"]),
+    "a placeholder left open": (STEP + "\nIt has {{layers heads.\n", 6, ["{{", "}}", "same line"]),
+    "an attention number without its key": (STEP + '\n{{attention layer=1 head=0 query="it" text="a b"}}\n', 6,
+                                            ["{{attention}}", "key="]),
+    "an attention number with no sentence": (STEP + '\n{{attention layer=1 head=0 query="it" key="a"}}\n', 6,
+                                             ["text=", "sets no sentence"]),
+    "an attention head that is not a number": (
+        "# T\n## S\nview: /explorer?explorer_text=a+b\n\n{{attention layer=1 head=two query=a key=b}}\n", 5,
+        ["head must be a number", "'two'"]),
+    "an attention layer the lecture's model does not have": (
+        "---\ntitle: T\nmodel: classroom\n---\n## S\nview: /explorer?explorer_text=a+b\n\n"
+        "{{attention layer=7 head=0 query=a key=b}}\n", 8, ["“classroom” has layers 0 to 1", "not 7"]),
+    "an unknown argument": (
+        "# T\n## S\nview: /explorer?explorer_text=a+b\n\n{{attention layer=0 head=0 query=a key=b row=2}}\n", 5,
+        ["{{attention}} takes", "not “row”"]),
+    "a placeholder in a question": (STEP + "ask: Is it {{layers}}? | *yes | no\n", 5, ["`ask:`", "placeholder"]),
+    "an unquoted value with a space": (
+        "# T\n## S\nview: /explorer\n\n{{attention layer=0 head=0 query=a key=b text=a b}}\n", 5,
+        ["name=value", "double quotes"]),
 }
 
 
@@ -217,7 +246,7 @@ def test_the_built_in_lectures_load_and_each_step_shows_a_page():
     assert "attention" in built
     for name, lec in built.items():
         assert lec.title and 6 <= len(lec.steps) <= 40, name
-        assert all(s.page in lectures.PAGE_PARAMS and s.text for s in lec.steps), name
+        assert all((s.page is None or s.page in lectures.PAGE_PARAMS) and s.text for s in lec.steps), name
     questions = [s.question for s in built["attention"].steps if s.question]
     assert 1 <= len(questions) <= 3 and all(q.correct and q.why for q in questions)
 
@@ -245,3 +274,162 @@ def test_every_step_of_the_attention_lecture_opens_its_page_with_its_settings(at
             assert held == int(value), name
         elif name.endswith(("_text", "_tab")):
             assert held == value, name
+
+
+# -- computed numbers, the lecture's model, charts and narrative-only steps (#39, items 1, 2 and 4) --------------
+
+NUMBERS = """\
+---
+title: Numbers
+model: classroom
+---
+
+## Heads and weights
+
+view: /explorer?explorer_text=The+cat+sat+on+the+mat&explorer_layer=1
+look: "sat" gives {{attention layer=1 head=2 query="sat" key="cat"}} to "cat"
+chart: explorer_head_map
+
+This model has {{layers}} layers of {{ heads }} heads, {{params}} parameters and {{vocab}} words.
+And {{attention layer=0 head=1 query=it key=trophy text="The trophy didn't fit because it was big"}} here.
+
+## Only words
+
+No view here: the app cannot show this. Still {{d_model}} wide, d_k {{d_k}}, {{d_ff}} inside, {{context}} long.
+
+## Another model
+
+view: /explorer?model_key=English+%28WordNet+prose%2C+BPE%29
+"""
+
+
+def test_placeholders_chart_and_model_are_read_into_the_steps():
+    lec = load_lecture(NUMBERS)
+    first, words, other = lec.steps
+    assert first.params["model_key"] == "classroom" and first.chart == "explorer_head_map"
+    assert [(n.name, n.line) for n in first.numbers] == [
+        ("attention", 9), ("layers", 12), ("heads", 12), ("params", 12), ("vocab", 12), ("attention", 13)]
+    look, *_, trophy = first.numbers
+    assert dict(look.args) == {"layer": "1", "head": "2", "query": "sat", "key": "cat",
+                               "text": "The cat sat on the mat"}  # text= left out: the view's sentence
+    assert look.source == '{{attention layer=1 head=2 query="sat" key="cat"}}'
+    assert dict(trophy.args)["text"] == "The trophy didn't fit because it was big" and trophy.arg("query") == "it"
+    assert first.numbers[2].source == "{{ heads }}" and "{{ heads }}" in first.text  # the text keeps the source
+    # a narrative-only step: no page, no params (not even the lecture's model), no link
+    assert (words.page, words.params, words.url, words.chart) == (None, {}, "", None)
+    assert [n.name for n in words.numbers] == ["d_model", "d_k", "d_ff", "context"]
+    # a view that names its model by the picker's label (a link copied from the browser) keeps it
+    assert other.params == {"model_key": "English (WordNet prose, BPE)"} and other.numbers == ()
+
+
+def test_a_lecture_without_a_model_leaves_the_views_alone():
+    lec = load_lecture("# T\n## S\nview: /explorer?explorer_layer=1\n")
+    assert lec.model is None and lec.steps[0].params == {"explorer_layer": "1"}
+
+
+def test_the_models_a_lecture_may_name_are_the_sidebars():
+    from viz_model.ui import models
+
+    offered = {e.key: e.title for e in models.available_models(("transformer",))}
+    assert set(lectures.model_names()) == set(offered)  # no model folders in the suite (conftest)
+    assert lectures.RANDOM_MODEL == models.RANDOM_MODEL and offered[models.RANDOM_MODEL] == lectures.RANDOM_TITLE
+    assert all(lectures.model_name(title) == key for key, title in offered.items())
+    assert lectures.model_name("no-such-model") is None
+    shapes = lectures.model_names()
+    for key in ("classroom", "english"):
+        cfg = models.load_model(key, "cpu").model.config
+        assert shapes[key] == (cfg.n_layers, cfg.n_heads)
+
+
+def test_the_numbers_are_the_models_own(classroom):
+    """lessons.lecture_numbers on the shipped classroom model, against the model read here another way: facts from its
+    config and its parameters, the weight from a pass that traces every layer with the words' positions found by hand
+    (the lesson traces one layer and matches the words itself)."""
+    import torch
+
+    from viz_model.lessons import lecture_numbers as N
+
+    lec = load_lecture(NUMBERS)
+    values, notes = N.step_values(classroom, lec.steps[0].numbers + lec.steps[1].numbers)
+    cfg, model = classroom.model.config, classroom.model
+    assert notes == []
+    assert values["{{layers}}"] == str(cfg.n_layers) and values["{{ heads }}"] == str(cfg.n_heads)
+    assert values["{{params}}"] == f"{sum(p.numel() for p in model.parameters()):,}"
+    assert values["{{vocab}}"] == f"{classroom.tokenizer.get_vocab_size():,}"
+    assert values["{{d_k}}"] == str(cfg.d_model // cfg.n_heads) and values["{{context}}"] == str(cfg.max_len)
+    ids = classroom.tokenizer.encode("The cat sat on the mat").ids
+    ids = [classroom.tokenizer.token_to_id("<bos>"), *ids]
+    words = [classroom.tokenizer.id_to_token(i).lower() for i in ids]
+    with torch.no_grad():
+        probs = model.eval()(torch.tensor([ids]), trace=True).trace.layers[1].probs[0, 2]
+    weight = float(probs[words.index("sat"), words.index("cat")])
+    assert values['{{attention layer=1 head=2 query="sat" key="cat"}}'] == f"{weight:.2f}"
+    filled = N.fill(lec.steps[0].text, values)
+    assert "{{" not in filled and f"{cfg.n_layers} layers of {cfg.n_heads} heads" in filled
+
+
+def test_a_word_split_into_pieces_is_read_whole(english_model):
+    """On a BPE model a word may be several tokens: the key's weight is the sum over its pieces, the query is its last
+    piece; a word the text does not have is a sentence, not a crash."""
+    import torch
+
+    from viz_model.lessons import lecture_numbers as N
+    from viz_model.model_text import encode_for
+
+    text = "The trophy did not fit in the suitcase because it was too big"
+    enc = encode_for(english_model, text, bos=True)
+    span = N.word_span(enc.tokens, "trophy")
+    assert span is not None and len(span) >= 2, enc.tokens  # " trop" + "hy"
+    it = N.word_span(enc.tokens, "it")
+    with torch.no_grad():
+        probs = english_model.model.eval()(torch.tensor([enc.ids]), trace=True).trace.layers[2].probs[0, 1]
+    want = float(probs[it[-1], list(span)].sum())
+    assert abs(N.attention_weight(english_model, 2, 1, "it", "trophy", text) - want) < 1e-5
+    assert N.word_span(enc.tokens, "troph") is None and N.word_span(enc.tokens, "IT") == it
+    with pytest.raises(ValueError, match="not a word"):
+        N.attention_weight(english_model, 0, 0, "it", "elephant", text)
+    with pytest.raises(ValueError, match="layers 0 to 3"):
+        N.attention_weight(english_model, 9, 0, "it", "trophy", text)
+    number = lectures.Number("{{attention}}", "attention", (("layer", "9"), ("head", "0"), ("query", "it"),
+                                                               ("key", "x"), ("text", text)))
+    values, notes = N.step_values(english_model, [number])
+    assert values == {"{{attention}}": N.UNKNOWN} and "cannot be computed" in notes[0]
+
+
+MODEL_WORDS = r"\b(this|our|the lecture's|this lecture's) model\b|\bthe model (of|in) this lecture\b"
+
+
+def test_no_sentence_of_a_built_in_lecture_types_a_number_about_the_model():
+    """A sentence that names the model ("this model", "the model in this lecture") and states a number uses a
+    placeholder for it: digits beside those words outside a {{placeholder}} fail."""
+    import re
+
+    for name, lec in builtin_lectures().items():
+        for step in lec.steps:
+            for sentence in re.split(r"(?<=[.!?])\s+", step.text.replace("\n", " ")):
+                plain = re.sub(r"\{\{.*?\}\}|`[^`]*`", "", sentence)
+                if re.search(MODEL_WORDS, plain, re.I):
+                    assert not re.search(r"\d", plain), (name, step.title, sentence)
+
+
+def test_every_preset_a_built_in_lecture_asks_exists():
+    presets = pytest.importorskip("viz_model.lessons.presets")
+    for name, lec in builtin_lectures().items():
+        for step in lec.steps:
+            if step.question is not None and step.question.preset:
+                row = presets.PRESETS.get(step.question.preset)
+                assert row is not None, (name, step.title, step.question.preset)
+                assert row.page == step.page, (name, step.title)  # asked on its own page
+
+
+def test_each_built_in_lecture_follows_its_course_text():
+    built = builtin_lectures()
+    assert {"attention", "llm-basics", "ece57000"} <= set(built)
+    for name in ("llm-basics", "ece57000"):
+        lec = built[name]
+        written = [s.question for s in lec.steps if s.question and not s.question.preset]
+        assert len(written) >= 3 and all(q.why for q in written), name
+        assert sum(bool(s.numbers) for s in lec.steps) >= 3, name
+        assert all(s.params.get("model_key") == lec.model for s in lec.steps if s.page), name
+    assert [s.page for s in built["llm-basics"].steps][:2] == ["recurrence", "explorer"]  # the notes open on RNNs
+    assert built["ece57000"].steps[-1].params.get("generate_tab") == "Teacher forcing vs free running"  # and end

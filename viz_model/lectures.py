@@ -69,6 +69,7 @@ MAX_CHOICES = 16           # the class store's MAX_CHOICES: a poll shows at most
 FRONT_MATTER_KEYS = ("title", "audience", "model")
 DIRECTIVES = {"view": "view", "look": "look", "look at": "look", "ask": "ask", "why": "why", "chart": "chart"}
 RANDOM_MODEL = "random-init"  # ui.models.RANDOM_MODEL: the untrained baseline every server offers
+RANDOM_TITLE = "untrained (random weights)"  # its label in the sidebar's picker (ui.models)
 MODEL_FACTS = ("params", "layers", "heads", "d_model", "d_k", "d_ff", "vocab", "context")  # {{FACT}}
 NUMBER_ARGS = {"attention": ("layer", "head", "query", "key", "text")}  # {{NAME arg=value ...}}: its arguments
 _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
@@ -245,19 +246,24 @@ def model_names() -> dict[str, tuple[int, int] | None]:
     """The models a lecture may name (the sidebar's `model_key` values this server offers, but a session's own):
     name -> (layers, heads) for a shipped transformer, None where core does not read the shape (the untrained
     baseline; the instructor's model folders, listed only when ATTENTION_LAB_MODEL_DIRS or models/ has any)."""
+    return {name: shape for name, (shape, _) in _shipped().items()} | {RANDOM_MODEL: None}
+
+
+def _shipped() -> dict[str, tuple[tuple[int, int] | None, str]]:
     folder = ASSETS_DIR / "models"
     try:
         stamp = tuple(sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.name.endswith(".json")))
     except OSError:
         stamp = ()
-    return {**_shipped_models(str(folder), stamp), RANDOM_MODEL: None}
+    return _shipped_models(str(folder), stamp)
 
 
 @functools.lru_cache(maxsize=4)
-def _shipped_models(folder: str, stamp: tuple) -> dict[str, tuple[int, int] | None]:
+def _shipped_models(folder: str, stamp: tuple) -> dict[str, tuple[tuple[int, int] | None, str]]:
+    """name -> ((layers, heads) or None, the picker's label: the metadata's title) of each shipped transformer."""
     from viz_model.checkpoint import read_metadata
 
-    out: dict[str, tuple[int, int] | None] = {}
+    out: dict[str, tuple[tuple[int, int] | None, str]] = {}
     for js in sorted(Path(folder).glob("*.json")):
         try:
             doc = read_metadata(js.with_suffix(".safetensors"))
@@ -265,24 +271,35 @@ def _shipped_models(folder: str, stamp: tuple) -> dict[str, tuple[int, int] | No
             continue
         cfg = doc["config"] or {}
         if doc["kind"] == "transformer" and js.with_suffix(".safetensors").exists():
-            out[js.stem] = (int(cfg["n_layers"]), int(cfg["n_heads"])) if "n_layers" in cfg else None
+            shape = (int(cfg["n_layers"]), int(cfg["n_heads"])) if "n_layers" in cfg else None
+            out[js.stem] = (shape, str((doc["metadata"] or {}).get("title", js.stem)))
     return out
 
 
-def model_problem(name: str) -> str | None:
-    """Why `name` is not a model this server offers, or None."""
-    if name in model_names():
-        return None
+def model_name(value: str) -> str | None:
+    """The model a lecture names, by its key ("english") or, as a link copied from the browser carries it, by the
+    sidebar picker's label ("English (WordNet prose, BPE)"; a folder's "NAME · llama · ..."); None if this server
+    offers no such model."""
+    if value in model_names():
+        return value
+    by_label = {title: name for name, (_, title) in _shipped().items()} | {RANDOM_TITLE: RANDOM_MODEL}
+    if value in by_label:
+        return by_label[value]
     from viz_model import hf
 
     try:
         folders = [d.name for d in hf.model_dirs_from_env()]
     except OSError:
         folders = []
-    if name in folders:
+    return next((f for f in folders if value == f or value.startswith(f + " · ")), None)
+
+
+def model_problem(value: str) -> str | None:
+    """Why `value` is not a model this server offers, or None."""
+    if model_name(value) is not None:
         return None
-    return (f"there is no model “{name[:40]}” on this server: the models are "
-            f"{', '.join([*model_names(), *folders])}")
+    return (f"there is no model “{value[:40]}” on this server: the shipped ones are "
+            f"{', '.join(model_names())} (or a model folder the instructor names at launch)")
 
 
 def parse_numbers(text: str, line: int, sentence: str | None, errors: list[tuple[int, str]]) -> list[Number]:
@@ -574,8 +591,9 @@ def step_numbers(draft: _Draft, lines: list[str], params: dict[str, str | list[s
         if key in draft.found and "{{" in draft.found[key][1]:
             errors.append((draft.found[key][0], f"an `{key}:` line takes no {{{{placeholder}}}}: put the number "
                                                 "in the narrative"))
-    model = params.get("model_key") or lecture_model
-    if isinstance(model, str):
+    named = params.get("model_key") or lecture_model
+    model = model_name(named) if isinstance(named, str) else None
+    if model is not None:
         for num in numbers:
             problem = number_range_problem(num, model, model_names().get(model))
             if problem:

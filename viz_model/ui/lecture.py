@@ -11,13 +11,13 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from viz_model.lectures import PAGE_PARAMS, Lecture, Step, builtin_lectures
+from viz_model.lectures import PAGE_PARAMS, Lecture, Step, builtin_lectures, model_name
 from viz_model.lessons import lecture_numbers as numbers
 from viz_model.runtime.classroom import FOLLOWING_TEXT
 from viz_model.ui import handout, lecture_record, share
 from viz_model.ui.cache import cached, model_id
 from viz_model.ui.errors import guard
-from viz_model.ui.models import load_model
+from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, current_model
 from viz_model.ui.widgets import scroll_to_chart
 
@@ -82,7 +82,15 @@ def go(name: str, lec: Lecture, n: int) -> None:
         for key in [k for k in kept if isinstance(k, str) and (k.startswith(prefixes) or k in step.params)]:
             del kept[key]
     st.session_state[_AT] = (name, n)
-    st.switch_page(_page(step.page), query_params=_unbind({**step.params, LECTURE: name, STEP: str(n)}))
+    st.switch_page(_page(step.page), query_params=_unbind({**_linked(step.params), LECTURE: name, STEP: str(n)}))
+
+
+def _linked(params: dict[str, Any]) -> dict[str, Any]:
+    """A step's params as its link carries them: the sidebar's model by its picker's label (a selectbox's URL value;
+    the lecture names it by its key, "english")."""
+    titles = {e.key: e.title for e in available_models()}
+    model = params.get("model_key")
+    return {**params, "model_key": titles[model]} if model in titles else params
 
 
 def _unbind(names: dict[str, Any]) -> dict[str, Any]:
@@ -151,7 +159,8 @@ def _numbers(lec: Lecture, step: Step) -> tuple[dict[str, str], list[str]]:
     """The step's {{placeholders}} computed on its model (its view's model_key: the lecture's), once per server."""
     if not step.numbers:
         return {}, []
-    key = step.params.get("model_key") or lec.model
+    named = step.params.get("model_key") or lec.model  # a key, or a picker's label from a copied link
+    key = named and (model_name(named) or named)
     ckpt = load_model(key, st.session_state.get(DEVICE_KEY, "auto")) if key else current_model()
     return cached("lecture_numbers", (model_id(ckpt), step.numbers), lambda: numbers.step_values(ckpt, step.numbers),
                   model_pass=True)
