@@ -6,7 +6,6 @@ import ast
 from pathlib import Path
 
 import pytest
-from conftest import open_app, texts
 
 from viz_model import lectures
 from viz_model.lectures import LectureError, builtin_lectures, load_lecture
@@ -251,29 +250,7 @@ def test_the_built_in_lectures_load_and_each_step_shows_a_page():
     assert 1 <= len(questions) <= 3 and all(q.correct and q.why for q in questions)
 
 
-@pytest.fixture(scope="module")
-def attention_steps():
-    return builtin_lectures()["attention"].steps
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("n", range(len(builtin_lectures()["attention"].steps)))
-def test_every_step_of_the_attention_lecture_opens_its_page_with_its_settings(attention_steps, n):
-    step = attention_steps[n]
-    files = dict(_app_pages())
-    at = open_app(files[step.page], timeout=180, query=step.params)
-    assert not at.exception, (step.title, texts(at.exception))
-    # A link value the page could not take is dropped with a toast: none may be
-    assert not [t for t in texts(at.toast) if "not valid here" in t], (step.title, texts(at.toast))
-    for name, value in step.params.items():  # and each number, switch, sentence and tab is the one linked
-        assert name in at.session_state, (step.title, name)  # the page drew the widget the link set
-        held = at.session_state[name]
-        if isinstance(held, bool):
-            assert str(held).lower() == value.lower(), name
-        elif isinstance(held, int):
-            assert held == int(value), name
-        elif name.endswith(("_text", "_tab")):
-            assert held == value, name
+# Every step of every built-in lecture opening in AppTest: tests/test_lecture_steps.py.
 
 
 # -- computed numbers, the lecture's model, charts and narrative-only steps (#39, items 1, 2 and 4) --------------
