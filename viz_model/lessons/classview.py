@@ -21,6 +21,12 @@ ANSWERS: dict[str, tuple[str, ...]] = {
     "explorer": ("explorer_grid", "explorer_head_map", "explorer_bars"),  # which head attends to the previous token?
     "generate": ("generate_bars", "generate_step_sentence"),            # which token comes next?
     "rope": ("rope_coverage", "rope_coverage_text"),                    # which method keeps every angle in range?
+    "masks": ("masks_panels",),                                         # how many tokens can row t see?
+    "qkv": ("qkv_lookup_chart", "qkv_mix_chart"),                       # which key does this query match best?
+    "encoder": ("encoder_fills", "encoder_topk"),                       # which word fills the blank?
+    "encoder-decoder": ("ed_three_chart", "ed_align_chart"),            # which source word does it read?
+    "recurrence": ("recurrence_accuracy_chart",),                      # which model recalls at this distance?
+    "normalization": ("norm_padding_chart",),                           # which norm does padding change?
 }
 HIDDEN_TEXT = "Hidden until the instructor reveals the answer."
 
@@ -64,7 +70,7 @@ def carry_in(state: MutableMapping[str, Any], link: Mapping[str, Any], key: str)
         return False
     text, serial = carried
     taken = state.setdefault(TAKEN, {})
-    if taken.get(key, 0) >= serial:
+    if taken.get(key, 0) >= serial and key in state:  # taken already (a box whose value was forgotten takes it again)
         return False
     taken[key] = serial
     if state.get(key) == text:

@@ -289,7 +289,8 @@ def hidden_chart(fig, key: str, target, exports: bool):
 
 _SCROLLED = "_scrolled_to"  # the lecture step this session last scrolled to
 # Streamlit has no API to scroll the page: a small script does, run once in the page (st.html). It waits for the
-# chart (it is drawn after the panel, and Plotly draws it later still), centres it, follows it while the page above
+# chart for up to 2 min (it is drawn after the panel, Plotly draws it later still, and a cold server takes long),
+# centres it, follows it while the page above
 # it settles for 2 s, and stops at once when the student scrolls, clicks or types.
 _SCROLL_JS = """<script>(() => {
   const sel = %s; let tries = 0, settle = 0, moved = false;
@@ -297,7 +298,7 @@ _SCROLL_JS = """<script>(() => {
   ["wheel", "touchstart", "keydown", "mousedown"].forEach(e => window.addEventListener(e, stop, {once: true}));
   const t = setInterval(() => {
     const el = document.querySelector(sel);
-    if (moved || ++tries > 300) return clearInterval(t);
+    if (moved || ++tries > 1200) return clearInterval(t);
     if (!el || !el.querySelector(".js-plotly-plot")) return;
     el.scrollIntoView({block: "center"});
     if (++settle > 20) clearInterval(t);
