@@ -46,8 +46,8 @@ def _leader(store, page: str = "", browser: str | None = None) -> Tab:
 
 
 # -- following a lecture -------------------------------------------------------------------------------------------
-def test_a_follower_takes_the_leaders_lecture_place_with_the_page_and_a_new_step_on_the_same_page_redraws(store,
-                                                                                                       clock):
+def test_a_follower_takes_the_leaders_lecture_place_and_a_new_step_opens_its_page_afresh_as_the_leaders_did(store,
+                                                                                                           clock):
     leader = _leader(store, page="explorer")
     code = leader.state[cr.CODE]
     leader.publish({"explorer_layer": 1}, {"explorer_layer": "1", "lecture": "attention", "step": "1"}, clock())
@@ -55,15 +55,20 @@ def test_a_follower_takes_the_leaders_lecture_place_with_the_page_and_a_new_step
     student.join(code, follow=True)
     step = student.follow_step(store.get(code), {"", "explorer"}, clock(), query=query)
     assert query == {"class": code, "lecture": "attention", "step": "1"}
-    assert step.changed == ("explorer_layer",) and step.full  # a full rerun: the lecture panel is drawn by app.py
+    assert step == FollowStep(page="explorer", place=True) and student.state["explorer_layer"] == 1
     student.follow_step(store.get(code), {"", "explorer"}, clock(), tick=True, query=query)
-    # Next to a step on the same page with the same settings: only the place changes, and a full rerun shows it
+    # Next to a step on the same page with the same settings: only the place changes; the page opens afresh
     clock.t += 1
     leader.publish({"explorer_layer": 1}, {"explorer_layer": "1", "lecture": "attention", "step": "2"}, clock())
     step = student.follow_step(store.get(code), {"", "explorer"}, clock(), tick=True, query=query)
-    assert query["step"] == "2" and step == FollowStep(full=True)
+    assert query["step"] == "2" and step == FollowStep(page="explorer", place=True)
+    assert student.follow_step(store.get(code), {"", "explorer"}, clock(), tick=True, query=query) == FollowStep()
+    # the leader changes a setting within the step: a plain follow, no new place
+    leader.publish({"explorer_layer": 0}, {"lecture": "attention", "step": "2"}, clock())
+    step = student.follow_step(store.get(code), {"", "explorer"}, clock(), tick=True, query=query)
+    assert step == FollowStep(changed=("explorer_layer",)) and not step.place
     # the leader leaves the lecture: so does the follower's URL
-    leader.publish({"explorer_layer": 1}, {"explorer_layer": "1"}, clock())
+    leader.publish({"explorer_layer": 0}, {}, clock())
     student.follow_step(store.get(code), {"", "explorer"}, clock(), tick=True, query=query)
     assert query == {"class": code}
 
@@ -211,3 +216,21 @@ def test_a_followers_panel_is_read_only(class_env):
     main = " ".join(c.value for c in at.main.caption)
     assert "step 1 of" in main and cr.FOLLOWING_TEXT in main
     assert not [b for b in at.button if b.key in ("lecture_next", "lecture_back")]
+
+
+def test_the_leader_keeps_the_lead_through_opening_a_lecture_and_stepping(class_env):
+    """Before: the first page switch from the sidebar's lecture (or Next) dropped the "Lead the class" toggle's value
+    (Streamlit drops a widget a run did not draw), and the instructor's tab became a student of its own class."""
+    at = _app({}, {})
+    at.text_input(key=cr.KEY_BOX).input("s3cret").run()
+    at.toggle(key=cr.LEAD_KEY).set_value(True).run()
+    code = at.session_state[cr.CODE]
+    at.button(key="lecture_open_attention").click().run()
+    for _ in range(2):
+        assert at.session_state[cr.LEAD_KEY] and at.session_state[cr.CODE] == code
+        assert [b for b in at.button if b.key == "lecture_next"]
+        at.button(key="lecture_next").click().run()
+    assert at.session_state[cr.LEAD_KEY] and at.query_params["step"] in ("3", ["3"]) and not at.exception
+    from viz_model.ui import classroom
+
+    assert classroom.store().get(code).query.get("step") == "3"  # the class's view is the leader's step

@@ -481,6 +481,7 @@ TAB, CODE, INSTRUCTOR, KEY_BAD = "_class_tab", "_class_code", "_class_instructor
 PAGE, APPLIED, PUBLISHED, ON_OWN = "_class_page", "_class_applied", "_class_published", "_class_on_own"
 GONE, ERROR, SEEN_AT, BEAT_AT = "_class_gone", "_class_error", "_class_seen_at", "_class_beat_at"
 LOST, DEMOTED, STUDENT = "_class_lost", "_class_demoted", "_class_student"
+LEADS = "_class_leads"    # LEAD_KEY's value, kept where Streamlit does not keep a widget's (Tab.keep_lead)
 ECHO, DRAWING, REDRAWS = "_class_echo", "_class_drawing", "_class_redraws"
 PAGE_ECHO = "\0page"      # ECHO's entry for the page (no widget key starts with a NUL)
 MAX_TRIES = 4             # follow ticks a view may take to settle before the student is told it did not
@@ -589,6 +590,7 @@ class FollowStep:
     full: bool = False              # ... the whole page (a view that did not take from its own rerun)
     redraw: bool = False            # the last full run was cut short: draw the page again
     failed: tuple[str, ...] = ()    # the leader's view did not take after MAX_TRIES ticks: tell the student
+    place: bool = False             # a new lecture step: `page` opens afresh (settings the view lacks forgotten)
 
 
 class Tab:
@@ -634,7 +636,7 @@ class Tab:
         for key in (CODE, APPLIED, ON_OWN, PUBLISHED, ECHO):
             self.state.pop(key, None)
         self.state[FOLLOW_KEY] = False
-        self.state[LEAD_KEY] = False
+        self.state[LEAD_KEY] = self.state[LEADS] = False
         if LINK_PARAM in query:
             del query[LINK_PARAM]
 
@@ -695,6 +697,14 @@ class Tab:
         except ClassError as e:
             s[LEAD_KEY] = False
             s[ERROR] = str(e)
+        s[LEADS] = bool(s.get(LEAD_KEY))
+
+    def keep_lead(self) -> None:
+        """The start of a run: "Lead the class" stays on after a run that switched page before the sidebar drew the
+        toggle (a lecture's Next, or a lecture opened from the sidebar, while leading): Streamlit drops the value of a
+        widget a run did not draw, and the toggle came back off (#39: the lead was lost on the first Next)."""
+        if self.state.get(LEADS) and not self.state.get(LEAD_KEY):
+            self.state[LEAD_KEY] = True
 
     def catch_up(self) -> None:
         self.state[FOLLOW_KEY] = True
@@ -713,7 +723,7 @@ class Tab:
         when this tab is a student in one, else None."""
         s = self.state
         if s.pop(DEMOTED, False):  # another tab took the class over: this one is a student now
-            s[LEAD_KEY] = False
+            s[LEAD_KEY] = s[LEADS] = False
             s[FOLLOW_KEY] = False
         raw = query.get(LINK_PARAM)
         linked = parse_code(raw)
@@ -806,8 +816,8 @@ class Tab:
         """One look at the leader's view: give up following if the student moved, else take what the tab does not
         hold of the leader's latest view (`pages`: the app's page paths; a page it does not have is the start page).
         `tick`: a follow tick, a rerun the browser asked for (its widget values are in the state), not a full run.
-        `query`: the tab's URL query, which takes the leader's lecture place (a new place on the same page: a full
-        rerun draws the lecture panel at it)."""
+        `query`: the tab's URL query, which takes the leader's lecture place (a new place: the page opens afresh at
+        it, on the same page too, as the leader's did)."""
         s = self.state
         if not s.get(FOLLOW_KEY):
             return FollowStep()
@@ -830,20 +840,20 @@ class Tab:
         placed = query is not None and take_place(view.query, query)
         behind = self.behind(view, target)
         again = applied is not None and applied["version"] == view.version
-        if again and not behind:
+        if again and not behind and not placed:
             applied["tries"] = 0
-            return FollowStep(full=placed)
+            return FollowStep()
         tries = applied.get("tries", 0) + 1 if again else 0
         if tries > MAX_TRIES:  # the view does not take: say so (Catch up tries again), do not loop
             return FollowStep(failed=tuple(behind))
         changed = self.apply(view.values)
         s[APPLIED] = {"page": target, "values": view.values, "version": view.version, "tries": tries}
-        if target != s.get(PAGE):
+        if target != s.get(PAGE) or placed:  # a new lecture step opens its page afresh, as the leader's did
             echo = s[ECHO].setdefault(PAGE_ECHO, [])
             if s.get(PAGE) not in echo:
                 echo.append(s.get(PAGE))
-            return FollowStep(page=target)
-        return FollowStep(changed=tuple(changed or behind), full=tries > 1 or placed)
+            return FollowStep(page=target, place=placed)
+        return FollowStep(changed=tuple(changed or behind), full=tries > 1)
 
     # -- leading ---------------------------------------------------------------------------------------------------
     def publish(self, values: dict[str, Any], query: Mapping[str, Any], now: float) -> None:

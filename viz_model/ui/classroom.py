@@ -30,12 +30,13 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 
 from viz_model.figures.classroom import answer_histogram
+from viz_model.lectures import PAGE_PARAMS
 from viz_model.lessons import class_summary as summary
 from viz_model.lessons import classroom as lesson
 from viz_model.lessons.classview import hidden_answers
 from viz_model.model_text import md_text
 from viz_model.runtime import classroom as rt
-from viz_model.ui import chart, join, presenter
+from viz_model.ui import chart, join, presenter, share
 from viz_model.ui.errors import guard
 from viz_model.ui.widgets import HIDDEN_KEYS
 
@@ -127,12 +128,33 @@ def _follow_step(view: rt.ClassView, tick: bool) -> None:
         st.warning(rt.not_taken_text(step.failed))
         st.button("Catch up", key="class_retry", on_click=tab().catch_up, type="primary")
     elif step.page is not None:
+        if step.place:
+            _forget(step.page)
         # with query_params: a plain switch_page clears the URL and refuses while widgets are bound to it
-        st.switch_page(_pages[step.page], query_params={**view.query, rt.LINK_PARAM: view.code})
+        st.switch_page(_pages[step.page], query_params=_unbind({**view.query, rt.LINK_PARAM: view.code}))
     elif tick and (step.stopped or step.redraw or step.full):
         st.rerun()
     elif tick and step.changed:
         _rerun_views(list(step.changed))
+
+
+def _forget(page: str) -> None:
+    """A new lecture step opens its page afresh, as the leader's did (ui.lecture.go): the follower's own settings of
+    that page go (a value the browser still holds, a tab kept open), and the widgets take the leader's link's."""
+    prefixes = PAGE_PARAMS.get(page or "start", ())
+    for kept in (st.session_state, st.session_state.get(share._TAB_KEPT) or {}):
+        for key in [k for k in kept if isinstance(k, str) and k.startswith(prefixes)]:
+            del kept[key]
+
+
+def _unbind(query: dict[str, Any]) -> dict[str, Any]:
+    """Streamlit refuses a page switch that sets a parameter still bound to a widget of the run before (a new step
+    on the same page): those bindings go first; each widget binds again when it is drawn."""
+    with get_script_run_ctx().session_state.query_params() as qp:
+        for name in query:
+            if (binding := qp.get_binding_for_param(name)) is not None:
+                qp.unbind_widget(binding.widget_id)
+    return query
 
 
 def begin(page_url: str, pages: dict[str, Any]) -> None:
@@ -142,6 +164,7 @@ def begin(page_url: str, pages: dict[str, Any]) -> None:
     if not enabled():
         return
     try:
+        tab().keep_lead()  # before anything reads it: a page switch from a lecture's button dropped the toggle's value
         tab().started(page_url if page_url in pages else "")
         student_id()  # this browser's anonymous id, before a callback needs it (a leader's browser is no student)
         view = tab().enter(st.query_params)
@@ -208,7 +231,7 @@ def _leader_panel(code: str) -> None:
     _leader_publish()
     _leader_status(code)
     _ask_form(code)
-    _summary(code, "class_summary_side", expanded=False)
+    _summary(code, "class_summary_side", expanded=None)  # a popover: no expander inside the Class expander
 
 
 @st.fragment(run_every=LEAD_POLL_S)
@@ -326,9 +349,12 @@ def _preset(name: str, view: dict) -> Any:
     return presets.preset_by_name(name, view)
 
 
-def _summary(code: str, key: str, expanded: bool, title: str = "") -> None:
-    """The class summary: each question asked, its counts, the share correct, the model's answer; MD and CSV."""
-    with st.expander(summary.SUMMARY_TITLE, expanded=expanded, icon=":material/summarize:"):
+def _summary(code: str, key: str, expanded: bool | None, title: str = "") -> None:
+    """The class summary: each question asked, its counts, the share correct, the model's answer; MD and CSV. In an
+    expander (open when `expanded`), or a popover (`expanded` None)."""
+    box = (st.popover(summary.SUMMARY_TITLE, icon=":material/summarize:") if expanded is None else
+           st.expander(summary.SUMMARY_TITLE, expanded=expanded, icon=":material/summarize:"))
+    with box:
         asked = store().asked(code)
         if not asked:
             return st.caption(summary.NO_QUESTIONS)
