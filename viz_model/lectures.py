@@ -24,8 +24,10 @@ line each; every other line of the step is its narrative, kept as the Markdown i
 `chart:` (optional) names the chart the step points at, by the key the page gives it (`ui.chart.show(fig, key=...)`).
 
 The front matter's `model:` is applied: a step whose view names no `model_key` opens on the lecture's model (core adds
-it to the step's params). The name, and any `model_key` a view names, must be a model this server offers
-(`model_names`: the shipped transformers, the untrained baseline and the instructor's model folders).
+it to the step's params, by the name written there; ui.lecture turns it into the picker's label a link carries). The
+name, and any `model_key` a view names, must be a model this server offers (`model_name`: a shipped transformer, the
+untrained baseline or an instructor's model folder, by its key or by that label, as a link copied from the browser
+has it). With layers and heads known (a shipped model), an {{attention}} placeholder's layer and head are checked too.
 
 A step with no `view:` line is narrative only (for a section the app cannot show live): its `page` is None, its
 params are empty, and the student stays on the page they are on.
