@@ -70,7 +70,9 @@ def figure_html(fig: go.Figure, div_id: str) -> str:
     fig = readable_numbers(go.Figure(fig.to_dict()))  # what the page draws: numbers on cells in black or white
     div = pio.to_html(fig, full_html=False, include_plotlyjs=False, config=png_config(div_id), div_id=div_id,
                       default_width="100%", validate=False)
-    return f'<figure>{div}<figcaption>{html.escape(IN_WORDS + words)}</figcaption></figure>'
+    save = (f'<button type="button" class="save" onclick="Plotly.downloadImage(\'{div_id}\', '
+            f'{{format: \'svg\', filename: \'{div_id}\'}})">{SAVE_SVG}</button>')  # beside the modebar's PNG
+    return f'<figure>{div}<figcaption>{html.escape(IN_WORDS + words)} {save}</figcaption></figure>'
 
 
 def charts_html(step: Step, n: int, models: Models) -> str:
@@ -202,6 +204,7 @@ SHOW_ANSWER = "Show the answer"
 PRESET_QUESTION = "This step asks the question “{name}”, which the model answers live in Attention Lab."
 IN_WORDS = "In words: "
 OPEN_IN_APP = "open this view in Attention Lab"
+SAVE_SVG = "Save as SVG"
 NOT_DRAWN = "This view is not drawn in the handout ({why}): open it in Attention Lab."
 STYLE = """body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1a1a1a;line-height:1.5;margin:0}
 main{max-width:980px;margin:0 auto;padding:1rem 1.25rem 4rem}section{border-top:1px solid #ccc;margin-top:2rem}
@@ -209,4 +212,5 @@ main{max-width:980px;margin:0 auto;padding:1rem 1.25rem 4rem}section{border-top:
 code{background:#f2f2f2;padding:0 .2em;border-radius:3px}a{color:#0b5cad}
 .note{color:#4a4a4a;font-size:.9rem}
 .question{background:#f4f7fb;border-left:4px solid #0b5cad;padding:.5rem 1rem;margin:1rem 0}
-details summary{cursor:pointer;font-weight:600}.not-drawn{font-style:italic}"""
+details summary{cursor:pointer;font-weight:600}.not-drawn{font-style:italic}
+button.save{font:inherit;font-size:.85rem;margin-left:.5rem}"""

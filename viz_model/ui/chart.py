@@ -1,5 +1,5 @@
-"""One way to put a figure on a page: presenter styling, its text alternative, slide-ready PNG, HTML and CSV exports,
-and its numbers as a table."""
+"""One way to put a figure on a page: presenter styling, its text alternative, slide-ready PNG or vector SVG, HTML and
+CSV exports, and its numbers as a table."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def show(fig: go.Figure, *, key: str, name: str | None = None, exports: bool = T
     kwargs.setdefault("alt", words)
     # theme=None: the figure's own template (figures.common.TEMPLATE) is what the student sees; see its comment
     config = {**png_config(name, scale=4 if presenter_on() else 3), **({} if toolbar else {"displayModeBar": False})}
+    config["toImageButtonOptions"]["format"] = st.session_state.get(IMAGE_FORMAT, "png")  # the Export popover's pick
     event = target.plotly_chart(_Serialized(fig), key=key, config=config, theme=None, **kwargs)
     target.caption(f"In words: {md_text(words)}")
     if exports:
@@ -104,11 +105,25 @@ def _export_buttons(target, fig: go.Figure, key: str, name: str) -> None:
     if not pop.open:
         return
     with pop:
-        st.caption("PNG: use the camera icon on the chart (sized for slides).")
+        st.segmented_control("Camera icon saves", IMAGE_FORMATS, key=f"{key}__format", required=True,
+                             default=st.session_state.get(IMAGE_FORMAT, "png"), format_func=IMAGE_FORMATS.get,
+                             on_change=_keep_format, args=(f"{key}__format",), help=IMAGE_HELP)
+        st.caption("Then use the camera icon on the chart: every chart saves this format in this session.")
         st.download_button("Data (CSV)", data=lambda: figure_csv(fig), file_name=f"{safe}.csv", mime="text/csv",
                            key=f"{key}__csv", on_click="ignore")
         st.download_button("Interactive figure (HTML, works offline)", data=lambda: figure_html(fig, name),
                            file_name=f"{safe}.html", mime="text/html", key=f"{key}__html", on_click="ignore")
+
+
+# What the modebar's camera saves (Plotly draws the file in the browser: PNG or SVG; a PDF needs a renderer on the
+# server, kaleido and a Chrome, ~3 s a chart: not offered. An SVG opens in any vector editor, which saves a PDF).
+IMAGE_FORMAT = "_chart_image_format"  # session_state: what every chart's camera saves (picked in an Export popover)
+IMAGE_FORMATS = {"png": "PNG (for slides)", "svg": "SVG (vector, for papers)"}
+IMAGE_HELP = "SVG keeps every line and letter sharp at any size; a vector editor (Inkscape, Illustrator) saves a PDF."
+
+
+def _keep_format(widget_key: str) -> None:
+    st.session_state[IMAGE_FORMAT] = st.session_state[widget_key]
 
 
 class _Serialized(BaseFigure):
