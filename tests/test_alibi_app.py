@@ -39,7 +39,8 @@ def test_alibi_tab_draws_one_bias_heatmap_per_head_with_its_slope(at):
         assert np.isnan(z[3, 7])  # a later key: blocked by the decoder's mask, never used
     titles = [a["text"] for a in layout["annotations"]]
     assert titles[:4] == ["head 0 · m = 0.25", "head 1 · m = 0.0625", "head 2 · m = 0.01562", "head 3 · m = 0.003906"]
-    assert layout["xaxis4"]["title"]["text"] == "key position j" and layout["yaxis"]["title"]["text"] == "query position i"
+    assert layout["xaxis4"]["title"]["text"] == "key position j"
+    assert layout["yaxis"]["title"]["text"] == "query position i"
     checks = [s.value for s in at.success]
     assert any("−m_h × distance" in c for c in checks) and any("2^(−8/4)" in c for c in checks)
     assert all(c.startswith("✓") for c in checks)
