@@ -24,7 +24,7 @@ def bias_heads(bias, allowed, slopes: Sequence[float], title: str | None = None)
     lo = float(np.where(ok, b, 0.0).min()) or -1.0
     rows = math.ceil(H / COLS)
     cols = min(H, COLS)
-    panel, gap = (240 if T <= 24 else 300), 70  # px: one panel; the room under it for ticks and the next title
+    panel, gap = (200 if T <= 24 else 260), 70  # px: one panel; the room under it for ticks and the next title
     plot = rows * panel + (rows - 1) * gap
     gap_x, gap_y = 0.06, gap / plot
     w = (1 - gap_x * (cols - 1)) / cols
@@ -38,7 +38,8 @@ def bias_heads(bias, allowed, slopes: Sequence[float], title: str | None = None)
         axes[f"xaxis{n}"] = dict(anchor=f"y{n}", domain=xd, tickfont=dict(size=10),
                                  **({"title": dict(text="key position j")} if r == rows - 1 else {}))
         axes[f"yaxis{n}"] = dict(anchor=f"x{n}", domain=yd, autorange="reversed", tickfont=dict(size=10),
-                                 scaleanchor=f"x{n}", constrain="domain",  # square cells: distance reads alike
+                                 scaleanchor=f"x{n}", constrain="domain", constraintoward="top",  # square cells,
+                                 # under their panel's title
                                  **({"title": dict(text="query position i")} if c == 0 else {}))
         m = float(slopes[head])
         notes.append(dict(text=f"head {head} · m = {m:.4g}", x=sum(xd) / 2, y=yd[1], xref="paper", yref="paper",
