@@ -25,13 +25,20 @@ from viz_model.figures import sinusoidal as sin_figs
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.common import COLORWAY, escape
 from viz_model.figures.encoder import fill_in_bars, masked_attention_grid
-from viz_model.figures.encoder_decoder import three_attentions
+from viz_model.figures.encoder_decoder import alignment_map, three_attentions
 from viz_model.figures.explorer import value_mix
 from viz_model.figures.masks import mask_panels
-from viz_model.figures.normalization import KIND_NAMES, loss_chart, norm_groups, per_layer_chart
-from viz_model.figures.qkv import lookup_bars
+from viz_model.figures.normalization import (
+    KIND_NAMES,
+    loss_chart,
+    norm_groups,
+    padding_bars,
+    per_layer_chart,
+    sample_matrices,
+)
+from viz_model.figures.qkv import lookup_bars, pair_cosine_bars, score_panels, self_attention_bars
 from viz_model.figures.real_models import attention_grid_page
-from viz_model.lecture import EXAMPLES, PROMPTS
+from viz_model.lecture import EXAMPLES, LECTURE_SENTENCES, PROMPTS
 from viz_model.lessons import common as common_lesson
 from viz_model.lessons import encoder as enc_lesson
 from viz_model.lessons import encoder_decoder as ed_lesson
@@ -189,11 +196,14 @@ def masks_view(p: Params, m: Models) -> Figures:
 
 
 def qkv(p: Params, m: Models) -> Figures:
-    """Q, K and V's database lookup: one query scored against every key, and the values it mixes."""
-    _tab(p, "qkv_tab", ("Database lookup",))
+    """Q, K and V's database lookup (one query scored against every key, and the values it mixes), the four shipped
+    variants' score matrices, or a minimal pair on each variant."""
+    tab = _tab(p, "qkv_tab", ("Database lookup", "Four variants", "Minimal pairs"))
     ckpt = m.load("classroom") if is_folder_model(m.main) else m.main
-    enc = _sentence(ckpt, p, "qkv_text", SENTENCE, max_tokens=32)
+    enc = _sentence(ckpt, p, "qkv_text", SENTENCE, max_tokens=16)
     text = qkv_lesson.lesson_text(enc, _str(p, "qkv_text", SENTENCE))
+    if tab != "Database lookup":
+        return (_qkv_variants if tab == "Four variants" else _qkv_pairs)(p, _variants(m), text)
     cfg = ckpt.model.config
     ids, tokens = qkv_lesson.encode_sentence(ckpt.model, ckpt.tokenizer, text)
     layer, head = _layer_head(p, "qkv", cfg)
@@ -204,6 +214,45 @@ def qkv(p: Params, m: Models) -> Figures:
                        title=f"Layer {layer}, head {head}: the lookup of query {query} ({q})")
     return {"qkv_lookup_chart": bars,
             "qkv_mix_chart": value_mix(lk.probs[ok], lk.v[ok], [t for t, o in zip(lk.tokens, ok) if o], q)}
+
+
+def _variants(m: Models) -> dict[str, Checkpoint]:
+    """The shipped model of each Q/K/V variant that is installed (ui.qkv.variant_models)."""
+    out = {}
+    for variant, key in qkv_lesson.SHIPPED.items():
+        try:
+            out[variant] = m.load(key)
+        except (OSError, ValueError):
+            continue
+    if not out:
+        raise NotInHandout("the shipped Q, K and V models are not installed")
+    return out
+
+
+def _qkv_variants(p: Params, models: dict[str, Checkpoint], text: str) -> Figures:
+    ckpt = next(iter(models.values()))
+    layer, head = _layer_head(p, "qkv_var", ckpt.model.config)
+    rows = [qkv_lesson.variant_scores({v: c.model}, c.tokenizer, text, layer, head)[0] for v, c in models.items()]
+    titles = [f"{qkv_lesson.label(r.variant)} · asym {qkv_lesson.asym_text(r.asymmetry)}" for r in rows]
+    return {"qkv_panels_chart": score_panels([r.scores for r in rows], titles, rows[0].tokens,
+                                             title=f"Score matrix S = QKᵀ/√d_k of layer {layer}, head {head}, "
+                                                   "before the mask"),
+            "qkv_self_chart": self_attention_bars(
+                [qkv_lesson.label(r.variant) for r in rows], [r.self_share for r in rows],
+                [r.diag_max_rate for r in rows], rows[0].chance_share,
+                title="How much each token attends to itself (after the mask)")}
+
+
+def _qkv_pairs(p: Params, models: dict[str, Checkpoint], text: str) -> Figures:
+    options = [f"{a} / {b}" for a, b in qkv_lesson.MINIMAL_PAIRS]
+    choice = _str(p, "qkv_pair", options[0])
+    a, b = (qkv_lesson.MINIMAL_PAIRS[options.index(choice)] if choice in options
+            else (_str(p, "qkv_pair_a", "the cat sat"), _str(p, "qkv_pair_b", "the dog sat")))
+    res = [qkv_lesson.minimal_pair({v: c.model}, c.tokenizer, a, b) for v, c in models.items()]
+    word, names = res[0].word, [qkv_lesson.label(v) for v in models]
+    attn, hidden = [r.attn_cos[v] for r, v in zip(res, models)], [r.hidden_cos[v] for r, v in zip(res, models)]
+    return {"qkv_pairs_chart": pair_cosine_bars(names, attn, hidden, word,
+                                                title=f"cos('{word}' in “{a}”, '{word}' in “{b}”)")}
 
 
 # -- Position ------------------------------------------------------------------------------------------------------
@@ -302,7 +351,7 @@ def _encoder_model(picked: str, m: Models) -> Checkpoint:
 def encoder_decoder(p: Params, m: Models) -> Figures:
     """The translator's three attentions (encoder self, decoder self, cross) for one head, the translation as the
     page opens (step mode: its first word; run mode: all of it)."""
-    _tab(p, "ed_tab", ("Three attentions",))
+    tab = _tab(p, "ed_tab", ("Three attentions", "Alignment"))
     ckpt = m.load(_str(p, "ed_model", "translate"))
     cfg, tok = ckpt.model.config, ckpt.tokenizer
     enc = encode(tok, _str(p, "ed_text", ed_lesson.EXAMPLES[0]), max_len=cfg.max_len - 1)
@@ -310,6 +359,8 @@ def encoder_decoder(p: Params, m: Models) -> Figures:
     strategy = G.GREEDY if _str(p, "ed_kind", "greedy") == "greedy" else G.Sampling(_float(p, "ed_temperature", 1.0))
     steps = ed_lesson.decode_views(ckpt.model, tok, src.ids, strategy, _int(p, "ed_seed", 0))
     steps = steps if _str(p, "ed_mode", "step") == "run" else steps[:1]  # step mode opens on the first word
+    if tab == "Alignment":
+        return _alignment(p, ckpt, src, steps)
     layer, head = _layer_head(p, "ed_three", cfg)
     pad = ed_lesson.N_PAD if _bool(p, "ed_pad", False) and len(src.ids) + 2 <= cfg.max_len else 0
     tgt_ids, fed, tgt_labels = ed_lesson.decoder_input(tok, steps)
@@ -317,6 +368,24 @@ def encoder_decoder(p: Params, m: Models) -> Figures:
     panels, enc_layer = ed_lesson.three_panels(run, layer, head, [*src.labels, *[PAD] * pad], tgt_labels, fed)
     return {"ed_three_chart": three_attentions(panels, title=f"Encoder layer {enc_layer}, decoder layer {layer}, "
                                                             f"head {head}")}
+
+
+def _alignment(p: Params, ckpt: Checkpoint, src, steps) -> Figures:
+    """ui.encoder_decoder.alignment: one head's cross-attention, the known alignment on top where there is one."""
+    cfg = ckpt.model.config
+    if src.reference is None:
+        layer, head = _layer_head(p, "ed_align", cfg)
+        ids, _, labels = ed_lesson.decoder_input(ckpt.tokenizer, steps)
+        cp = ed_lesson.three_attentions(ckpt.model, src.ids, tuple(ids), 0)["cross"][0]
+        return {"ed_align_chart": alignment_map(cp[layer, head], src.labels, labels, None,
+                                                title=f"Cross-attention, layer {layer}, head {head}: "
+                                                      f"{len(labels)} × {len(src.labels)}")}
+    tf = ed_lesson.teacher_forced(ckpt.model, ckpt.tokenizer, src.text)
+    acc = ed_lesson.alignment_accuracy(tf.cross_attention, list(src.alignment)).numpy()
+    layer, head = _layer_head(p, "ed_align", cfg, ed_lesson.shown_head(ckpt.metadata, acc))
+    return {"ed_align_chart": alignment_map(tf.cross_attention[layer, head].numpy(), src.labels, tf.target_tokens,
+                                            src.alignment, title=f"Cross-attention, layer {layer}, head {head}: "
+                                                                 "□ known alignment, • the row's peak")}
 
 
 # -- Why it trains -------------------------------------------------------------------------------------------------
@@ -339,13 +408,36 @@ def recurrence(p: Params, m: Models) -> Figures:
 def normalization(p: Params, m: Models) -> Figures:
     """Which axis each norm normalises, on the page's seeded random batch (LayerNorm, BatchNorm, RMSNorm); or the
     12-block stack trained with and without its residual path (a few seconds on a CPU)."""
-    if _tab(p, "norm_tab", ("Which axis", "Residual connections")) != "Which axis":
+    tab = _tab(p, "norm_tab", ("Which axis", "Four reasons", "Residual connections", "The batch dimension"))
+    if tab == "Residual connections":
         return _residuals(_int(p, "norm_res_steps", 30, 10, 120))
+    if tab == "The batch dimension":
+        return _batch(p, m.main)
     x = norm_lesson.random_batch(_int(p, "norm_N", 3, 2, 4), _int(p, "norm_T", 4, 2, 6), _int(p, "norm_d", 8, 4, 16),
                                  _int(p, "norm_seed", 0, 0, 9999))
+    if tab == "Four reasons":
+        n_pad = _int(p, "norm_pad", min(2, x.shape[1]), 1, x.shape[1])
+        pad = norm_lesson.padding_effect(x, n_pad)
+        return {"norm_padding_chart": padding_bars(pad.bn_mean[0], pad.bn_mean[1], pad.bn_var[0], pad.bn_var[1],
+                                                   n_pad=n_pad, title="BatchNorm's statistics, with and without "
+                                                                      "padding in sample 2")}
     return {f"norm_groups_{s.kind}": norm_groups(s.output, s.kind, norm_lesson.group_stats(s),
                                                  title=f"{KIND_NAMES[s.kind]} output")
             for s in norm_lesson.all_norms(x).values()}
+
+
+def _batch(p: Params, ckpt: Checkpoint) -> Figures:
+    """ui.normalization.batch_view: two sentences in one batch, each its own T x T matrix."""
+    cfg = ckpt.model.config
+    enc = _sentence(ckpt, p, "norm_text", SENTENCE, max_tokens=12)
+    others = [s for s in LECTURE_SENTENCES if s != _str(p, "norm_text", SENTENCE)]
+    other = _str(p, "norm_other", others[min(5, len(others) - 1)])
+    ids, tokens = norm_lesson.batch_ids(ckpt.tokenizer, enc, other, cfg.pad_id, min(12, cfg.max_len), uses_bos(ckpt))
+    f = norm_lesson.batch_facts(ckpt.model, tuple(map(tuple, ids)))
+    layer, head = _layer_head(p, "norm_batch", cfg)
+    title = f"Each sample its own T×T matrix (layer {layer}, head {head})"
+    return {"norm_batch_matrices": sample_matrices(f["probs"][layer, :, head], tokens, ["sample 1", "sample 2"],
+                                                   title=title)}
 
 
 def _residuals(steps: int) -> Figures:
