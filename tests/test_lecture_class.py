@@ -234,3 +234,15 @@ def test_the_leader_keeps_the_lead_through_opening_a_lecture_and_stepping(class_
     from viz_model.ui import classroom
 
     assert classroom.store().get(code).query.get("step") == "3"  # the class's view is the leader's step
+
+
+def test_a_range_the_follower_never_held_arrives_as_a_tuple(store, clock):
+    """Streamlit 1.67 reads a range select_slider's state given as a list as one number (the Cost page's T range
+    raised for 60 followers opening the lecture's Cost step): a fresh list value is set as a tuple."""
+    leader = _leader(store, page="cost")
+    code = leader.state[cr.CODE]
+    leader.publish({"cost_T": [64, 1024]}, {"cost_T": ["64", "1024"], "lecture": "attention", "step": "8"}, clock())
+    student = Tab({cr.PAGE: ""}, lambda: store)
+    student.join(code, follow=True)
+    student.follow_step(store.get(code), {"", "cost"}, clock(), query={})
+    assert student.state["cost_T"] == (64, 1024)

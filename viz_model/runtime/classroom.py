@@ -781,7 +781,11 @@ class Tab:
             if key in self.state:
                 held = echo.setdefault(key, [])
                 held.extend(v for v in (jsonable(current), value) if v not in held)
-            self.state[key] = tuple(value) if isinstance(current, tuple) and isinstance(value, list) else value
+            # a list the tab never held is a tuple too: a range slider's (lo, hi) taken from a list is read as one
+            # number (Streamlit 1.67), and a multiselect takes a tuple as it takes a list (60 followers' Cost page)
+            fresh = key not in self.state
+            self.state[key] = tuple(value) if isinstance(value, list) and (fresh or isinstance(current, tuple)) \
+                else value
             changed.append(key)
         return changed
 
