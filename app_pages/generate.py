@@ -5,8 +5,9 @@ from functools import partial
 import streamlit as st
 
 from viz_model import generate as G
+from viz_model.lessons.classview import HIDDEN_TEXT
 from viz_model.ui import generate as ui
-from viz_model.ui import share
+from viz_model.ui import share, widgets
 from viz_model.ui.sidebar import current_model
 
 st.title("Generate")
@@ -28,7 +29,9 @@ all_steps = ui.full_run(ckpt, enc.ids, settings)
 steps = ui.visible_steps(all_steps, enc.ids, settings)
 
 seq = enc.ids + [v.token_id for v in steps]
-st.code(ckpt.tokenizer.decode(seq, skip_special_tokens=False), language=None, wrap_lines=True)
+widgets.answer_line("generate_output", ckpt.tokenizer.decode(seq, skip_special_tokens=False),  # #39: hidden in class
+                    lambda t: st.code(t, language=None, wrap_lines=True),
+                    hidden=f"{ckpt.tokenizer.decode(enc.ids, skip_special_tokens=False)} … ({HIDDEN_TEXT})")
 with st.container():  # the stop note comes and goes; its slot stays, so the widgets below keep their place
     if steps and steps[-1].stop_reason:
         reason = G.stop_message(steps[-1].stop_reason, cfg.max_len).replace("<eos>", end)
@@ -41,9 +44,10 @@ ui.distribution(steps, settings)
 
 st.header("2 · Sequence probability = product of next-token probabilities")
 table = ui.running_table(steps)  # Π p so far is text written from Σ log p: a float product underflows to 0
-st.dataframe(table, hide_index=True, key="generate_table", column_config={
+st.dataframe(table.iloc[:0] if widgets.answer_hidden("generate_table") else table, hide_index=True,  # #39
+             key="generate_table", column_config={
     c: st.column_config.NumberColumn(format="%.4f") for c in ("p(token | prefix)", "log p", "Σ log p so far")})
-st.markdown(ui.sequence_sentence(ckpt, enc, steps))
+widgets.answer_line("generate_sequence", ui.sequence_sentence(ckpt, enc, steps))
 
 st.header("3 · Where the new token looks")
 st.markdown("Each row is the attention of the position that predicts the next token, over everything before it. "

@@ -141,6 +141,9 @@ def test_a_followers_heatmap_is_hidden_until_reveal_while_the_leader_sees_it(cla
     assert cv.HIDDEN_TEXT in texts(student.caption)
     shown = spec(leader, "start_heatmap")
     assert not _values_hidden(shown) and cv.HIDDEN_TEXT not in texts(leader.caption)
+    # the head's measured role says where it looks: hidden too
+    assert any(c.startswith("Role of this head") for c in texts(leader.caption))
+    assert not any(c.startswith("Role of this head") for c in texts(student.caption))
     # the token labels stay, so a student can still read the sentence the question is about
     assert hidden["data"][-1]["y"] == [t for t in shown["data"] if t["type"] == "heatmap"][-1]["y"]
 
@@ -236,3 +239,27 @@ def test_the_join_line_names_the_network_address_when_opened_on_localhost_and_it
     assert img.url.endswith(_calculate_file_id(qr_png(link), "image/png") + ".png")
     assert not img.url.endswith(_calculate_file_id(qr_png(link.replace(code, "ZZZZ")), "image/png") + ".png")
     assert not at.exception
+
+
+def test_a_next_token_question_hides_the_generated_text_the_ranked_tokens_and_their_labels(class_env):
+    leader, code = _leading()
+    leader.switch_page("app_pages/generate.py").run()
+    leader.selectbox(key="class_ask_kind").set_value(leader.selectbox(key="class_ask_kind").options[0]).run()
+    leader.button(key="class_ask").click().run()
+    assert ClassStore(class_env).get(code).question.answer["page"] == "generate"
+    student = open_app(query={"class": code})
+    student.run()
+    assert student.session_state["_class_page"] == "generate"
+    bars, attention = spec(student, "generate_bars"), spec(student, "generate_attention")
+    assert bars["data"] == [] and _values_hidden(bars)  # the ranked list: no bar, no label
+    assert all(not a.get("tickvals") and a.get("showticklabels") is False
+               for k, a in bars["layout"].items() if k.startswith(("xaxis", "yaxis")))
+    assert _values_hidden(attention) and all("y" not in t and "x" not in t for t in attention["data"])
+    (code_text,) = [c.value for c in student.code]
+    (leader_text,) = [c.value for c in leader.code]
+    assert code_text.endswith(f"… ({cv.HIDDEN_TEXT})") and leader_text.startswith(code_text.split(" … ")[0])
+    assert code_text.split(" … ")[0] != leader_text  # the leader's shows the generated tokens
+    rows = [len(t.value) for at in (student, leader) for t in at.dataframe if "log p" in t.value.columns]
+    assert rows[0] == 0 and rows[1] > 0  # the running table: its columns, no row
+    assert not spec(leader, "generate_bars")["data"] == []
+    assert not student.exception and not leader.exception

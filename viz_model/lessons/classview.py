@@ -17,9 +17,10 @@ from urllib.parse import urlsplit, urlunsplit
 # A page's URL path -> the keys of the elements (charts by their ui.chart.show key, or a line's own name) whose
 # numbers answer the page's prediction questions. A page with a new preset question adds its row here.
 ANSWERS: dict[str, tuple[str, ...]] = {
-    "": ("start_heatmap",),                                          # Start: which word does this head attend to?
-    "explorer": ("explorer_grid", "explorer_head_map", "explorer_bars"),  # which head attends to the previous token?
-    "generate": ("generate_bars", "generate_step_sentence"),            # which token comes next?
+    "": ("start_heatmap", "start_role"),                          # Start: which word does this head attend to?
+    "explorer": ("explorer_grid", "explorer_head_map", "explorer_bars", "explorer_role"),  # the previous token?
+    "generate": ("generate_output", "generate_bars", "generate_step_sentence", "generate_table",  # the next token?
+                 "generate_sequence", "generate_attention"),
     "rope": ("rope_coverage", "rope_coverage_text"),                    # which method keeps every angle in range?
     "masks": ("masks_panels",),                                         # how many tokens can row t see?
     "qkv": ("qkv_lookup_chart", "qkv_mix_chart"),                       # which key does this query match best?
@@ -29,6 +30,7 @@ ANSWERS: dict[str, tuple[str, ...]] = {
     "normalization": ("norm_padding_chart",),                           # which norm does padding change?
 }
 HIDDEN_TEXT = "Hidden until the instructor reveals the answer."
+LABELS_TELL = frozenset({"generate_attention"})  # charts whose axis labels are the answer (the generated tokens)
 
 
 def question_page(answer: Mapping[str, Any], leader_page: str | None) -> str | None:

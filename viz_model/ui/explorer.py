@@ -245,7 +245,8 @@ def head_view(ckpt: Checkpoint, enc, data: dict, tkey: str, knobs: tuple, averag
     probs = data["probs"]  # (L, H, T, T), NaN in layers this pass did not trace
     with st.container():  # notes that come and go with the head, in a slot that stays (share.in_slot)
         if roles and roles[layer][head] and not average:
-            st.info(role_here(ckpt, enc, probs[layer, head], roles[layer][head], head_name(layer, head)))
+            widgets.answer_line("explorer_role", role_here(ckpt, enc, probs[layer, head], roles[layer][head],
+                                                           head_name(layer, head)), st.info)  # #39: hidden in class
         if mates := lesson.kv_mates(cfg, head):
             st.caption(mates)
 

@@ -12,7 +12,7 @@ from viz_model.lessons import common as common_lesson
 from viz_model.lessons import english as english_lesson
 from viz_model.lessons import start as lesson
 from viz_model.model_text import is_folder_model, start_token
-from viz_model.ui import chart
+from viz_model.ui import chart, widgets
 from viz_model.ui.cache import cached, input_key, model_id, shared_results
 from viz_model.ui.errors import section
 from viz_model.ui.widgets import layer_head, show_check, show_checks
@@ -44,7 +44,7 @@ def attention_view(ckpt: Checkpoint, enc) -> None:
     first = common_lesson.first_token_words(start_token(ckpt), enc.ids)
     behaviour = common_lesson.head_behaviour(probs[head], enc.ids)
     if role := lesson.role_line(meta, layer, head, behaviour, is_folder_model(ckpt), first):
-        st.caption(role)
+        widgets.answer_line("start_role", role, st.caption)  # #39: it tells the answer; hidden in class
     show_check(lesson.row_sum_check(probs[head], cfg.causal))
 
 

@@ -267,9 +267,9 @@ def answer_hidden(key: str) -> bool:
     return key in st.session_state.get(HIDDEN_KEYS, ())
 
 
-def answer_line(key: str, text: str, draw=st.markdown) -> None:
-    """A line that states an answer (`draw`: st.markdown, st.caption...): "hidden until..." while answer_hidden."""
-    draw(classview.HIDDEN_TEXT if answer_hidden(key) else text)
+def answer_line(key: str, text: str, draw=st.markdown, hidden: str = classview.HIDDEN_TEXT) -> None:
+    """A line that states an answer (`draw`: st.markdown, st.caption...): `hidden` in its place while answer_hidden."""
+    draw(hidden if answer_hidden(key) else text)
 
 
 def hidden_chart(fig, key: str, target, exports: bool):
@@ -277,7 +277,7 @@ def hidden_chart(fig, key: str, target, exports: bool):
     with the same elements in the same places (chart, caption, row), so nothing below moves."""
     shown = fig.__dict__.get("_lab_hidden")
     if shown is None:
-        shown = hidden_values(fig, "hidden")
+        shown = hidden_values(fig, "hidden", labels=key not in classview.LABELS_TELL)
         object.__setattr__(fig, "_lab_hidden", shown)  # once per figure object; never changed after
     event = target.plotly_chart(shown, key=key, theme=None, alt=classview.HIDDEN_TEXT,
                                 config={"displayModeBar": False, "staticPlot": True})
