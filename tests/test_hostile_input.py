@@ -56,7 +56,8 @@ def test_garbage_query_parameters_fall_back_to_defaults(query):
 SPECIALS = "the cat <eos> sat <pad> <PAD> <bos> <unk> <mask> on the mat"
 LITERAL_NOTICE = "`<eos>` typed in the text is read as plain text, not as the end-of-sequence token"
 KEPT = {"masks_text": "<pad>", "encoder_text": "<mask>"}  # the lessons that ask a student to type one
-NOT_ENCODED = {"train_ckpt_name"}  # a file name, not text for a model
+NOT_ENCODED = {"train_ckpt_name", "lecture_rec_title", "lecture_rec_name"}  # a file name; a recorded lecture's titles
+# (the sidebar's "Record a lecture", on every page): not text for a model
 BOXES = {"app_pages/start.py": ["start_text"], "app_pages/explorer.py": ["explorer_text"],
          "app_pages/masks.py": ["masks_text"], "app_pages/qkv.py": ["qkv_text", "qkv_pair_a", "qkv_pair_b"],
          "app_pages/encoder.py": ["encoder_text"], "app_pages/encoder_decoder.py": ["ed_text"],
