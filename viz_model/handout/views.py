@@ -49,7 +49,15 @@ from viz_model.lessons import qkv as qkv_lesson
 from viz_model.lessons import recurrence as rec_lesson
 from viz_model.lessons import rope as rope_lesson
 from viz_model.lessons import sinusoidal as sin_lesson
-from viz_model.model_text import encode_for, is_folder_model, sequence_texts, start_token, token_texts, uses_bos
+from viz_model.model_text import (
+    encode_for,
+    is_folder_model,
+    sequence_texts,
+    start_token,
+    token_id,
+    token_texts,
+    uses_bos,
+)
 from viz_model.tokenizer import MASK, PAD, encode, load_tokenizer
 
 SENTENCE = "The cat sat on the mat"  # the default text of Masks, Q/K/V, Encoder and Normalization
@@ -256,7 +264,7 @@ def _qkv_pairs(p: Params, models: dict[str, Checkpoint], text: str) -> Figures:
 
 
 # -- Position ------------------------------------------------------------------------------------------------------
-SIN_TABS = ("Curves", "Table & binary analogy", "Shift matrix M_k", "Similarity")
+SIN_TABS = ("Curves", "Table & binary analogy", "Shift matrix M_k", "Similarity", "Inside the model")
 
 
 def sinusoidal(p: Params, m: Models) -> Figures:
@@ -264,6 +272,8 @@ def sinusoidal(p: Params, m: Models) -> Figures:
     tab = _tab(p, "sinusoidal_tab", SIN_TABS)
     d = _int(p, "sinusoidal_d", 64, 4, 1024) // 2 * 2
     n_pos, base = _int(p, "sinusoidal_npos", 128, 8, 8192), _float(p, "sinusoidal_base", 10000.0)
+    if tab == "Inside the model":
+        return _positions_inside(m)
     pe = sin_lesson.read_only_pe(n_pos, d, base)
     if tab == "Curves":
         dims = p.get("sinusoidal_dims")
@@ -289,10 +299,51 @@ def sinusoidal(p: Params, m: Models) -> Figures:
             "sinusoidal_dot": sin_figs.dot_vs_offset({"t = 0": a, f"t = {t0}": b}, "Dot product against offset")}
 
 
+def _model_with(m: Models, encoding: str, preferred: tuple[str, ...]) -> Checkpoint | None:
+    """ui.sidebar.model_with: the lecture's model if it uses `encoding`, else the first shipped one that does."""
+    for ckpt in (m.main, *(_try_load(m, key) for key in preferred)):
+        if ckpt is not None and ckpt.model.config.pos_encoding == encoding:
+            return ckpt
+    return None
+
+
+def _try_load(m: Models, key: str) -> Checkpoint | None:
+    try:
+        return m.load(key)
+    except (OSError, ValueError):
+        return None
+
+
+def _positions_inside(m: Models) -> Figures:
+    """ui.sinusoidal's model views: one token at two positions in a sinusoidal model, and a learned position table."""
+    figs: Figures = {}
+    ckpt = _model_with(m, "sinusoidal", ("enc-sinusoidal",))
+    tid = token_id(ckpt, "the") if ckpt is not None else None
+    if tid is not None:
+        view = sin_lesson.same_token_view(ckpt.model, tid)
+        figs["sinusoidal_same_token"] = sin_figs.vector_rows(view.vectors, view.dims, view.title)
+    learned_model = _model_with(m, "learned", ("enc-learned",))
+    if learned_model is not None:
+        learned, sims = sin_lesson.learned_view(learned_model.model)
+        for key, (title, sim) in zip(("sinusoidal_learned_sim", "sinusoidal_sin_sim"), sims.items()):
+            figs[key] = sin_figs.similarity_heatmap(sim, None, title, "cosine")
+        figs["sinusoidal_learned_table"] = sin_figs.pe_heatmap(
+            learned, title=f"The learned position table ({len(learned)} × {learned.shape[1]})", name="learned")
+    if not figs:
+        raise NotInHandout("the shipped position models are not installed")
+    return figs
+
+
 def rope(p: Params, m: Models) -> Figures:
     """The RoPE page's worked example, angle table or relative scores, at the d_k and base the page uses."""
-    tab = _tab(p, "rope_tab", ("Worked example", "Angles", "Relative scores"))
+    tab = _tab(p, "rope_tab", ("Worked example", "Pair rotation", "Angles", "Relative scores"))
     d_k, base, _ = rope_lesson.live_settings(m.main.model.config)
+    if tab == "Pair rotation":
+        pair = _int(p, "rope_pair", 0, 0, d_k // 2 - 1)
+        now, _ = rope_lesson.pair_shift(d_k, base, pair, _int(p, "rope_t", 3, 0, 64), _int(p, "rope_s", 5, 0, 64),
+                                        _int(p, "rope_shift", 0, 0, 1000))
+        return {"rope_pair_fig": rope_figs.pair_arrows(now["arrows"], f"Pair {pair}: θ_{pair} = {now['theta']:.4g} "
+                                                                      "rad per position")}
     if tab == "Worked example":
         frame = rope_lesson.q_frame()
         ex = rope_lesson.worked_example(rope_lesson.parse_matrix(frame.to_numpy(dtype=float), (3, 8)))
@@ -391,11 +442,17 @@ def _alignment(p: Params, ckpt: Checkpoint, src, steps) -> Figures:
 # -- Why it trains -------------------------------------------------------------------------------------------------
 def recurrence(p: Params, m: Models) -> Figures:
     """RNN vs Transformer: the graph depth against T, or the trained models' gradient by distance."""
-    tab = _tab(p, "recurrence_tab", ("1 · Sequential dependency", "2 · Gradient by distance"))
+    tab = _tab(p, "recurrence_tab", ("1 · Sequential dependency", "2 · Gradient by distance",
+                                     "3 · Recall by distance"))
     if tab.startswith("1"):
         T = _int(p, "recurrence_T", 64, 1, 1024)
         return {"recurrence_depth_chart": rec_figs.depth_chart(rec_lesson.depth_lines(T), T,
                                                                title="Longest chain of operations")}
+    if tab.startswith("3"):  # the accuracy saved in each model's file (the page evaluates it again on a click)
+        saved = rec_lesson.saved_accuracy(rec_lesson.load_shipped("cpu", read_only=True))
+        return {"recurrence_accuracy_chart": rec_figs.accuracy_chart(
+            rec_lesson.accuracy_lines(saved, "saved when trained"), rec_lesson.CHANCE,
+            title="Recall accuracy against distance")}
     distance = _int(p, "recurrence_distance", 40, rec_lesson.DISTANCES.start, rec_lesson.DISTANCES.stop - 1)
     relative = _bool(p, "recurrence_relative", True)
     cs = rec_lesson.distance_curves(rec_lesson.load_shipped("cpu", read_only=True), distance)
