@@ -138,7 +138,7 @@ def test_a_view_the_handout_does_not_draw_links_to_it_and_placeholders_are_compu
     models = Models("classroom", load("classroom"), load)
     text = build_handout(lec, models, lecture_name=None, now=NOW, app_url="http://host:8501")
     first = text.split('<section id="step-1">')[1].split("</section>")[0]
-    assert "not drawn in the handout" in first and '<a href="http://host:8501/cost">' in first
+    assert "The handout does not draw this view" in first and '<a href="http://host:8501/cost">' in first
     assert f"The model has {models.main.model.num_params():,} parameters." in first and "{{" not in first
     second = text.split('<section id="step-2">')[1]
     assert "plotly-graph-div" not in second and "open this view" not in second  # narrative only: no view, no link

@@ -205,7 +205,7 @@ PRESET_QUESTION = "This step asks the question “{name}”, which the model ans
 IN_WORDS = "In words: "
 OPEN_IN_APP = "open this view in Attention Lab"
 SAVE_SVG = "Save as SVG"
-NOT_DRAWN = "This view is not drawn in the handout ({why}): open it in Attention Lab."
+NOT_DRAWN = "The handout does not draw this view ({why}): open it in Attention Lab."
 STYLE = """body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1a1a1a;line-height:1.5;margin:0}
 main{max-width:980px;margin:0 auto;padding:1rem 1.25rem 4rem}section{border-top:1px solid #ccc;margin-top:2rem}
 .where,.meta,figcaption{color:#4a4a4a;font-size:.9rem}figure{margin:1rem 0}.plotly-graph-div{min-height:420px}

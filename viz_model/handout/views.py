@@ -117,7 +117,7 @@ def _bool(p: Params, name: str, default: bool) -> bool:
 def _tab(p: Params, name: str, tabs: tuple[str, ...]) -> str:
     tab = _str(p, name, tabs[0])
     if tab not in tabs:
-        raise NotInHandout(f"the tab “{tab}” of this page is not in the handout")
+        raise NotInHandout(f"its tab “{tab}” is only in the app")
     return tab
 
 
