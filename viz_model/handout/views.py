@@ -24,7 +24,7 @@ from viz_model.figures import rope as rope_figs
 from viz_model.figures import sinusoidal as sin_figs
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.common import COLORWAY, escape
-from viz_model.figures.encoder import fill_in_bars, masked_attention_grid
+from viz_model.figures.encoder import fill_in_bars, look_ahead_bars, masked_attention_grid
 from viz_model.figures.encoder_decoder import alignment_map, three_attentions
 from viz_model.figures.explorer import value_mix
 from viz_model.figures.masks import mask_panels
@@ -363,8 +363,10 @@ def rope(p: Params, m: Models) -> Figures:
 # -- Architectures -------------------------------------------------------------------------------------------------
 def encoder(p: Params, m: Models) -> Figures:
     """The Encoder's fill-ins: the default blank (or the link's) filled from both sides, and every head."""
-    _tab(p, "encoder_tab", ("Fill in the blanks",))
+    tab = _tab(p, "encoder_tab", ("Fill in the blanks", "The bank by the river"))
     ckpt = _encoder_model(_str(p, "encoder_model", enc_lesson.ENGLISH), m)
+    if tab != "Fill in the blanks":
+        return _bank(p, ckpt, _try_load(m, enc_lesson.decoder_for(_key_of(ckpt, m))))
     cfg = ckpt.model.config
     limit = cfg.max_len - 1 if uses_bos(ckpt) else cfg.max_len - 2
     enc = _sentence(ckpt, p, "encoder_text", SENTENCE, max_tokens=limit, specials=(MASK,))
@@ -384,6 +386,40 @@ def encoder(p: Params, m: Models) -> Figures:
             "encoder_grid": masked_attention_grid(
                 a, run["tokens"], run["positions"],
                 title=f"{a.shape[0]} layers × {a.shape[1]} heads, no mask: every cell can be read")}
+
+
+def _bank(p: Params, enc: Checkpoint, dec: Checkpoint | None) -> Figures:
+    """ui.encoder.look_ahead: what "bank" reads in "The bank by the river", on the encoder and on a causal decoder."""
+    if dec is None:
+        raise NotInHandout("the shipped decoder to compare with is not installed")
+    sides, text = {"encoder": enc, "decoder": dec}, enc_lesson.BANK
+    runs = {tag: enc_lesson.bank_ids(ck.tokenizer, text) for tag, ck in sides.items()}
+    L = min(ck.model.config.n_layers for ck in sides.values())
+    H = min(ck.model.config.n_heads for ck in sides.values())
+    looks = {tag: enc_lesson.attention_weight(ck.model, ck.tokenizer, text, enc_lesson.QUERY, enc_lesson.KEY)
+             for tag, ck in sides.items()}
+    best = enc_lesson.best_head(looks["encoder"], L, H)
+    layer = _int(p, "encoder_bank_layer", best[0], 0, L - 1)
+    head_raw = _str(p, "encoder_bank_head", str(best[1]))
+    head = "mean" if head_raw in ("mean", "mean of the heads") else _int(p, "encoder_bank_head", best[1], 0, H - 1)
+    rows = {}
+    for tag, ck in sides.items():
+        tr = exp_lesson.trace_arrays(ck.model, tuple(runs[tag][0]))
+        rows[tag] = enc_lesson.query_row(tr["probs"][layer], tr["allowed"], looks[tag].query_index, head)
+    top = enc_lesson.y_top(rows.values())
+    figs = {}
+    for tag in sides:
+        (weights, allowed), look = rows[tag], looks[tag]
+        which, _ = enc_lesson.shown_weight(look, layer, head)
+        figs[f"encoder_bank_{tag}"] = look_ahead_bars(
+            weights, runs[tag][1], look.query_index, look.key_index, allowed=allowed, ymax=top,
+            title=f"What “{enc_lesson.QUERY}” reads, layer {layer}, {which}")
+    return figs
+
+
+def _key_of(ckpt: Checkpoint, m: Models) -> str:
+    """The shipped key of a loaded encoder."""
+    return next((k for k in (enc_lesson.ENGLISH, enc_lesson.SHIPPED) if _try_load(m, k) is ckpt), enc_lesson.ENGLISH)
 
 
 def _encoder_model(picked: str, m: Models) -> Checkpoint:
