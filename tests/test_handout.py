@@ -189,6 +189,7 @@ def test_the_lecture_panel_makes_the_handout_then_offers_it():
     assert not at.exception
     offered = [b for b in at.get("download_button") if b.proto.label == "Download the handout (HTML)"]
     assert len(offered) == 1 and offered[0].proto.url  # the file is served by Streamlit's media store
+    assert not any(b.key == "lecture_handout" for b in at.button)  # the download took the button's place
     next(b for b in at.button if b.key == "lecture_next").click().run()  # another step: the same handout, kept
     assert not at.exception and at.query_params["step"] == "3"
     assert [b.proto.label for b in at.get("download_button")].count("Download the handout (HTML)") == 1

@@ -31,8 +31,10 @@ def button(name: str, lec: Lecture) -> None:
     app_url = _app_url(st.context.url)
     ident = input_key(name, repr(lec), model_id(ckpt), app_url)
     if st.session_state.get(ASKED) != ident:
-        if not st.button("Make the handout", key="lecture_handout", icon=":material/description:", help=HELP):
+        slot = st.empty()  # the button goes once it is clicked: the progress, then the download, take its place
+        if not slot.button("Make the handout", key="lecture_handout", icon=":material/description:", help=HELP):
             return
+        slot.empty()
         st.session_state[ASKED] = ident
     store = shared_results("handouts", size=8)  # kept for everyone on the server, one made at a time
     text = store.get(ident)
