@@ -410,3 +410,20 @@ def test_each_built_in_lecture_follows_its_course_text():
         assert all(s.params.get("model_key") == lec.model for s in lec.steps if s.page), name
     assert [s.page for s in built["llm-basics"].steps][:2] == ["recurrence", "explorer"]  # the notes open on RNNs
     assert built["ece57000"].steps[-1].params.get("generate_tab") == "Teacher forcing vs free running"  # and end
+
+
+def test_the_readmes_example_lecture_loads_as_it_says():
+    """README › Teaching with Attention Lab › Writing a lecture: its complete example is a lecture that loads, with
+    the three kinds of step it describes (a view with a written question and a chart, a preset, narrative only)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Writing a lecture"):readme.index("### Recording a lecture")]
+    (example,) = re.findall(r"```markdown\n(.*?)```", section, re.S)
+    lec = load_lecture(example)
+    assert lec.title == "Three looks at attention" and len(lec.steps) == 3
+    first, second, third = lec.steps
+    assert first.page == "explorer" and first.chart == "explorer_head_map"
+    assert first.params["model_key"] == "classroom" and first.question.correct == (1,)
+    assert second.page == "masks" and second.question.preset == "masks_visible"
+    assert third.page is None and third.question is None
