@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from class_follow import FOLLOW_TICK_S, KEY, LEADER_TICK_S, open_session  # noqa: E402
-from classroom_load import RESULTS, Procs, ms, pct, start_streamlit, table  # noqa: E402
+from classroom_load import RESULTS, Procs, ms, pct, start_haproxy, start_streamlit, table  # noqa: E402
 from loadclient import LoadClientError  # noqa: E402
 
 from viz_model.lectures import builtin_lectures  # noqa: E402
@@ -80,9 +80,12 @@ async def step_cost(url: str) -> list[dict]:
 
 
 # -- (b) the followers' lag after the leader's Next ------------------------------------------------------------------
+STICKY = [False]  # behind HAProxy (--replicas 2): each client keeps its replica by the sticky cookie, as browsers do
+
+
 async def leader(url: str, presses: list[tuple[float, int]], t_end: float, code_box: asyncio.Future,
                  errors: list[str]) -> None:
-    s = await open_session(url)
+    s = await open_session(url, sticky=STICKY[0])
     try:
         await s.set("class_key", KEY)
         if not s.widgets.get("class_lead") or "class=" not in s.query_string:  # a browser that led: back at once
@@ -121,7 +124,7 @@ async def follower(i: int, url: str, code: str, presses: list[tuple[float, int]]
     rng = random.Random(i)
     await asyncio.sleep(rng.uniform(0, 4))
     try:
-        s = await open_session(url, f"class={code}")
+        s = await open_session(url, f"class={code}", sticky=STICKY[0])
     except (LoadClientError, OSError) as e:
         errors.append(f"follower {i}: {e}")
         return
@@ -192,8 +195,10 @@ def render(res: dict) -> str:
            "", "## (b) How far behind the leader the followers are", "",
            f"The leader presses Next (Back after the last step) every {CHANGE_EVERY_S:.0f} s; a follower's lag is the "
            "time from the press being sent to the end of its run whose URL and page are the new step's.", "",
-           table(["followers K", "presses", "lag p50 / p95 / max ms", "within the bar", "missed", "errors"],
-                 [[f"{f['k']}", f"{f['presses']}", f"{ms(f['lag_p50'])} / {ms(f['lag_p95'])} / {ms(f['lag_max'])} "
+           table(["followers K", "processes", "presses", "lag p50 / p95 / max ms", "within the bar", "missed",
+                  "errors"],
+                 [[f"{f['k']}", f"{res.get('replicas', 1)}", f"{f['presses']}",
+                   f"{ms(f['lag_p50'])} / {ms(f['lag_p95'])} / {ms(f['lag_max'])} "
                    f"(n={f['lag_n']})", "yes" if f["lag_p95"] <= FOLLOW_BAR_S else "no",
                    f"{f['missed']}", f"{f['errors']}"]]), ""]
     if f["error_examples"]:
@@ -203,13 +208,22 @@ def render(res: dict) -> str:
 
 async def main_async(args, procs: Procs) -> dict:
     res = {"when": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0]}
-    url, _ = start_streamlit(procs, "app.py", "lecture")
-    warm = await open_session(url)  # the model loaded and Start drawn once
-    await warm.close()
+    started = [start_streamlit(procs, "app.py", f"lecture{i}") for i in range(args.replicas)]
+    url = started[0][0]
+    for u, _ in started:
+        warm = await open_session(u)  # the model loaded and Start drawn once on each process
+        await warm.close()
     print("== (a) each step's run beside a plain rerun of its page", flush=True)
     res["steps"] = await step_cost(url)
-    print(f"== (b) {args.k} followers, {args.duration:.0f} s", flush=True)
-    res["follow"] = await follow_lag(url, args.k, args.duration)
+    for u, _ in started[1:]:  # every replica has visited each step once, as a rehearsal does (README)
+        await step_cost(u)
+    front = url
+    if args.replicas > 1:  # the class on several processes sharing the class store, as deploy/ serves one
+        front, _ = start_haproxy(procs, [int(u.rsplit(":", 1)[1]) for u, _ in started])
+        STICKY[0] = True
+    res["replicas"] = args.replicas
+    print(f"== (b) {args.k} followers on {args.replicas} process(es), {args.duration:.0f} s", flush=True)
+    res["follow"] = await follow_lag(front, args.k, args.duration)
     f = res["follow"]
     print(f"   lag p50 {ms(f['lag_p50'])} p95 {ms(f['lag_p95'])} ms (n={f['lag_n']}), missed {f['missed']}, errors "
           f"{f['errors']} {f['error_examples'][:2]}", flush=True)
@@ -220,6 +234,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=60)
     ap.add_argument("--duration", type=float, default=40.0)
+    ap.add_argument("--replicas", type=int, default=1, help="server processes for (b); 2: behind HAProxy")
     args = ap.parse_args(argv)
     os.environ["ATTENTION_LAB_INSTRUCTOR_KEY"] = KEY
     os.environ["ATTENTION_LAB_CLASS_DB"] = str(Path(tempfile.mkdtemp(prefix="lecture_present_")) / "class.sqlite")
@@ -229,8 +244,9 @@ def main(argv=None) -> int:
     finally:
         procs.kill_all()
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "lecture_present.json").write_text(json.dumps(res, indent=1, default=str))
-    (RESULTS / "lecture_present.md").write_text(render(res))
+    name = "lecture_present" + (f"_{args.replicas}proc" if args.replicas > 1 else "")
+    (RESULTS / f"{name}.json").write_text(json.dumps(res, indent=1, default=str))
+    (RESULTS / f"{name}.md").write_text(render(res))
     print(render(res))
     return 0
 

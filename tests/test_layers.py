@@ -52,9 +52,10 @@ def test_every_lesson_module_is_in_its_layers_independence_contract():
 
 # #27's quality bars, kept: the Streamlit layer stays thin (lessons compute, ui shows; it was 6,622 lines when the
 # issue's work began and 5,627 when it was filed) and no function grows past what one screen shows; +150 for #39's
-# lecture panel (viz_model/ui/lecture.py), then room for #39's remaining parts (presenting, recording, a preset
-# question on every page, the handout): the lead sets the bar to what they take when they land.
-UI_LINES_MAX, FUNCTION_LINES_MAX = 5600, 60
+# lecture panel (viz_model/ui/lecture.py), +625 for the rest of #39 (presenting, recording, a preset question on
+# every page, the handout's button, what followers see) and #40's ALiBi tab; the handout's 600-line table of views
+# went to its own layer (viz_model/handout/), not here.
+UI_LINES_MAX, FUNCTION_LINES_MAX = 5400, 60
 
 
 def test_the_streamlit_layer_stays_thin():
