@@ -201,6 +201,7 @@ def test_the_leaders_panel_asks_the_steps_question_in_one_click_and_offers_the_s
     q, written = classroom.store().get(code).question, lec.steps[n - 1].question
     assert q is not None and q.prompt == written.prompt and q.choices == written.choices
     assert q.answer["correct"] == list(written.correct) and q.kind == "lecture"
+    assert q.answer["source"] == "lecture"  # revealed as the lecture's answer, not the model's
     labels = [e.proto.label for e in at.get("download_button")]
     assert "Markdown" in labels and "CSV" in labels  # the summary, now that a question was asked
 
@@ -246,3 +247,16 @@ def test_a_range_the_follower_never_held_arrives_as_a_tuple(store, clock):
     student.join(code, follow=True)
     student.follow_step(store.get(code), {"", "cost"}, clock(), query={})
     assert student.state["cost_T"] == (64, 1024)
+
+
+def test_a_written_lecture_questions_answer_is_named_the_lectures_not_the_models():
+    """A written question's answer is its author's: the reveal and the summary say so; a preset's stays the model's."""
+    from viz_model.lessons.classroom import model_answer_text
+
+    choices = ["flatter", "sharper"]
+    lecture = {"correct": [1], "why": "", "source": "lecture"}
+    assert model_answer_text(choices, lecture).startswith("The lecture's answer: “sharper”")
+    assert model_answer_text(choices, {"correct": [1]}).startswith("The model's own answer: “sharper”")
+    asked = AskedQuestion(1, "lecture", "Without the scale?", tuple(choices), lecture, (2, 3))
+    preset = AskedQuestion(2, "attention", "Which word?", tuple(choices), {"correct": [1]}, (2, 3))
+    assert asked.model_answer == "sharper (the lecture's answer)" and preset.model_answer == "sharper"

@@ -39,7 +39,10 @@ class AskedQuestion:
 
     @property
     def model_answer(self) -> str:
-        return " or ".join(self.choices[i] for i in self.correct) if self.correct else "(none: a free question)"
+        if not self.correct:
+            return "(none: a free question)"
+        names = " or ".join(self.choices[i] for i in self.correct)  # a lecture's written question: its author's
+        return names + (" (the lecture's answer)" if self.answer.get("source") == "lecture" else "")
 
 
 def share_text(q: AskedQuestion) -> str:

@@ -28,7 +28,8 @@ def model_answer_text(choices: Sequence[str], answer: dict) -> str:
     if not correct:
         return "No model answer for a free question: discuss it."
     names = ", ".join(f"“{choices[i]}”" for i in correct)
-    return f"The model's own answer: {names}. {answer.get('why', '')}"
+    whose = "The lecture's answer" if answer.get("source") == "lecture" else "The model's own answer"
+    return f"{whose}: {names}. {answer.get('why', '')}"
 
 
 def tally_lines(choices: Sequence[str], counts: Sequence[int], answer: dict) -> list[tuple[bool, str, int]]:

@@ -340,7 +340,8 @@ def _step_question(step: Any) -> Any:
     q = step.question
     if q.preset:
         return _preset(q.preset, step.params)
-    return lesson.Preset("lecture", q.prompt, list(q.choices), {"correct": list(q.correct), "why": q.why or ""})
+    return lesson.Preset("lecture", q.prompt, list(q.choices), {"correct": list(q.correct), "why": q.why or "",
+                                                                 "source": "lecture"})
 
 
 def _preset(name: str, view: dict) -> Any:
