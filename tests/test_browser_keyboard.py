@@ -21,8 +21,13 @@ SENTENCE = {"encoder-decoder": "the little bird by the window sang again", "gene
 
 # The focused element, if it is in the page's main area or a popover opened from it, and whether its focus shows.
 _FOCUS = """async () => {
-    // a control that fades in on focus (a chart's or a table's toolbar) is judged once its fade has ended
-    await Promise.all(document.getAnimations().filter(a => a instanceof CSSTransition).map(a => a.finished));
+    // a control that fades in on focus (a chart's or a table's toolbar) is judged once its fade has ended; a
+    // transition that never ends (its promise neither resolves nor rejects) made this evaluate, which has no timeout,
+    // wait forever (the suite hung here): each fade gets at most 3 s, and a cancelled one counts as ended
+    await Promise.race([
+        Promise.all(document.getAnimations().filter(a => a instanceof CSSTransition)
+                    .map(a => a.finished.catch(() => null))),
+        new Promise(done => setTimeout(done, 3000))]);
     const e = document.activeElement;
     if (!e || !e.closest('[data-testid="stMain"], [data-testid="stPopoverBody"]')
         || e.matches('[data-testid="stMain"]')) return null;

@@ -77,3 +77,30 @@ def test_the_arrow_keys_step_but_not_while_a_text_box_or_slider_has_the_focus(pa
     slider.evaluate("e => e.blur()")
     page.keyboard.press("ArrowLeft")
     _at_step(page, 4)  # from step 5: the arrow on the slider did not step
+
+
+_SCALE_ON = """on => document.querySelector('[data-testid="stMain"] .st-key-explorer_scale input')?.checked === on"""
+
+
+def test_a_step_after_a_step_on_the_same_page_opens_with_its_own_settings_and_keeps_them(page):
+    """Step 3 opens the Explorer with the scale switched off; step 4 is the Explorer again, scale at its default (on).
+    Forgetting step 3's value on the server was not enough: the browser kept the toggle off (its own copy of the
+    value) while the page was computed with it on, and sent "off" back with the next rerun. The toggle must read on
+    at step 4 and stay on through a rerun of the head view (a Head pick sends the browser's values back)."""
+    from test_browser_class_follow import pick_key
+
+    open_page(page, "?lecture=attention&step=3", wait_chart=False)
+    _at_step(page, 3)
+    page.wait_for_function(_SCALE_ON, arg=False)
+    page.keyboard.press("ArrowRight")
+    _at_step(page, 4)
+    page.wait_for_function(_SCALE_ON, arg=True)
+    pick_key(page, "explorer_head", "2")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('explorer_head') === '2'")
+    settled(page)
+    assert page.evaluate(_SCALE_ON, True), "the step's scale went back to the student's earlier setting"
+    assert new_query(page).get("explorer_scale") != "false"
+
+
+def new_query(page) -> dict[str, str]:
+    return dict(page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))"))

@@ -79,8 +79,13 @@ def go(name: str, lec: Lecture, n: int) -> None:
     prefixes = PAGE_PARAMS[step.page]
     kept_tabs = st.session_state.get(share._TAB_KEPT) or {}  # share.tabs reopens a kept tab the link does not name
     for kept in (st.session_state, kept_tabs):
-        for key in [k for k in kept if isinstance(k, str) and (k.startswith(prefixes) or k in step.params)]:
-            del kept[key]
+        keys = [k for k in kept if isinstance(k, str) and (k.startswith(prefixes) or k in step.params)]
+        defaults = _drawn_defaults([k for k in keys if k not in step.params]) if kept is st.session_state else {}
+        for key in keys:
+            if key in defaults:
+                kept[key] = defaults[key]
+            else:
+                del kept[key]
     st.session_state[_AT] = (name, n)
     st.switch_page(_page(step.page), query_params=_unbind({**_linked(step.params), LECTURE: name, STEP: str(n)}))
 
@@ -91,6 +96,24 @@ def _linked(params: dict[str, Any]) -> dict[str, Any]:
     titles = {e.key: e.title for e in available_models()}
     model = params.get("model_key")
     return {**params, "model_key": titles[model]} if model in titles else params
+
+
+def _drawn_defaults(keys: list[str]) -> dict[str, Any]:
+    """{key: its widget's default} for the link-bound widgets of the run before (a step after a step on the same
+    page). Forgetting such a value is not enough: the browser keeps the widget's old value and sends it back with a
+    later rerun (the step's view would drift back to the student's setting, and a chart would disagree with its
+    control). A value set in st.session_state is one Streamlit sends to the browser. The default is the widget's own
+    (its deserializer of no value, as Streamlit computes it); Streamlit's internals: any surprise forgets as before."""
+    try:
+        ctx = get_script_run_ctx()
+        state = ctx.session_state._state
+        with ctx.session_state.query_params() as qp:
+            bound = set(qp._bindings_by_param)
+        metadata = state._new_widget_state.widget_metadata
+        found = {k: metadata.get(state._key_id_mapper.get_id_from_key(k, "")) for k in keys if k in bound}
+        return {k: meta.deserializer(None) for k, meta in found.items() if meta is not None}
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return {}
 
 
 def _unbind(names: dict[str, Any]) -> dict[str, Any]:
