@@ -38,7 +38,8 @@ def open_encoder(page, tmp_path) -> None:
     open_page(page, "train", wait_chart=False)
     page.get_by_role("tab", name="Save / load").click()
     wait_idle(page)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(tiny_encoder(tmp_path))
+    uploader = page.locator('[data-testid="stMain"] [data-testid="stFileUploader"] input[type="file"]')
+    uploader.set_input_files(tiny_encoder(tmp_path))  # stMain: the sidebar has a lecture file's uploader too
     page.get_by_text("tiny-encoder.json").wait_for()
     page.get_by_role("button", name="Check and add").click()
     page.get_by_text("valid safetensors").wait_for()
