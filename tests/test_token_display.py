@@ -173,8 +173,14 @@ def test_start_shows_the_pizza_in_its_token_table_and_on_its_axes_and_the_lower_
     assert any("`My` is read as `my`" in c.value for c in at.caption)
 
 
-def test_generate_shows_the_chosen_token_with_its_space(english_app):
-    at = english_app.switch_page("app_pages/generate.py").run()
+def test_generate_shows_the_chosen_token_with_its_space():
+    """On Generate's own default prompt: a session of its own (in the module's session, the pizza typed on Start is
+    carried to Generate's prompt as the session's sentence, #39, and the next token is a byte of the emoji)."""
+    from conftest import open_app
+
+    at = open_app()
+    at.session_state["model_key"] = "english"
+    at = at.switch_page("app_pages/generate.py").run()
     assert not at.exception
     sentence = next(m.value for m in at.markdown if "The chosen token is orange" in m.value)
     text, kinds = rendered(sentence)
