@@ -390,7 +390,7 @@ def test_no_sentence_of_a_built_in_lecture_types_a_number_about_the_model():
 
 
 def test_every_preset_a_built_in_lecture_asks_exists():
-    presets = pytest.importorskip("viz_model.lessons.presets")
+    from viz_model.lessons import presets
     for name, lec in builtin_lectures().items():
         for step in lec.steps:
             if step.question is not None and step.question.preset:
