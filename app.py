@@ -25,6 +25,11 @@ PAGES = [
     ("Architectures", "app_pages/encoder_decoder.py", "Encoder–decoder", ":material/translate:", "encoder-decoder"),
     ("Why it trains", "app_pages/recurrence.py", "RNN vs Transformer", ":material/timeline:", "recurrence"),
     ("Why it trains", "app_pages/normalization.py", "Normalization", ":material/equalizer:", "normalization"),
+    # #40: what attention is, and what it is not (a page is listed once its file exists)
+    ("Inside the model", "app_pages/lens.py", "Logit lens", ":material/layers:", "logit-lens"),
+    ("Inside the model", "app_pages/attribution.py", "Attention vs attribution", ":material/compare_arrows:",
+     "attribution"),
+    ("Inside the model", "app_pages/sinks.py", "Attention sinks", ":material/anchor:", "sinks"),
     ("Lab", "app_pages/train.py", "Train", ":material/model_training:", "train"),
     ("Lab", "app_pages/generate.py", "Generate", ":material/edit_note:", "generate"),
     ("Lab", "app_pages/cost.py", "Cost", ":material/speed:", "cost"),
