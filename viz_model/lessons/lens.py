@@ -54,9 +54,14 @@ def streams(model: TinyTransformer, ids: Sequence[int]) -> tuple[list[torch.Tens
     return [first[0], *(r[0] for r in tr.residual)], out.logits[0]
 
 
+def read_logits(model: TinyTransformer, h: torch.Tensor) -> torch.Tensor:
+    """One stream (T, d_model) through the model's final norm and unembedding: next-token logits (T, vocab)."""
+    return model.head(model.ln_f(h)).float()
+
+
 def read_out(model: TinyTransformer, h: torch.Tensor) -> torch.Tensor:
-    """One stream (T, d_model) through the model's final norm and unembedding: next-token probabilities (T, vocab)."""
-    return torch.softmax(model.head(model.ln_f(h)).float(), dim=-1)
+    """One stream (T, d_model) read out as next-token probabilities (T, vocab)."""
+    return torch.softmax(read_logits(model, h), dim=-1)
 
 
 @torch.no_grad()
@@ -95,13 +100,14 @@ def lens_view(model: TinyTransformer, ids: Sequence[int], k: int = TOP_K) -> Len
         final = own.argmax(-1)  # (T,)
         tops, top_p, ranks, fin_p, last = [], [], [], [], None
         for h in hs:
-            p = read_out(model, h)  # (T, vocab)
-            pf = p.gather(-1, final[:, None])  # (T, 1)
+            z = read_logits(model, h)  # (T, vocab)
+            p = torch.softmax(z, dim=-1)
             v, i = p.topk(min(k, p.shape[-1]), dim=-1)
             tops.append(i.cpu())
             top_p.append(v.cpu())
-            ranks.append(((p > pf).sum(-1) + 1).cpu())
-            fin_p.append(pf[:, 0].cpu())
+            # ranked by logit: far down the list float32 probabilities underflow to ties at 0
+            ranks.append(((z > z.gather(-1, final[:, None])).sum(-1) + 1).cpu())
+            fin_p.append(p.gather(-1, final[:, None])[:, 0].cpu())
             last = p
     dp = float((last - own).abs().max())
     kl = float((own * (own.clamp_min(1e-30).log() - last.clamp_min(1e-30).log())).sum(-1).max())
@@ -129,6 +135,14 @@ def first_top(view: LensView, pos: int) -> int:
     return int(np.flatnonzero(view.final_rank[:, pos] == 1)[0])
 
 
+def row_groups(n_rows: int, most: int = 16) -> list[tuple[str, list[int]]]:
+    """The rows as a question's choices: one each, or (a model of more than `most` rows) `most` runs of neighbours,
+    named by their first and last row ("layers 4–7")."""
+    names = row_names(n_rows - 1)
+    groups = [g.tolist() for g in np.array_split(np.arange(n_rows), min(n_rows, most))]
+    return [(names[g[0]] if len(g) == 1 else f"{names[g[0]]} – {names[g[-1]]}", g) for g in groups]
+
+
 def stays_top(view: LensView, pos: int) -> bool:
     """Whether the final prediction stays the top token at every row from its first one up."""
     return bool((view.final_rank[first_top(view, pos):, pos] == 1).all())
@@ -150,7 +164,8 @@ def position_sentence(view: LensView, pos: int, tokens: Sequence[str], label: Ca
                 f"rank is {int(view.final_rank[:-1, pos].min()):,}.")
     kept = ("and stays top in every layer above" if stays_top(view, pos) else
             "loses the top place again further up, and wins it back by the last layer")
-    return (f"{where} ({p_last:.0%}). It is already the top token at the {rows[first]} "
+    at = "the embeddings" if first == 0 else rows[first]
+    return (f"{where} ({p_last:.0%}). It is already the lens's top token after {at} "
             f"({view.final_p[first, pos]:.0%} there), {kept}.")
 
 
