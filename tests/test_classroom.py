@@ -6,9 +6,11 @@ the key, a wrong key, leading, a student joining by link and following)."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 
+import class_backends
 import numpy as np
 import pytest
 
@@ -17,7 +19,21 @@ from viz_model.checkpoint import load_checkpoint
 from viz_model.lessons import classroom as lesson
 from viz_model.lessons.classroom import attention_question, rope_question
 from viz_model.runtime import classroom as cr
-from viz_model.runtime.classroom import ClassError, ClassStore, FollowStep, Tab, key_matches, parse_code
+from viz_model.runtime.class_redis import RedisClassStore
+from viz_model.runtime.class_store import open_for_server, open_store
+from viz_model.runtime.classroom import (
+    ClassError,
+    ClassStore,
+    ClassStoreAPI,
+    ClassStoreDown,
+    FollowStep,
+    Tab,
+    key_matches,
+    parse_code,
+)
+
+# Every class-store test runs on both backends (#42): `backend` is "sqlite" then "redis" (a real redis-server)
+backend, redis_url = class_backends.backend, class_backends.redis_url
 
 
 class Clock:
@@ -39,8 +55,8 @@ def clock():
 
 
 @pytest.fixture
-def store(db, clock):
-    s = ClassStore(db, clock=clock)
+def store(backend, clock):
+    s = backend.open(clock)
     yield s
     s.close()
 
@@ -76,8 +92,9 @@ def test_a_published_view_gets_a_new_version_only_when_it_changes(store):
     assert store.publish(code, "someone else", "", {}) is None  # only the leader's tab publishes
 
 
-def test_two_connections_to_one_file_see_the_same_class_like_two_server_processes(db, clock):
-    a, b = ClassStore(db, clock=clock), ClassStore(db, clock=clock)
+def test_two_connections_to_one_store_see_the_same_class_like_two_server_processes(backend, clock):
+    a, b = backend.open(clock), backend.open(clock)
+    assert isinstance(a, ClassStoreAPI) and isinstance(a, RedisClassStore if backend.name == "redis" else ClassStore)
     code = a.create("L")
     a.publish(code, "L", "explorer", {"explorer_layer": 1})
     assert b.get(code).values == {"explorer_layer": 1}
@@ -86,18 +103,19 @@ def test_two_connections_to_one_file_see_the_same_class_like_two_server_processe
     qid = a.ask(code, "L", "free", "Which?", ["x", "y"])
     assert b.answer(code, qid, "s1", 1) and a.answer(code, qid, "s2", 0)
     assert a.tally(code, qid) == b.tally(code, qid) == [1, 1]
-    assert a.path == b.path and open(db, "rb").read(16).startswith(b"SQLite format 3")
-    assert a._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    if backend.name == "sqlite":
+        assert a.path == b.path and open(backend.where, "rb").read(16).startswith(b"SQLite format 3")
+        assert a._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     a.close(), b.close()
 
 
-def test_a_second_process_reads_the_class_a_first_one_wrote(db, clock):
-    store = ClassStore(db, clock=clock)
+def test_a_second_process_reads_the_class_a_first_one_wrote(backend, clock):
+    store = backend.open(clock)
     code = store.create("L")
     store.publish(code, "L", "masks", {"masks_kind": "causal"})
-    out = subprocess.run([sys.executable, "-c", "import sys; from viz_model.runtime.classroom import ClassStore; "
-                          "v = ClassStore(sys.argv[1]).get(sys.argv[2]); print(v.page, v.values['masks_kind'])",
-                          str(db), code], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([sys.executable, "-c", "import sys; from viz_model.runtime.class_store import open_store; "
+                          "v = open_store(sys.argv[1]).get(sys.argv[2]); print(v.page, v.values['masks_kind'])",
+                          backend.where, code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["masks", "causal"]
     store.close()
 
@@ -190,6 +208,78 @@ def test_a_server_restart_empties_the_store_but_a_second_replica_keeps_it(db):
     restarted = ClassStore.open_for_server(db)
     assert restarted.get(code) is None
     first.close(), second.close(), restarted.close()
+
+
+def test_a_replica_restarting_keeps_the_classes_in_redis_and_a_redis_restart_loses_them(redis_url):
+    """#42: replicas on several machines cannot see each other's processes, so opening the Redis store empties
+    nothing (SQLite's rule above is per machine); what loses the classes is Redis itself, which keeps nothing."""
+    first = open_for_server(redis_url)
+    first._redis.flushdb()
+    code = first.create("L")
+    restarted = open_for_server(redis_url)  # a replica (re)starting while Redis runs
+    assert restarted.get(code) is not None and restarted.get(code).leader == "L"
+    first._redis.flushdb()  # what a Redis restart leaves: nothing (no RDB, no AOF)
+    assert restarted.get(code) is None and not restarted.ended(code)
+    first.close(), restarted.close()
+
+
+def test_every_key_of_a_redis_class_expires_and_activity_renews_it(redis_url, clock):
+    """#42: Redis drops an old class by itself: EXPIRE CLASS_TTL_S on every key of the class, renewed by activity."""
+    store = open_store(redis_url, clock=clock)
+    store._redis.flushdb()
+    code = store.create("L", browser="laptop")
+    qid = store.ask(code, "L", "free", "Which?", ["x", "y"])
+    store.seen(code, "s1", True), store.answer(code, qid, "s1", 1)
+    store.close_question(code, "L"), store.ask(code, "L", "free", "Next?", ["x", "y"])
+    store.answer(code, qid + 1, "s1", 0)
+    keys = [k for k in store._redis.keys("*") if k.endswith(":" + code)]
+    assert sorted(k.split(":")[1] for k in keys) == ["a", "c", "ff", "fs", "k", "lb", "q"]
+    for key in keys:
+        store._redis.expire(key, 5)
+    assert all(0 < store._redis.ttl(k) <= 5 for k in keys)
+    assert store.heartbeat(code, "L")  # the leader's tab is alive: every key of the class lives on
+    assert all(cr.CLASS_TTL_S - 60 < store._redis.ttl(k) <= cr.CLASS_TTL_S for k in keys)
+    assert store._redis.ttl(store.prefix + "classes") > 0 and store._redis.ttl(store.prefix + "ended") == -2
+    store.close()
+
+
+def test_a_redis_that_is_down_raises_the_one_error_the_ui_reports(clock):
+    """#42: a Redis that is down or gone is ClassStoreDown (a sqlite3.OperationalError: the UI's handler for a store
+    it cannot read), with where it is and no password; never redis-py's own error."""
+    with class_backends.redis_server() as url:
+        store = open_store(url.replace("redis://", "redis://:pw@"), clock=clock)
+        code = store.create("L")
+    with pytest.raises(ClassStoreDown, match=r"class store at 127\.0\.0\.1:\d+/0 cannot be reached") as e:
+        store.get(code)
+    assert isinstance(e.value, sqlite3.OperationalError) and "pw" not in str(e.value)
+    for call in (lambda: store.create("L"), lambda: store.seen(code, "s", True), lambda: store.counts(code),
+                 lambda: store.student_id("t"), lambda: store.publish(code, "L", "", {})):
+        with pytest.raises(ClassStoreDown):
+            call()
+    with pytest.raises(ClassStoreDown, match="not a class store"):
+        open_store("http://example.org/0")
+
+
+def test_the_store_is_chosen_by_one_setting(monkeypatch, tmp_path, redis_url):
+    monkeypatch.delenv("ATTENTION_LAB_CLASS_STORE", raising=False)
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "c.sqlite"))
+    assert type(open_store()) is ClassStore and open_store().path == tmp_path / "c.sqlite"
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", redis_url)
+    assert type(open_store()) is RedisClassStore and type(open_for_server()) is RedisClassStore
+
+
+def test_the_number_of_students_in_a_class_is_bounded(store, clock, monkeypatch):
+    monkeypatch.setattr(cr, "MAX_FOLLOWERS", 2)
+    code = store.create("L")
+    assert store.seen(code, "s1", True) and store.seen(code, "s2", False)
+    assert not store.seen(code, "s3", True)  # full
+    assert store.seen(code, "s1", False)  # a student already in the class is still seen
+    clock.t += cr.FOLLOWER_STALE_S + 1
+    assert store.seen(code, "s3", True) and store.counts(code) == (1, 1)  # the others are gone: a seat is free
+    clock.t += cr.FOLLOWER_DROP_S
+    store.heartbeat(code, "L")
+    store.expire()
+    assert store.counts(code) == (0, 0) and not store.seen("ZZZZ" if code != "ZZZZ" else "YYYY", "s1", True)
 
 
 def test_the_default_store_is_in_memory_on_dev_shm(monkeypatch):
@@ -493,7 +583,7 @@ def test_the_instructors_own_browser_and_tabs_are_not_counted_as_students(store,
     assert store.counts(code) == (1, 1)
 
 
-def test_a_missing_class_says_whether_it_ended_was_this_tabs_or_never_existed(store, clock):
+def test_a_missing_class_says_whether_it_ended_was_this_tabs_or_never_existed(store, backend, clock):
     code = _leader(store).state[cr.CODE]
     never = "ZZZZ" if code != "ZZZZ" else "YYYY"
     tab = Tab({cr.CODE_BOX: never.lower()}, lambda: store)
@@ -502,7 +592,7 @@ def test_a_missing_class_says_whether_it_ended_was_this_tabs_or_never_existed(st
                                        "letters on the projector.")
     member = Tab({}, lambda: store)
     member.join(code, follow=True)
-    store._db.execute("DELETE FROM classes")  # the class is gone without an end (a restarted server)
+    backend.vanish(store)  # the class is gone without an end (a restarted server)
     assert member.enter({"class": code}) is None
     assert member.state[cr.GONE].startswith(f"Class {code} is no longer running (the server restarted")
     ended = _leader(store).state[cr.CODE]
@@ -513,13 +603,14 @@ def test_a_missing_class_says_whether_it_ended_was_this_tabs_or_never_existed(st
 
 # -- the Class expander in AppTest -------------------------------------------------------------------------------
 @pytest.fixture
-def class_env(db, monkeypatch):
+def class_env(backend, monkeypatch):
+    """The app in class mode on each backend: ui.classroom.store opens the SQLite file or Redis (#42)."""
     monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
-    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(db))
+    backend.env(monkeypatch)
     from viz_model.ui import classroom
 
     classroom.store.clear()
-    yield db
+    yield backend
     classroom.store.clear()
 
 
@@ -555,7 +646,7 @@ def test_a_student_joining_by_link_follows_the_leaders_settings(app_test, class_
     code = leader.session_state["_class_code"]
     leader.selectbox(key="start_layer").set_value(1).run()
     leader.selectbox(key="start_head").set_value(2).run()
-    view = ClassStore(class_env).get(code)
+    view = class_env.open().get(code)
     assert view.page == "" and view.values["start_layer"] == 1 and view.values["start_head"] == 2
     assert "presenter_mode" not in view.values
 
@@ -609,7 +700,7 @@ def test_the_start_preset_asks_about_the_view_and_answers_with_the_models_attent
     at.selectbox(key="start_head").set_value(2).run()
     at.selectbox(key="class_ask_kind").set_value(at.selectbox(key="class_ask_kind").options[0]).run()
     at.button(key="class_ask").click().run()
-    q = ClassStore(class_env).get(code).question
+    q = class_env.open().get(code).question
     assert q.kind == "attention" and "head 1·2" in q.prompt
     ckpt = load_model(at.session_state["model_key"], "cpu")
     ids = [int(c.split(" ", 1)[0]) for c in q.choices]
@@ -629,7 +720,7 @@ def test_the_rope_preset_answers_from_the_panels_settings(app_test, class_env):
     at.switch_page("app_pages/rope.py").run()
     at.selectbox(key="class_ask_kind").set_value(at.selectbox(key="class_ask_kind").options[0]).run()
     at.button(key="class_ask").click().run()
-    q = ClassStore(class_env).get(code).question
+    q = class_env.open().get(code).question
     assert q.kind == "rope" and "keeps every angle" in q.prompt
     assert "linear interpolation (PI)" in [q.choices[i] for i in q.answer["correct"]]
     assert not at.exception
@@ -640,7 +731,7 @@ def test_presenter_mode_shows_the_class_code_large_and_is_not_followed(app_test,
     at.toggle(key="presenter_mode").set_value(True).run()
     assert f"Class code: {code}" in [h.value for h in at.header]  # h2 in presenter mode (h3 otherwise)
     assert not any(f"Class code: {code}" in h.value for h in at.subheader)
-    assert "presenter_mode" not in ClassStore(class_env).get(code).values
+    assert "presenter_mode" not in class_env.open().get(code).values
 
 
 def test_a_student_whose_leader_left_stays_put_with_a_notice(app_test, class_env):
@@ -648,8 +739,7 @@ def test_a_student_whose_leader_left_stays_put_with_a_notice(app_test, class_env
     from streamlit.testing.v1 import AppTest
 
     _, code = _leading(app_test)
-    s = ClassStore(class_env)
-    s._db.execute("UPDATE classes SET leader_seen = leader_seen - 60")
+    class_env.age_leader(class_env.open(), code, 60)
     student = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
     student.query_params["class"] = code
     student.run()
@@ -684,7 +774,7 @@ def test_a_second_tab_with_the_key_takes_over_and_the_first_is_told(app_test, cl
     second.text_input(key="class_key").input("s3cret").run()
     second.toggle(key="class_lead").set_value(True).run()
     assert second.session_state["_class_code"] == code
-    assert ClassStore(class_env).get(code).leader == second.session_state["_class_tab"]
+    assert class_env.open().get(code).leader == second.session_state["_class_tab"]
     first.session_state["_class_beat_at"] = 0.0  # its heartbeat is due (the 0.5 s fragment in a browser)
     first.run()  # its publish is refused ...
     first.run()  # ... so it is told, and leads no more
@@ -692,14 +782,17 @@ def test_a_second_tab_with_the_key_takes_over_and_the_first_is_told(app_test, cl
     assert first.toggle(key="class_lead").value is False and not first.exception
 
 
-def test_a_browsers_student_id_is_stable_anonymous_and_unlinked_by_a_restart(db):
-    store = ClassStore.open_for_server(db)
+def test_a_browsers_student_id_is_stable_anonymous_and_unlinked_by_a_restart(backend):
+    store = open_for_server(backend.where)
     a = store.student_id("eebdeebf87ed4759212915cb3c83357e")
     assert a == store.student_id("eebdeebf87ed4759212915cb3c83357e") != store.student_id("00" * 16)
     assert len(a) == 16 and a not in "eebdeebf87ed4759212915cb3c83357e"
-    assert ClassStore(db).student_id("eebdeebf87ed4759212915cb3c83357e") == a  # the other process agrees
-    store._db.execute("UPDATE servers SET pid = 999999999 - pid")
-    assert ClassStore.open_for_server(db).student_id("eebdeebf87ed4759212915cb3c83357e") != a
+    assert backend.open().student_id("eebdeebf87ed4759212915cb3c83357e") == a  # the other process agrees
+    if backend.name == "sqlite":
+        store._db.execute("UPDATE servers SET pid = 999999999 - pid")  # every server process has gone
+    else:
+        store._redis.flushdb()  # Redis restarted: it kept nothing
+    assert open_for_server(backend.where).student_id("eebdeebf87ed4759212915cb3c83357e") != a
 
 
 # -- class mode in the main view (#43, item 10): the banner above the page ----------------------------------------
@@ -710,8 +803,8 @@ def _student(code: str):
 
 
 
-def _ask(code: str, db, prompt: str, choices: list[str]) -> int:
-    return ClassStore(db).ask(code, ClassStore(db).get(code).leader, "free", prompt, choices)
+def _ask(code: str, backend, prompt: str, choices: list[str]) -> int:
+    return backend.open().ask(code, backend.open().get(code).leader, "free", prompt, choices)
 
 
 def test_a_joined_student_answers_the_question_in_the_main_view_without_the_sidebar(app_test, class_env):
@@ -725,7 +818,7 @@ def test_a_joined_student_answers_the_question_in_the_main_view_without_the_side
     assert any(b.label == "Answer" for b in main.button)
     student.radio(key=f"class_pick_{qid}").set_value(1).run()
     student.button(key=f"class_answer_{qid}").click().run()
-    assert ClassStore(class_env).tally(code, qid) == [0, 1, 0]
+    assert class_env.open().tally(code, qid) == [0, 1, 0]
     student.run()
     assert any("Your answer is in" in s.value for s in student.main.success)
     assert not student.main.radio and not student.exception
@@ -737,7 +830,7 @@ def test_a_joined_student_answers_the_question_in_the_main_view_without_the_side
 def test_the_banner_says_the_instructor_is_away_and_an_explorer_can_catch_up(app_test, class_env):
     leader, code = _leading(app_test)
     assert not [c for c in leader.main.caption if f"Class {code}" in c.value]  # no student banner for the leader
-    ClassStore(class_env)._db.execute("UPDATE classes SET leader_seen = leader_seen - 60")
+    class_env.age_leader(class_env.open(), code, 60)
     student = _student(code)
     assert any("closed or asleep" in i.value for i in student.main.info)
     student.toggle(key="class_follow").set_value(False).run()
@@ -758,7 +851,7 @@ def test_a_5000_character_question_is_kept_and_told_too_long(app_test, class_env
                for w in at.sidebar.warning)
     assert any(f"{len(long.strip()):,} / {cr.MAX_PROMPT_CHARS} characters" in c.value for c in at.sidebar.caption)
     at.button(key="class_ask").click().run()
-    assert ClassStore(class_env).get(code).question is None
+    assert class_env.open().get(code).question is None
     assert any(f"a question has at most {cr.MAX_PROMPT_CHARS}" in e.value for e in at.sidebar.error)
     assert at.text_input(key="class_ask_prompt").value == long and not at.exception
 
@@ -772,8 +865,8 @@ def test_a_choice_over_the_limit_is_refused_with_the_limit_not_cut_in_silence(ap
     assert any(f"Choice 2 has {len(long)} characters; a choice has at most {cr.MAX_CHOICE_CHARS}" in w.value
                for w in at.sidebar.warning)
     at.button(key="class_ask").click().run()
-    assert ClassStore(class_env).get(code).question is None
+    assert class_env.open().get(code).question is None
     at.text_area(key="class_ask_choices").input("layer 0 head 1\nlayer 1 head 2").run()
     at.button(key="class_ask").click().run()
-    assert ClassStore(class_env).get(code).question.choices == ("layer 0 head 1", "layer 1 head 2")
+    assert class_env.open().get(code).question.choices == ("layer 0 head 1", "layer 1 head 2")
     assert not at.sidebar.warning and not at.exception

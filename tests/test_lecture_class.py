@@ -10,6 +10,7 @@ import csv
 import io
 import sqlite3
 
+import class_backends
 import pytest
 from conftest import ROOT
 
@@ -31,9 +32,13 @@ def clock():
     return Clock()
 
 
+# The store-level tests run on both backends (#42): the SQLite file, then a real redis-server
+backend, redis_url = class_backends.backend, class_backends.redis_url
+
+
 @pytest.fixture
-def store(tmp_path, clock):
-    s = ClassStore(tmp_path / "class.sqlite", clock=clock)
+def store(backend, clock):
+    s = backend.open(clock)
     yield s
     s.close()
 

@@ -19,6 +19,11 @@ running one keeps the classes. Tabs that reconnect with `?class=CODE` then learn
 Bounds: at most MAX_CLASSES classes (idle ones expire after CLASS_TTL_S), MAX_FOLLOWERS students a class, a view of
 at most MAX_STATE_BYTES, MAX_CHOICES choices of MAX_CHOICE_CHARS, a prompt of MAX_PROMPT_CHARS, one answer per student
 per question. The instructor key is compared in constant time (`key_matches`) and is never stored here.
+
+Two stores, one interface (#42): `ClassStoreAPI` names every operation; `ClassStore` (this SQLite file, the embedded
+default: nothing to start, one machine) and `class_redis.RedisClassStore` (ATTENTION_LAB_CLASS_STORE=redis://...,
+several machines) implement it with the same behaviour and bounds; `class_store.open_for_server` picks one.
+A store that cannot be reached raises `ClassStoreDown`, the one error the UI reports as a class it cannot reach.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import sqlite3
 import tempfile
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +92,12 @@ class ClassError(ValueError):
     """Something a user asked that the class cannot do, with a sentence they understand."""
 
 
+class ClassStoreDown(sqlite3.OperationalError):
+    """The class store cannot be reached (a Redis server that is down or too slow): the pages run on, the class
+    says why it is not reachable. A sqlite3.OperationalError, so the UI's one handler for a store it cannot read
+    (a locked or missing SQLite file) reports both backends the same way."""
+
+
 def key_matches(given: str | None, expected: str | None) -> bool:
     """The instructor key check: constant time in the typed key's content (hmac.compare_digest on digests of
     equal length, so neither the content nor the length of the real key leaks through timing). No key configured:
@@ -136,6 +148,30 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def checked_question(kind: str, prompt: str, choices: Sequence[str],
+                     answer: dict | None) -> tuple[str, list[str], dict]:
+    """A question as a store keeps it (prompt and choices stripped), or a ClassError naming the limit it breaks; the
+    same checks for every backend."""
+    if not QUESTION_KIND.fullmatch(kind):
+        raise ClassError(f"Unknown question kind {kind!r}.")
+    prompt = prompt.strip()
+    choices = [str(c).strip() for c in choices if str(c).strip()]
+    if not prompt:
+        raise ClassError("Type a question.")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise ClassError(f"Your question has {len(prompt):,} characters; a question has at most "
+                         f"{MAX_PROMPT_CHARS}. Shorten it (your text is kept).")
+    if long := [i for i, c in enumerate(choices) if len(c) > MAX_CHOICE_CHARS]:
+        raise ClassError(f"Choice {long[0] + 1} has {len(choices[long[0]])} characters; a choice has at most "
+                         f"{MAX_CHOICE_CHARS}. Shorten it (your text is kept).")
+    if not 2 <= len(choices) <= MAX_CHOICES:
+        raise ClassError(f"A question needs 2 to {MAX_CHOICES} choices.")
+    answer = answer or {}
+    if any(not 0 <= i < len(choices) for i in answer.get("correct", [])):
+        raise ClassError("The model's answer is not one of the choices.")
+    return prompt, choices, answer
+
+
 def _view_json(page: str, values: dict[str, Any], query: dict[str, Any]) -> str:
     text = json.dumps({"page": page, "values": values, "query": query}, sort_keys=True, separators=(",", ":"))
     if len(text.encode()) > MAX_STATE_BYTES:
@@ -168,9 +204,63 @@ class ClassView:
         return self.leader is not None and now - self.leader_seen <= LEADER_STALE_S
 
 
-class ClassStore:
-    """One connection per process, shared by its script threads under a lock (each call is one short
-    transaction). Every method takes the time from `clock` so tests can move it."""
+class ClassStoreAPI(ABC):
+    """What a class store does, whichever backend keeps it (#42): the SQLite file (`ClassStore`) or Redis
+    (`class_redis.RedisClassStore`). The callers (ui.classroom, Tab, the benches) use only these; the store-level tests
+    run each against both. Times come from `clock` (tests move it). A backend that cannot be reached raises
+    ClassStoreDown; a request the class cannot do raises ClassError with a sentence."""
+
+    clock: Callable[[], float]
+
+    @abstractmethod
+    def student_id(self, browser_token: str) -> str: ...
+    @abstractmethod
+    def close(self) -> None: ...
+    @abstractmethod
+    def expire(self) -> int: ...
+    @abstractmethod
+    def ended(self, code: str) -> bool: ...
+    @abstractmethod
+    def create(self, leader: str, browser: str | None = None) -> str: ...
+    @abstractmethod
+    def end(self, code: str) -> None: ...
+    @abstractmethod
+    def get(self, code: str) -> ClassView | None: ...
+    @abstractmethod
+    def lead(self, code: str, leader: str, browser: str | None = None) -> bool: ...
+    @abstractmethod
+    def stop_leading(self, code: str, leader: str) -> None: ...
+    @abstractmethod
+    def heartbeat(self, code: str, leader: str) -> bool: ...
+    @abstractmethod
+    def publish(self, code: str, leader: str, page: str, values: dict[str, Any],
+                query: dict[str, Any] | None = None) -> int | None: ...
+    @abstractmethod
+    def seen(self, code: str, student: str, following: bool) -> bool: ...
+    @abstractmethod
+    def counts(self, code: str) -> tuple[int, int]: ...
+    @abstractmethod
+    def ask(self, code: str, leader: str, kind: str, prompt: str, choices: Sequence[str],
+            answer: dict | None = None) -> int: ...
+    @abstractmethod
+    def answer(self, code: str, qid: int, student: str, choice: int) -> bool: ...
+    @abstractmethod
+    def has_answered(self, code: str, qid: int, student: str) -> bool: ...
+    @abstractmethod
+    def tally(self, code: str, qid: int) -> list[int]: ...
+    @abstractmethod
+    def reveal(self, code: str, leader: str, qid: int) -> bool: ...
+    @abstractmethod
+    def asked(self, code: str) -> list[AskedQuestion]: ...
+    @abstractmethod
+    def led_by(self, browser: str) -> str | None: ...
+    @abstractmethod
+    def close_question(self, code: str, leader: str) -> None: ...
+
+
+class ClassStore(ClassStoreAPI):
+    """The embedded class store: one SQLite file. One connection per process, shared by its script threads under a
+    lock (each call is one short transaction). Every method takes the time from `clock` so tests can move it."""
 
     def __init__(self, path: str | Path | None = None, clock: Callable[[], float] = time.time):
         self.path = Path(path) if path is not None else default_path()
@@ -361,23 +451,7 @@ class ClassStore:
     def ask(self, code: str, leader: str, kind: str, prompt: str, choices: Sequence[str],
             answer: dict | None = None) -> int:
         """Open a question (replacing the open one, whose answers go); its id."""
-        if not QUESTION_KIND.fullmatch(kind):
-            raise ClassError(f"Unknown question kind {kind!r}.")
-        prompt = prompt.strip()
-        choices = [str(c).strip() for c in choices if str(c).strip()]
-        if not prompt:
-            raise ClassError("Type a question.")
-        if len(prompt) > MAX_PROMPT_CHARS:
-            raise ClassError(f"Your question has {len(prompt):,} characters; a question has at most "
-                             f"{MAX_PROMPT_CHARS}. Shorten it (your text is kept).")
-        if long := [i for i, c in enumerate(choices) if len(c) > MAX_CHOICE_CHARS]:
-            raise ClassError(f"Choice {long[0] + 1} has {len(choices[long[0]])} characters; a choice has at most "
-                             f"{MAX_CHOICE_CHARS}. Shorten it (your text is kept).")
-        if not 2 <= len(choices) <= MAX_CHOICES:
-            raise ClassError(f"A question needs 2 to {MAX_CHOICES} choices.")
-        answer = answer or {}
-        if any(not 0 <= i < len(choices) for i in answer.get("correct", [])):
-            raise ClassError("The model's answer is not one of the choices.")
+        prompt, choices, answer = checked_question(kind, prompt, choices, answer)
         with self._tx() as db:
             row = db.execute("SELECT leader FROM classes WHERE code = ?", (code,)).fetchone()
             if row is None or row[0] != leader:
@@ -598,11 +672,11 @@ class Tab:
     in the tests); the shared part in the class store, which `store` opens when first needed. The methods named after
     a widget are its on_change/on_click callbacks; a leader's tab publishes, a student's follows."""
 
-    def __init__(self, state: MutableMapping[str, Any], store: Callable[[], ClassStore]):
+    def __init__(self, state: MutableMapping[str, Any], store: Callable[[], ClassStoreAPI]):
         self.state, self._store = state, store
 
     @property
-    def store(self) -> ClassStore:
+    def store(self) -> ClassStoreAPI:
         return self._store()
 
     @property

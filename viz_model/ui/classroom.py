@@ -35,6 +35,7 @@ from viz_model.lessons import class_summary as summary
 from viz_model.lessons import classroom as lesson
 from viz_model.lessons.classview import hidden_answers
 from viz_model.model_text import md_text
+from viz_model.runtime import class_store
 from viz_model.runtime import classroom as rt
 from viz_model.ui import chart, join, presenter, share
 from viz_model.ui.errors import guard
@@ -47,9 +48,10 @@ _pages: dict[str, Any] = {}  # url path -> st.Page, set by app.py (the same for 
 
 
 @st.cache_resource(show_spinner=False)
-def store() -> rt.ClassStore:
-    """This server process's connection to the class store (opening it registers the process; see the store)."""
-    return rt.ClassStore.open_for_server()
+def store() -> rt.ClassStoreAPI:
+    """This server process's connection to the class store: the SQLite file, or Redis where ATTENTION_LAB_CLASS_STORE
+    names it (#42; runtime.class_store chooses)."""
+    return class_store.open_for_server()
 
 
 def enabled() -> bool:
