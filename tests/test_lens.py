@@ -189,3 +189,19 @@ def test_the_lens_on_a_folder_model_matches_transformers_hidden_states_read_the_
     view = lens.lens_view(ck.model, ids[0].tolist())
     assert lens.lens_claims(view)[0].ok
     assert view.final_ids.tolist() == want[-1].argmax(-1).tolist()
+
+
+@pytest.mark.parametrize("settings", [{}, {"lens_pos": "3 · hy"}, {"lens_text": "The cat sat on the", "lens_pos": 2}])
+def test_the_class_question_answers_the_first_row_whose_top_token_is_the_final_prediction(models, settings):
+    from viz_model.lessons import presets as P
+
+    ck = models["english"]
+    p = P.compute("lens_first_top", P.Inputs(ck, settings))
+    ids = encode_for(ck, settings.get("lens_text", SENTENCE), bos=True).ids
+    pos = int(str(settings.get("lens_pos", len(ids) - 1)).split(" ")[0])
+    ref = by_hand(ck.model, ids, logits=True)[:, pos]  # (rows, V)
+    first = next(r for r in range(len(ref)) if int(ref[r].argmax()) == int(ref[-1].argmax()))
+    assert p.choices == lens.row_names(ck.model.config.n_layers)
+    assert p.answer["correct"] == [first] and f"(position {pos})" in p.prompt
+    with pytest.raises(ValueError, match="on the Logit lens page"):
+        P.compute("lens_first_top", P.Inputs(ck, {"lens_text": ""}))

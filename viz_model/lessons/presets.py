@@ -27,13 +27,14 @@ from viz_model.lessons import alibi as alibi_lesson
 from viz_model.lessons import cost as cost_lesson
 from viz_model.lessons import encoder as encoder_lesson
 from viz_model.lessons import generate as generate_lesson
+from viz_model.lessons import lens as lens_lesson
 from viz_model.lessons import normalization as norm_lesson
 from viz_model.lessons import qkv as qkv_lesson
 from viz_model.lessons import recurrence as rec_lesson
 from viz_model.lessons import rope as rope_lesson
 from viz_model.lessons import train as train_lesson
 from viz_model.model import eval_mode
-from viz_model.model_text import encode_for, is_folder_model, pad_token, uses_bos
+from viz_model.model_text import encode_for, is_folder_model, pad_token, token_texts, uses_bos
 from viz_model.positional import sinusoidal_encoding
 from viz_model.seq2seq import translate
 from viz_model.tokenizer import MASK, PAD, load_tokenizer
@@ -556,6 +557,29 @@ def cost_scores(inp: Inputs) -> Preset:
     return Preset("cost", prompt, choices, {"correct": correct, "why": why})
 
 
+# -- Logit lens -----------------------------------------------------------------------------------------------
+def lens_first_top(inp: Inputs) -> Preset:
+    """"At which layer does the model's final prediction first become the lens's top token?" at the view's position
+    (default the last) of the view's sentence; answered by the lens now (lessons.lens.lens_view, first_top)."""
+    s, ckpt = inp.settings, inp.ckpt
+    bos = uses_bos(ckpt)
+    enc = _encode(ckpt, s.get("lens_text", EXAMPLES[1]), bos, limit=lens_lesson.max_tokens(ckpt.model),
+                  least=1 + int(bos), page="the Logit lens page")
+    view = lens_lesson.lens_view(ckpt.model, enc.ids)
+    T = len(enc.ids)
+    pos = min(_index(s.get("lens_pos", T - 1), T - 1), T - 1)
+    groups = lens_lesson.row_groups(view.n_rows)
+    first = lens_lesson.first_top(view, pos)
+    final = _tok(token_texts(ckpt, [int(view.final_ids[pos])])[0])
+    prompt = (f"At which layer does the model's final prediction “{final}” first become the lens's top token after "
+              f"“{_tok(enc.tokens[pos])}” (position {pos})?")
+    names = lens_lesson.row_names(view.n_rows - 1)
+    why = (f"Rank of “{final}” in each layer's lens, measured now: "
+           + ", ".join(f"{n} {int(r):,}" for n, r in zip(names, view.final_rank[:, pos])) + ".")
+    return Preset("lens", prompt, [g[0] for g in groups],
+                  {"correct": [i for i, (_, rows) in enumerate(groups) if first in rows], "why": why})
+
+
 # -- the registry ---------------------------------------------------------------------------------------------
 PRESETS: dict[str, Row] = {r.name: r for r in (
     Row("start_row", "start", "Which word does this head attend to most? (Start)", start_row),
@@ -576,6 +600,8 @@ PRESETS: dict[str, Row] = {r.name: r for r in (
     Row("train_tying", "train", "How does weight tying change the parameter count? (Train)", train_tying),
     Row("generate_next", "generate", "Which token comes next? (Generate)", generate_next),
     Row("cost_scores", "cost", "How much memory do the T × T scores take? (Cost)", cost_scores),
+    Row("lens_first_top", "logit-lens", "At which layer does the final prediction first come top? (Logit lens)",
+        lens_first_top),
 )}
 
 
