@@ -39,6 +39,7 @@ from viz_model.gradients import _SHARED_MODULE
 from viz_model.lessons.common import Check, Fact
 from viz_model.model import eval_mode
 
+DEFAULT_TEXT = "The trophy didn't fit in the suitcase because it"  # lecture.PROMPTS[2]: its next word is a guess
 TOP_K = 5                 # the targets a student may pick: the model's top 5 next tokens
 AGREE = 0.5               # ρ ≥ this: "agrees with occlusion"
 MIN_WORDS = 2             # fewer typed tokens: nothing to attribute
@@ -121,6 +122,36 @@ def top_next(model, ids: Sequence[int], k: int = TOP_K) -> list[tuple[int, float
     p = torch.softmax(logits, -1)
     top = torch.topk(p, min(k, len(p)))
     return [(int(i), float(v)) for v, i in zip(top.values.cpu(), top.indices.cpu())]
+
+
+def rank_of(value) -> int:
+    """The target picker's value: its own rank (0 = most probable), or a link's label "2 · was" (1-based)."""
+    if isinstance(value, int):
+        return max(value, 0)
+    digits = str(value).strip().split(" ", 1)[0]
+    return int(digits) - 1 if digits.isdigit() and int(digits) > 0 else 0
+
+
+def target_label(rank: int, text: str) -> str:
+    """The target picker's label (the link's value): 1-based rank and the token, e.g. "1 · was"."""
+    return f"{rank + 1} · {text.strip() or repr(text)}"
+
+
+def occlusion_answer(res: Attribution, last: int) -> tuple[list[str], list[int], str]:
+    """The class question "Which token matters most for this prediction, measured by occlusion?" over the last
+    `last` typed tokens: (choices, [the largest Δ's index, ties all], why, with the head's own top token beside)."""
+    first = max(0, len(res.tokens) - last)
+    keys = list(range(first, len(res.tokens)))
+    delta = res.scores["occlusion"]
+    choices = [f"{res.positions[i]} {res.tokens[i].strip() or repr(res.tokens[i])}" for i in keys]
+    best = float(delta[keys].max())
+    correct = [j for j, i in enumerate(keys) if delta[i] >= best - 1e-9]
+    top, att = keys[correct[0]], int(np.argmax(res.scores["head"][keys])) + first
+    why = (f"Replacing each token by {res.baseline}, log p(“{res.target.strip()}”) drops most for "
+           f"“{res.tokens[top].strip()}” (Δ = {delta[top]:+.3f}). Layer {res.layer} head {res.head}'s attention "
+           + ("puts the same token first." if att == top else
+              f"puts “{res.tokens[att].strip()}” first ({res.scores['head'][att]:.0%} of its weight)."))
+    return choices, correct, why
 
 
 def _check_input(model, ids: Sequence[int], start: int = 0) -> None:

@@ -24,6 +24,7 @@ from viz_model.data import TASK_LABELS
 from viz_model.lecture import EXAMPLES, PROMPTS, ROPE_SENTENCE
 from viz_model.lectures import PAGE_ALIASES
 from viz_model.lessons import alibi as alibi_lesson
+from viz_model.lessons import attribution as attribution_lesson
 from viz_model.lessons import cost as cost_lesson
 from viz_model.lessons import encoder as encoder_lesson
 from viz_model.lessons import generate as generate_lesson
@@ -580,6 +581,33 @@ def lens_first_top(inp: Inputs) -> Preset:
                   {"correct": [i for i, (_, rows) in enumerate(groups) if first in rows], "why": why})
 
 
+# -- Attention vs attribution ---------------------------------------------------------------------------------
+def attribution_occlusion(inp: Inputs) -> Preset:
+    """"Which token matters most for this prediction, measured by occlusion?" over the view's sentence (its last 16
+    typed tokens), for the view's target (the picked one of the model's top 5): the largest drop in log p when the
+    token is replaced by the padding token, measured now (lessons.attribution); the why names the view's head's own
+    top token, so the class can compare it with what the attention map suggested."""
+    s, ckpt = inp.settings, inp.ckpt
+    model = ckpt.model
+    if not model.config.causal:
+        raise ValueError(attribution_lesson.NOT_CAUSAL)
+    bos = uses_bos(ckpt)
+    enc = _encode(ckpt, s.get("attribution_text", attribution_lesson.DEFAULT_TEXT), bos,
+                  page="the Attention vs attribution page")
+    if len(enc.ids) - int(bos) < attribution_lesson.MIN_WORDS:
+        raise ValueError(attribution_lesson.ONE_TOKEN)
+    top = attribution_lesson.top_next(model, enc.ids)
+    target = top[min(attribution_lesson.rank_of(s.get("attribution_target", 0)), len(top) - 1)][0]
+    layer, head = _layer_head(model.config, {"attribution_layer": model.config.n_layers - 1, **s}, "attribution")
+    res = attribution_lesson.attribute(model, enc.ids, enc.tokens, layer=layer, head=head, target=target,
+                                       start=int(bos), baseline=pad_token(ckpt),
+                                       target_text=token_texts(ckpt, [target])[0])
+    choices, correct, why = attribution_lesson.occlusion_answer(res, MAX_TOKEN_CHOICES)
+    prompt = (f"Which token matters most for predicting “{_tok(res.target)}” after “{_short(enc, 90, int(bos))}”, "
+              "measured by occlusion?")
+    return Preset("attribution", prompt, choices, {"correct": correct, "why": why})
+
+
 # -- the registry ---------------------------------------------------------------------------------------------
 PRESETS: dict[str, Row] = {r.name: r for r in (
     Row("start_row", "start", "Which word does this head attend to most? (Start)", start_row),
@@ -600,6 +628,8 @@ PRESETS: dict[str, Row] = {r.name: r for r in (
     Row("train_tying", "train", "How does weight tying change the parameter count? (Train)", train_tying),
     Row("generate_next", "generate", "Which token comes next? (Generate)", generate_next),
     Row("cost_scores", "cost", "How much memory do the T × T scores take? (Cost)", cost_scores),
+    Row("attribution_occlusion", "attribution", "Which token matters most, by occlusion? (Attention vs attribution)",
+        attribution_occlusion),
     Row("lens_first_top", "logit-lens", "At which layer does the final prediction first come top? (Logit lens)",
         lens_first_top),
 )}

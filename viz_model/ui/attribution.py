@@ -8,23 +8,23 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.figures import attribution as figs
 from viz_model.lecture import EXAMPLES, PROMPTS
 from viz_model.lessons import attribution as lesson
-from viz_model.model_text import pad_token, token_texts, uses_bos
+from viz_model.model_text import is_folder_model, pad_token, token_texts, uses_bos
 from viz_model.tokenizer import Encoded
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
-from viz_model.ui.widgets import encode_text, example_text, layer_head, show_checks, text_notes
+from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, encode_text, example_text, layer_head, show_checks, text_notes
 
-DEFAULT = PROMPTS[2]  # "The trophy didn't fit in the suitcase because it": the English model's next word is a guess
 EXAMPLES_HERE = list(dict.fromkeys([*PROMPTS, *(e for e in EXAMPLES if "<pad>" not in e.lower())]))
 
 
 def sentence(ckpt: Checkpoint) -> Encoded:
     """The sentence box (a prompt or a lecture sentence), read as the model reads it; the page stops on an empty
     text or a single token, with the sentence that says why."""
-    limit = ckpt.model.config.max_len
-    text = example_text("attribution_text", "attribution_example", EXAMPLES_HERE, DEFAULT, "Sentence",
+    limit = ckpt.model.config.max_len  # a real model's folder: at most FOLDER_VIEW_TOKENS (one occlusion row a token)
+    limit = min(limit, FOLDER_VIEW_TOKENS) if is_folder_model(ckpt) else limit
+    text = example_text("attribution_text", "attribution_example", EXAMPLES_HERE, lesson.DEFAULT_TEXT, "Sentence",
                         help="The model predicts the token after it; cut to the model's context.",
                         picker="Example (a prompt or a lecture sentence)")
     enc = encode_text(ckpt, text, max_len=limit, bos=uses_bos(ckpt))
@@ -49,7 +49,7 @@ def view(ckpt: Checkpoint, enc: Encoded) -> None:
     top = targets(ckpt, ids)
     c1, c2, c3 = st.columns([2, 1, 1])
     rank = share.select(c1, "Explain the prediction", range(len(top)), "attribution_target",
-                        format_func=lambda r: f"{r + 1} · {top[r][1].strip() or repr(top[r][1])}",
+                        format_func=lambda r: lesson.target_label(r, top[r][1]),
                         help=lesson.TARGET_HELP)
     layer, head = layer_head("attribution", cfg.n_layers, cfg.n_heads, where=(c2, c3), default=(cfg.n_layers - 1, 0))
     tid, ttext, p = top[rank]
