@@ -145,7 +145,8 @@ def test_the_map_writes_each_cells_top_token_escaped_and_hovers_the_top_5():
     assert fig["layout"]["xaxis"]["ticktext"] == ["0 &lt;i&gt;", "1 cat"]
     rank = figs.rank_curve([300, 20, 1], [0.001, 0.05, 0.7], ["embeddings", "layer 0", "layer 1"], "<eos>", "2 big",
                            8192).to_dict()
-    assert rank["layout"]["yaxis"]["type"] == "log" and plotly_array(rank["data"][0]["y"], float).tolist() == [300, 20, 1]
+    assert rank["layout"]["yaxis"]["type"] == "log"
+    assert plotly_array(rank["data"][0]["y"], float).tolist() == [300, 20, 1]
     assert "&lt;eos&gt; is rank 300 of 8,192" in rank["data"][0]["hovertext"][0]
 
 
