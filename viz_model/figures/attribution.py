@@ -11,11 +11,13 @@ from viz_model.figures.common import DIVERGING, escape, fast_figure, layout_dict
 
 
 def methods_heatmap(scores: dict[str, np.ndarray], names: dict[str, str], short: dict[str, str],
-                    tokens: Sequence[str], title: str | None = None) -> go.Figure:
+                    tokens: Sequence[str], positions: Sequence[int] | None = None, title: str | None = None
+                    ) -> go.Figure:
     """scores: method -> (n,) raw scores over the tokens; names: method -> its label (hover), short: its column
     label (five columns fit a phone). Colour: each method divided
     by its largest |score| (−1 … 1, so signed and unsigned methods share one diverging scale); hover: the raw value.
-    Rows are the tokens in order (numbered labels, so a repeated word keeps its own row), columns the methods."""
+    Rows are the tokens in order, labelled with their positions in the model's input (default 0, 1, ...), so a
+    repeated word keeps its own row; columns are the methods."""
     methods = list(scores)
     n = len(tokens)
     raw = np.array([np.asarray(scores[m], dtype=float) for m in methods]).T  # (n, M)
@@ -23,7 +25,8 @@ def methods_heatmap(scores: dict[str, np.ndarray], names: dict[str, str], short:
         raise ValueError(f"every method needs one score per token ({n}); got {raw.shape[0]}.")
     peak = np.abs(raw).max(0)
     norm = np.divide(raw, peak, out=np.zeros_like(raw), where=peak > 0)
-    labels = token_labels(tokens)
+    positions = range(n) if positions is None else positions
+    labels = [f"{p} {label}" for p, label in zip(positions, token_labels(tokens, numbered=False))]
     hover = [[f"{labels[i]} · {escape(names[m])}: {raw[i, j]:.4g} ({norm[i, j]:+.2f} of its largest)"
               for j, m in enumerate(methods)] for i in range(n)]
     heat = dict(type="heatmap", z=norm, x=list(range(len(methods))), y=list(range(n)), zmin=-1, zmax=1, zmid=0,

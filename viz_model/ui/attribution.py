@@ -61,7 +61,8 @@ def view(ckpt: Checkpoint, enc: Encoded) -> None:
     names, short = lesson.method_names(layer, head), lesson.method_names(layer, head, short=True)
     st.markdown(lesson.agreement_sentence(res))
     st.markdown(lesson.top_sentence(res))
-    show(cached("attribution_fig", (key,), lambda: figs.methods_heatmap(res.scores, names, short, res.tokens)),
+    show(cached("attribution_fig", (key,), lambda: figs.methods_heatmap(res.scores, names, short, res.tokens,
+                                                                           res.positions)),
          key="attribution_methods", name="attribution_methods")
     st.caption(lesson.METHODS_NOTE + " " + lesson.BASELINE_NOTE.format(baseline=res.baseline))
     if (said := lesson.start_sentence(res)) is not None:
