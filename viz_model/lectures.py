@@ -95,6 +95,7 @@ PAGE_PARAMS: dict[str, tuple[str, ...]] = {
     "generate": ("generate_",),
     "cost": ("cost_",),
     "logit-lens": ("lens_",),
+    "attribution": ("attribution_",),
 }
 # Old or other paths of a page (app.py serves Start at "/", "/home" and "/start"; OLD_URLS keeps an old path)
 PAGE_ALIASES = {"": "start", "home": "start", "rnn-vs-transformer": "recurrence"}
