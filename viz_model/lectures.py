@@ -91,11 +91,11 @@ PAGE_PARAMS: dict[str, tuple[str, ...]] = {
     "encoder-decoder": ("ed_",),
     "recurrence": ("recurrence_",),
     "normalization": ("norm_",),
+    "logit-lens": ("lens_",),
+    "attribution": ("attribution_",),
     "train": ("train_",),
     "generate": ("generate_",),
     "cost": ("cost_",),
-    "logit-lens": ("lens_",),
-    "attribution": ("attribution_",),
 }
 # Old or other paths of a page (app.py serves Start at "/", "/home" and "/start"; OLD_URLS keeps an old path)
 PAGE_ALIASES = {"": "start", "home": "start", "rnn-vs-transformer": "recurrence"}
