@@ -249,7 +249,7 @@ def test_a_redis_that_is_down_raises_the_one_error_the_ui_reports(clock):
     with class_backends.redis_server() as url:
         store = open_store(url.replace("redis://", "redis://:pw@"), clock=clock)
         code = store.create("L")
-    with pytest.raises(ClassStoreDown, match=r"class store at 127\.0\.0\.1:\d+/0 cannot be reached") as e:
+    with pytest.raises(ClassStoreDown, match=r"Redis at 127\.0\.0\.1:\d+/0 is not answering") as e:
         store.get(code)
     assert isinstance(e.value, sqlite3.OperationalError) and "pw" not in str(e.value)
     for call in (lambda: store.create("L"), lambda: store.seen(code, "s", True), lambda: store.counts(code),
@@ -793,6 +793,29 @@ def test_a_browsers_student_id_is_stable_anonymous_and_unlinked_by_a_restart(bac
     else:
         store._redis.flushdb()  # Redis restarted: it kept nothing
     assert open_for_server(backend.where).student_id("eebdeebf87ed4759212915cb3c83357e") != a
+
+
+def test_with_redis_down_every_class_control_says_so_and_nothing_raises(app_test, monkeypatch):
+    """#42: class mode on a Redis that is down (here: nothing listens on its port). The page draws, and the key box,
+    the Lead toggle and the code box each say in the Class box that the store cannot be reached: no traceback."""
+    from viz_model.ui import classroom
+
+    monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", f"redis://127.0.0.1:{class_backends._free_port()}/0")
+    classroom.store.clear()
+    try:
+        at = app_test(query={"class": "ABCD"})
+        assert not at.exception and at.get("plotly_chart")  # the page is drawn
+        down = lambda: [e.value for e in at.sidebar.error if "cannot be" in e.value and "is not answering" in e.value]
+        assert down()
+        at.text_input(key="class_key").input("s3cret").run()
+        assert not at.exception and down()
+        at.toggle(key="class_lead").set_value(True).run()
+        assert not at.exception and down() and at.toggle(key="class_lead").value is False
+        at.text_input(key="class_code_box").input("WXYZ").run()
+        assert not at.exception and down()
+    finally:
+        classroom.store.clear()
 
 
 # -- class mode in the main view (#43, item 10): the banner above the page ----------------------------------------

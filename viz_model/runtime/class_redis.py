@@ -28,6 +28,7 @@ import json
 import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from viz_model.lessons.class_summary import AskedQuestion
 from viz_model.runtime import classroom as cr
@@ -241,6 +242,8 @@ class RedisClassStore(ClassStoreAPI):
         import time
 
         self.url, self.prefix, self.clock = url, prefix, clock or time.time
+        u = urlsplit(url)
+        self.where = f"{u.hostname}:{u.port or 6379}{u.path}" if u.hostname else u.path  # no password in a message
         self._redis = _client(url)
         self._scripts = {name: self._redis.register_script(_LUA_LIB + body) for name, body in _SCRIPTS.items()}
 
@@ -257,8 +260,7 @@ class RedisClassStore(ClassStoreAPI):
         try:
             yield
         except redis.exceptions.RedisError as e:
-            where = self.url.split("@")[-1]  # never a password in a message
-            raise ClassStoreDown(f"the class store at {where} cannot be reached ({type(e).__name__})") from e
+            raise ClassStoreDown(f"Redis at {self.where} is not answering: {type(e).__name__}") from e
 
     def _run(self, name: str, code: str, *args: Any) -> Any:
         with self._reached():

@@ -29,6 +29,7 @@ A store that cannot be reached raises `ClassStoreDown`, the one error the UI rep
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import json
@@ -667,6 +668,23 @@ class FollowStep:
     place: bool = False             # a new lecture step: `page` opens afresh (settings the view lacks forgotten)
 
 
+def store_error_text(e: Exception) -> str:
+    """What a tab says when the class store cannot be reached (a Redis that is down, a locked file)."""
+    return f"The class store cannot be reached just now ({e}); your page is not affected."
+
+
+def _told(callback):
+    """A widget callback that reads the class store: a store it cannot reach is told in the Class box, never raised
+    (Streamlit shows an exception raised in a callback as a traceback)."""
+    @functools.wraps(callback)
+    def run(self, *args, **kwargs):
+        try:
+            return callback(self, *args, **kwargs)
+        except sqlite3.Error as e:  # ClassStoreDown included
+            self.state[ERROR] = store_error_text(e)
+    return run
+
+
 class Tab:
     """One browser tab's side of a class. Its own part lives in `state` (Streamlit's session_state in the app, a dict
     in the tests); the shared part in the class store, which `store` opens when first needed. The methods named after
@@ -725,6 +743,7 @@ class Tab:
         return (f"There is no class {code} on this server. Check the code: it is the {CODE_LEN} letters on the "
                 "projector.")
 
+    @_told
     def typed_code(self) -> None:
         """The student's "Class code" box: join the class, or say why not; the box is emptied."""
         code = parse_code(self.state.get(CODE_BOX, ""))
@@ -736,6 +755,7 @@ class Tab:
             self.join(code, follow=True)
         self.state[CODE_BOX] = ""
 
+    @_told
     def check_key(self) -> None:
         """The "Instructor key" box: compared with KEY_ENV's in constant time, then cleared (the key stays nowhere).
         A browser that led a class still running takes it back at once (#39: a reload, another link): the same code,
@@ -771,6 +791,9 @@ class Tab:
         except ClassError as e:
             s[LEAD_KEY] = False
             s[ERROR] = str(e)
+        except sqlite3.Error as e:  # the store cannot be reached: not leading, and told so
+            s[LEAD_KEY] = False
+            s[ERROR] = store_error_text(e)
         s[LEADS] = bool(s.get(LEAD_KEY))
 
     def keep_lead(self) -> None:

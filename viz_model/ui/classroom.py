@@ -315,6 +315,8 @@ def _ask(code: str, preset_fn, prompt: str, choices: list[str]) -> None:
         store().ask(code, tab_id(), preset.kind, preset.prompt, choices, answer)
     except ValueError as e:  # a ClassError, or a preset the view cannot ask
         st.session_state[rt.ERROR] = str(e)
+    except sqlite3.Error as e:  # the class store cannot be reached (a Redis that is down): told, no traceback
+        st.session_state[rt.ERROR] = rt.store_error_text(e)
 
 
 # -- a lecture, presented (#39, item 4) ---------------------------------------------------------------------------
