@@ -6,7 +6,7 @@ PORT ?= 8501
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint unit browser bench install browser-deps clean models handout
+.PHONY: run test lint unit browser bench install browser-deps redis-deps clean models handout
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,17 +24,21 @@ run: $(STAMP)
 browser-deps:
 	@bash scripts/ensure_chromium.sh
 
+# The class-store tests run on SQLite and on a real Redis (#42): Debian's redis-server, started by the tests themselves
+redis-deps:
+	@bash scripts/ensure_redis.sh
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
 # The float-sensitive tests run twice: on this CPU's kernels, then on torch's portable ones (no SIMD), so another
 # machine's CPU (AVX-512, AVX2, none) cannot surprise a landing (#38). Only those tests' time is added.
-test: $(STAMP) browser-deps lint
+test: $(STAMP) browser-deps redis-deps lint
 	$(BIN)/python -m pytest
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m float_sensitive -p no:cacheprovider
 
-unit: $(STAMP)
+unit: $(STAMP) redis-deps
 	$(BIN)/python -m pytest -m "not browser"
 
 browser: $(STAMP) browser-deps
