@@ -62,7 +62,7 @@ BOXES = {"app_pages/start.py": ["start_text"], "app_pages/explorer.py": ["explor
          "app_pages/masks.py": ["masks_text"], "app_pages/qkv.py": ["qkv_text", "qkv_pair_a", "qkv_pair_b"],
          "app_pages/encoder.py": ["encoder_text"], "app_pages/encoder_decoder.py": ["ed_text"],
          "app_pages/normalization.py": ["norm_text"], "app_pages/generate.py": ["generate_text", "generate_tf_text"],
-         "app_pages/lens.py": ["lens_text"]}
+         "app_pages/lens.py": ["lens_text"], "app_pages/attribution.py": ["attribution_text"]}
 IN_TABS = {  # text boxes drawn only in a tab or after a choice: (tab key, tab label, (widget, key, option index))
     "app_pages/generate.py": ("generate_tab", "Teacher forcing vs free running", ("radio", "generate_mode", 1)),
     "app_pages/qkv.py": ("qkv_tab", "Minimal pairs", ("selectbox", "qkv_pair", -1)),
@@ -123,7 +123,8 @@ def test_generate_does_not_continue_past_a_typed_eos(app_test):
 LONG_WORD = "q" * 4000  # with the sentence around it, under the boxes' 5,000-character limit
 UNK_PAGES = {"app_pages/qkv.py": "qkv_text", "app_pages/encoder.py": "encoder_text",
              "app_pages/normalization.py": "norm_text", "app_pages/generate.py": "generate_text",
-             "app_pages/encoder_decoder.py": "ed_text", "app_pages/lens.py": "lens_text"}
+             "app_pages/encoder_decoder.py": "ed_text", "app_pages/lens.py": "lens_text",
+             "app_pages/attribution.py": "attribution_text"}
 
 
 @pytest.mark.parametrize("page_file", sorted(UNK_PAGES))
