@@ -28,6 +28,7 @@ ANSWERS: dict[str, tuple[str, ...]] = {
     "encoder-decoder": ("ed_three_chart", "ed_align_chart"),            # which source word does it read?
     "recurrence": ("recurrence_accuracy_chart",),                      # which model recalls at this distance?
     "normalization": ("norm_padding_chart",),                           # which norm does padding change?
+    "logit-lens": ("lens_map", "lens_rank", "lens_rank_sentence"),      # at which layer does it first come top?
 }
 HIDDEN_TEXT = "Hidden until the instructor reveals the answer."
 LABELS_TELL = frozenset({"generate_attention"})  # charts whose axis labels are the answer (the generated tokens)
@@ -56,7 +57,7 @@ def hidden_answers(page: str, *, leading: bool, question: Any, leader_page: str 
 # Not carried: the Encoder-decoder's source (the toy language's own words), Q/K/V's two short phrases, Generate's
 # teacher-forcing sentence (a fixed lecture example with its own padding).
 SENTENCE_KEYS = ("start_text", "explorer_text", "masks_text", "qkv_text", "encoder_text", "norm_text",
-                 "generate_text")
+                 "generate_text", "lens_text")
 CARRIED = "_sentence_carried"       # (the session's sentence, its serial): set by the last box that changed it
 TAKEN = "_sentence_taken"           # {box key: serial of the carried sentence this box last took or set}
 DRAWN = "_sentence_drawn"           # {box key: the text it showed when last drawn}
