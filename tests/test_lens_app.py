@@ -119,3 +119,42 @@ def test_the_page_reads_a_hugging_face_folder(folders, name):
     assert z.shape == (ck.model.config.n_layers + 1, len(ids))
     assert abs(z - by_hand(ck.model, ids).max(-1).values.numpy()).max() <= 1e-5
     assert any(s.startswith("✓") and "own output distribution" in s for s in texts(app.success))
+
+
+@pytest.fixture
+def class_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
+    from viz_model.ui import classroom
+
+    classroom.store.clear()
+    yield tmp_path / "class.sqlite"
+    classroom.store.clear()
+
+
+def test_the_class_question_hides_the_lens_on_students_screens_until_reveal(class_env):
+    from viz_model.lessons import classview as cv
+    from viz_model.lessons import presets as P
+    from viz_model.runtime.classroom import ClassStore
+
+    leader = open_app()
+    leader.text_input(key="class_key").input("s3cret").run()
+    leader.toggle(key="class_lead").set_value(True).run()
+    code = leader.session_state["_class_code"]
+    leader.switch_page(PAGE).run()
+    leader.selectbox(key="class_ask_kind").set_value(P.PRESETS["lens_first_top"].label).run()
+    leader.button(key="class_ask").click().run()
+    assert ClassStore(class_env).get(code).question.answer["page"] == "logit-lens"
+    student = open_app(PAGE, query={"class": code})
+    assert student.toggle(key="class_follow").value is True
+    for key in ("lens_map", "lens_rank"):
+        fig = spec(student, key)
+        assert "hidden" in fig["layout"]["title"]["text"]
+        assert "hidden" not in spec(leader, key)["layout"]["title"]["text"]
+    said = " ".join(texts(student.markdown))
+    assert "the model predicts" not in said and "the model predicts" in " ".join(texts(leader.markdown))
+    assert cv.HIDDEN_TEXT in " ".join(texts(student.caption) + texts(student.markdown))
+    leader.button(key="class_reveal").click().run()
+    student.run()
+    assert "hidden" not in spec(student, "lens_rank")["layout"]["title"]["text"]
+    assert not student.exception and not leader.exception

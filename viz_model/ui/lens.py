@@ -14,7 +14,7 @@ from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
-from viz_model.ui.widgets import row, show_checks
+from viz_model.ui.widgets import answer_line, row, show_checks
 
 
 def measure(ckpt: Checkpoint, ids: list[int]) -> tuple[str, lesson.LensView]:
@@ -52,5 +52,5 @@ def rank_view(ckpt: Checkpoint, enc: Encoded, key: str, view: lesson.LensView) -
         view.final_rank[:, pos], view.final_p[:, pos], lesson.row_names(view.n_rows - 1),
         label(view.final_ids[pos]), f"{pos} {enc.tokens[pos]}", ckpt.model.config.vocab_size))
     show(fig, key="lens_rank", name="lens_rank")
-    st.markdown(lesson.position_sentence(view, pos, enc.tokens, label))
+    answer_line("lens_rank_sentence", lesson.position_sentence(view, pos, enc.tokens, label))
     st.caption(lesson.RANK_NOTE)
