@@ -1,0 +1,133 @@
+"""#42 (item 2): deploy/lecture_hall.py, the scale-out recipe, really started: Redis, 2 replicas each with its own
+SQLite file, HAProxy with sticky cookies checking each replica's /_stcore/health. A leader on replica 1 leads a class
+and moves the Start page's Layer; a student who opens the class link on replica 2 is in that class (counted in Redis)
+and is drawn the leader's layer. Only Redis joins the two replicas. Everything is stopped at the end; every wait is on
+a condition, bounded in time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import class_backends
+import pytest
+from conftest import ROOT, _free_port
+
+sys.path.insert(0, str(ROOT / "bench"))
+from class_follow import LEADER_TICK_S, open_session  # noqa: E402
+
+from viz_model.runtime.class_store import open_store  # noqa: E402
+
+pytestmark = pytest.mark.slow
+KEY = "hall-test-key"
+
+
+def _until(what: str, ok, timeout: float, proc: subprocess.Popen | None = None):
+    deadline = time.monotonic() + timeout
+    while not (value := ok()):  # a condition, polled, bounded in time
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"deploy/lecture_hall.py exited ({proc.returncode}) while waiting for {what}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.2)
+    return value
+
+
+@pytest.fixture(scope="module")
+def hall(tmp_path_factory):
+    if why := class_backends._missing():
+        pytest.fail(why, pytrace=False)
+    run_dir = tmp_path_factory.mktemp("hall")
+    ready = run_dir / "ready.json"
+    ports = [_free_port() for _ in range(2)]
+    cmd = [sys.executable, str(ROOT / "deploy" / "lecture_hall.py"), "--replicas", "2", "--app-ports",
+           ",".join(map(str, ports)), "--redis-port", str(_free_port()), "--bind", f"127.0.0.1:{_free_port()}",
+           "--run-dir", str(run_dir), "--ready-file", str(ready)]
+    log = open(run_dir / "hall.log", "w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "ATTENTION_LAB_INSTRUCTOR_KEY": KEY}, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _until("the hall's ready file", lambda: ready.exists() and ready.read_text(), 240, proc)
+        yield json.loads(ready.read_text())
+    finally:
+        proc.send_signal(signal.SIGTERM)  # the script stops Redis, the replicas and HAProxy
+        try:
+            proc.wait(40)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+        log.close()
+
+
+def _stats(sock_path: str) -> dict[str, dict]:
+    """HAProxy's `show stat` for the backend's servers: {app1: {...}, app2: {...}}."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(sock_path)
+        s.sendall(b"show stat\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    lines = data.decode().splitlines()
+    head = lines[0].lstrip("# ").split(",")
+    rows = [dict(zip(head, ln.split(","))) for ln in lines[1:] if ln]
+    return {r["svname"]: r for r in rows if r["pxname"] == "streamlit" and r["svname"].startswith("app")}
+
+
+def test_haproxy_checks_each_replicas_health_endpoint_and_pins_a_browser_with_a_cookie(hall):
+    servers = _until("both replicas UP by their health check",
+                     lambda: (st := _stats(hall["stats_socket"])) and all(r["status"] == "UP" for r in st.values())
+                     and st, 30)
+    assert sorted(servers) == ["app1", "app2"]
+    assert {r["check_status"] for r in servers.values()} == {"L7OK"}  # an HTTP check: GET /_stcore/health -> 200
+    with urllib.request.urlopen(hall["front"] + "/_stcore/health", timeout=10) as r:
+        cookies = [c.split(";")[0] for c in r.headers.get_all("Set-Cookie") or []]
+        assert r.status == 200
+    pinned = next(c for c in cookies if c.startswith("ATTENTION_LAB_SERVER=app"))  # HAProxy's, not Streamlit's
+    again = urllib.request.Request(hall["front"] + "/_stcore/health", headers={"Cookie": pinned})
+    with urllib.request.urlopen(again, timeout=10) as r:  # a pinned browser keeps its replica: no new cookie
+        assert r.status == 200
+        assert not [c for c in r.headers.get_all("Set-Cookie") or [] if c.startswith("ATTENTION_LAB_SERVER")]
+
+
+def test_a_leaders_view_on_replica_1_reaches_a_student_on_replica_2_through_redis_only(hall):
+    one, two = hall["replicas"]
+    assert one != two and hall["redis"].startswith("redis://127.0.0.1:")
+
+    async def lesson():
+        # protocol-level tabs (bench/loadclient.py), each on its own replica, that fire the timers the server
+        # announces as a browser does: the leader's view is published by its 0.5 s fragment
+        leader = await open_session(one, page="start")
+        student = None
+        store = open_store(hall["redis"])
+        try:
+            await leader.set("class_key", KEY)
+            await leader.set("class_lead", True)
+            code = leader.query_string.split("class=")[1][:4]
+            moved = await leader.set("start_layer", 1)
+            assert moved.ok and "Layer 1" in json.dumps(moved.charts)
+            deadline = time.monotonic() + 30
+            while (store.get(code).values.get("start_layer") != 1):  # published through replica 1, read from Redis
+                assert time.monotonic() < deadline, store.get(code)
+                await leader.rerun(fragment_id=leader.timers[LEADER_TICK_S])
+            student = await open_session(two, query=f"class={code}")
+            first = await student.rerun()  # the page as the student sees it now
+            assert first.ok, (first.exceptions, first.errors)
+            assert "Layer 1" in json.dumps(first.charts)  # drawn at the leader's layer, read from Redis
+            _until("the student counted in Redis", lambda: store.counts(code) == (1, 1), 30)
+            assert store.get(code).leader is not None and store.get(code).page in ("", "start")
+        finally:
+            store.close()
+            await leader.close()
+            if student is not None:
+                await student.close()
+
+    asyncio.run(asyncio.wait_for(lesson(), 300))
+    for i in (1, 2):  # each replica was given its own SQLite file, and never opened it: only Redis joins them
+        assert not os.path.exists(os.path.join(hall["run_dir"], f"class-replica{i}.sqlite"))
