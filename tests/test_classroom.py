@@ -234,12 +234,16 @@ def test_every_key_of_a_redis_class_expires_and_activity_renews_it(redis_url, cl
     store.answer(code, qid + 1, "s1", 0)
     keys = [k for k in store._redis.keys("*") if k.endswith(":" + code)]
     assert sorted(k.split(":")[1] for k in keys) == ["a", "c", "ff", "fs", "k", "lb", "q"]
+    keys.append(store.prefix + "classes")  # the list of classes lives while a class is active
     for key in keys:
         store._redis.expire(key, 5)
     assert all(0 < store._redis.ttl(k) <= 5 for k in keys)
     assert store.heartbeat(code, "L")  # the leader's tab is alive: every key of the class lives on
     assert all(cr.CLASS_TTL_S - 60 < store._redis.ttl(k) <= cr.CLASS_TTL_S for k in keys)
-    assert store._redis.ttl(store.prefix + "classes") > 0 and store._redis.ttl(store.prefix + "ended") == -2
+    assert store._redis.ttl(store.prefix + "ended") == -2  # nothing ended yet
+    store.end(code)
+    assert 0 < store._redis.ttl(store.prefix + "ended") <= cr.CLASS_TTL_S and store.ended(code)
+    assert not [k for k in store._redis.keys("*") if k.endswith(":" + code)]  # an ended class leaves no key
     store.close()
 
 
