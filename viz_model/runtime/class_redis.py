@@ -43,8 +43,9 @@ _LUA_LIB = """
 local P, C, now, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local function k(kind, code) return P .. kind .. ':' .. (code or C) end
 local KINDS = {'c', 'q', 'a', 'k', 'fs', 'ff', 'lb'}
-local function touch(code)
+local function touch(code)  -- the class's keys, and the list of classes while any class is active
   for _, kind in ipairs(KINDS) do redis.call('EXPIRE', k(kind, code), ttl) end
+  redis.call('EXPIRE', P .. 'classes', ttl)
 end
 local function drop(code)
   for _, kind in ipairs(KINDS) do redis.call('DEL', k(kind, code)) end
