@@ -21,6 +21,7 @@ from viz_model.lessons.classroom import attention_question, rope_question
 from viz_model.runtime import classroom as cr
 from viz_model.runtime.class_redis import RedisClassStore
 from viz_model.runtime.class_store import open_for_server, open_store
+from viz_model.runtime.classroom import ROOT as ROOT_DIR
 from viz_model.runtime.classroom import (
     ClassError,
     ClassStore,
@@ -270,6 +271,12 @@ def test_the_store_is_chosen_by_one_setting(monkeypatch, tmp_path, redis_url):
     assert type(open_store()) is ClassStore and open_store().path == tmp_path / "c.sqlite"
     monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", redis_url)
     assert type(open_store()) is RedisClassStore and type(open_for_server()) is RedisClassStore
+    for typo in ("localhost:6379", "127.0.0.1", "redis:/x", "http://h/0"):  # never taken for a file name
+        monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", typo)
+        with pytest.raises(ClassStoreDown, match="is not a class store: use redis://host:6379/0"):
+            open_for_server()
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", "sqlite")
+    assert type(open_store()) is ClassStore and not (ROOT_DIR / "localhost:6379").exists()
 
 
 def test_the_number_of_students_in_a_class_is_bounded(store, clock, monkeypatch):
