@@ -36,8 +36,16 @@ def _press(at, key: str):
     return at
 
 
+def _opened(at):
+    """The "Record a lecture" expander open, as a click on it does: it is lazy, its widgets exist only while open."""
+    if "lecture_rec_title" not in {w.key for w in at.sidebar.text_input}:
+        at.session_state["lecture_rec_open"] = True
+        at.run()
+    return at
+
+
 def _record(at, title: str):
-    at.sidebar.text_input(key="lecture_rec_title").set_value(title)
+    _opened(at).sidebar.text_input(key="lecture_rec_title").set_value(title)
     return _press(at, "lecture_rec_add")
 
 
@@ -53,7 +61,7 @@ def test_two_recorded_views_reordered_download_as_a_lecture_in_the_new_order(dow
     _record(at, "Head 2 of layer 1")
     at.switch_page("app_pages/masks.py").run()
     at.selectbox(key="masks_head").set_value(3).run()
-    at.sidebar.text_area(key="lecture_rec_note").set_value("Row t sees only keys up to t.\n\nwhy: typed, not a why")
+    _opened(at).sidebar.text_area(key="lecture_rec_note").set_value("Row t sees only keys up to t.\n\nwhy: typed, not a why")
     _record(at, "")  # no title typed: the page's title
     assert [s["view"] for s in at.session_state["_lecture_rec_steps"]] == [
         "/explorer?explorer_layer=1&explorer_head=2", "/masks?masks_head=3"]
@@ -93,7 +101,7 @@ def test_try_it_opens_the_recording_at_step_one_in_this_tab():
 def test_a_bad_file_is_refused_with_its_lines_and_nothing_is_lost():
     at = open_app("app_pages/masks.py")
     _record(at, "Kept")
-    at.sidebar.file_uploader(key="lecture_upload").set_value(("bad.md", BAD.encode(), "text/markdown")).run()
+    _opened(at).sidebar.file_uploader(key="lecture_upload").set_value(("bad.md", BAD.encode(), "text/markdown")).run()
     assert not at.exception
     said = "\n".join(texts(at.sidebar.error)).replace("\\", "")  # typed text is shown escaped (md_text)
     assert "bad.md is not a lecture" in said and "line 7: unknown page “/nowhere”" in said

@@ -25,6 +25,8 @@ _MINE = "_lecture_mine"          # {name: Lecture}: this tab's uploaded and trie
 _TRIED = "_lecture_rec_tried"    # the name "Try it" last gave the recording
 _UPLOAD_SAID = "_lecture_upload_said"  # (ok, sentences) about the last file opened
 _UPLOAD = "lecture_upload"
+OPEN = "lecture_rec_open"  # the "Record a lecture" expander, open (a widget key: a page switch drops it)
+_OPEN_KEPT = "_lecture_rec_open_kept"  # ... so its state is kept here too
 
 
 # -- the lectures offered beside the built-in ones ----------------------------------------------------------------
@@ -66,7 +68,17 @@ def _sidebar(pages: dict[str, Any], builtin: dict[str, Lecture]) -> None:
         with st.expander(f"{len(problems)} lecture file(s) in the instructor's folders not offered"):
             for p in problems:
                 st.caption(f"{md_text(p.path.name)}: {md_text(p)}")
-    with st.expander("Record a lecture", icon=":material/radio_button_checked:"):
+    # Lazy (on_change="rerun"): its widgets exist only while it is open. Drawn closed on every page of every session,
+    # they were 6 % of a follower's run (py-spy, bench/lecture_present.py), and the file uploader's frontend cost.
+    # Its state is kept beside the widget's (which a page switch drops), so it stays open while one records page after
+    # page.
+    if OPEN not in st.session_state and st.session_state.get(_OPEN_KEPT):  # the page switched: open it again
+        st.session_state[OPEN] = True  # (not `expanded=`: a changed argument is a new element, which drops typed text)
+    rec = st.expander("Record a lecture", key=OPEN, on_change="rerun", icon=":material/radio_button_checked:")
+    st.session_state[_OPEN_KEPT] = bool(rec.open)
+    if not rec.open:
+        return
+    with rec:
         st.caption(lf.SESSION_ONLY)
         _add_view(pages)
         _steps()
