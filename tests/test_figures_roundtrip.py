@@ -81,6 +81,11 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
     "alibi.bias_heads": lambda: _f("alibi.bias_heads")(
         -np.array([0.25, 0.0625])[:, None, None] * np.abs(np.arange(T)[:, None] - np.arange(T)), CAUSAL, [0.25, 0.0625],
         title="ALiBi <b>"),
+    "lens.top_token_map": lambda: _f("lens.top_token_map")(
+        np.sort(rng(5).dirichlet(np.ones(8), size=(3, T)), -1)[..., ::-1][..., :5],
+        [[["<b>x</b>", "a", "b", "c", " "]] * T] * 3, TOKENS, ["embeddings", "layer 0", "layer 1"], title="Lens <b>"),
+    "lens.rank_curve": lambda: _f("lens.rank_curve")([300, 20, 1], [0.001, 0.05, 0.7],
+                                                     ["embeddings", "layer 0", "layer 1"], "<eos>", "“<b>” (2)", 8192),
     "generate.next_token_bars": lambda: _f("generate.next_token_bars")(
         ["<b>x</b>", "cat", "&lt;", " "], [0.4, 0.3, 0.2, 0.1], [4 / 7, 3 / 7, 0.0, 0.0], chosen=1,
         strategy="top-k=2", title="Step 1"),
@@ -225,6 +230,8 @@ TRACE_TYPES = {
     "masks.dependency_figure": ["heatmap"] * 2,
     "masks.row_sum_bars": ["bar"] * 2,
     "alibi.bias_heads": ["heatmap"] * 4,  # per head: the blocked cells, the bias
+    "lens.top_token_map": ["heatmap"],
+    "lens.rank_curve": ["scatter"],
     "generate.next_token_bars": ["bar"] * 2,
     "generate.attention_rows": ["heatmap"] * 2,
     "generate.latency_chart": ["scatter"] * 2,

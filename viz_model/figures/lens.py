@@ -40,7 +40,7 @@ def top_token_map(top_p, top_text: Sequence[Sequence[Sequence[str]]], tokens: Se
                  colorbar=dict(thickness=12, title=dict(text="top p", side="right")))
     labels = token_labels(tokens)
     layout = layout_dict(title, height=ROW_PX * R + (170 if T > 8 else 130), top=50 if title else 20,
-                         xaxis=axis("input position (the next token is predicted after it)", tickmode="array",
+                         xaxis=axis("input position (predicting the token after it)", tickmode="array",
                                     tickvals=list(range(T)), ticktext=labels, tickangle=-45 if T > 8 else 0),
                          yaxis=axis("residual stream after", tickmode="array", tickvals=list(range(R)),
                                     ticktext=[escape(r) for r in rows]))
@@ -59,10 +59,12 @@ def rank_curve(rank, prob, rows: Sequence[str], target: str, position: str, voca
     trace = dict(type="scatter", mode="lines+markers", x=list(range(len(rows))), y=r, name="rank",
                  hovertext=hover, hoverinfo="text", marker=dict(size=9))
     top = float(np.log10(max(vocab, 10)))
-    layout = layout_dict(title or f"Rank of {escape(visible(target))} after {escape(visible(position))}", height=340,
+    name = escape(visible(target.strip() or target))
+    layout = layout_dict(title or f"Rank of “{name}” after {escape(visible(position))}, layer by layer", height=340,
+                         top=60,
                          xaxis=axis("residual stream after", tickmode="array", tickvals=list(range(len(rows))),
                                     ticktext=[escape(x) for x in rows]),
-                         yaxis=axis("rank of the final prediction (1 = top, log scale)", type="log",
+                         yaxis=axis("rank (1 = top, log scale)", type="log",
                                     range=[top + 0.1, -0.1]),
                          showlegend=False)
     return fast_figure([trace], layout)

@@ -29,7 +29,7 @@ def top_map(ckpt: Checkpoint, enc: Encoded, key: str, view: lesson.LensView) -> 
     rows = lesson.row_names(view.n_rows - 1)
     fig = cached("lens_map", (key,), lambda: figs.top_token_map(
         view.top_p, lesson.top_texts(view, lambda ids: token_texts(ckpt, ids)), enc.tokens, rows,
-        "The lens's top next-token at each layer and position"))
+        "The top next-token at each layer and position"))
     show(fig, key="lens_map", name="lens_map")
     st.caption(lesson.HEATMAP_NOTE)
     show_checks(lesson.lens_claims(view))
@@ -50,7 +50,8 @@ def rank_view(ckpt: Checkpoint, enc: Encoded, key: str, view: lesson.LensView) -
     label = _label(ckpt)
     fig = cached("lens_rank", (key, pos), lambda: figs.rank_curve(
         view.final_rank[:, pos], view.final_p[:, pos], lesson.row_names(view.n_rows - 1),
-        label(view.final_ids[pos]), f"{pos} {enc.tokens[pos]}", ckpt.model.config.vocab_size))
+        label(view.final_ids[pos]), f"“{enc.tokens[pos].strip() or enc.tokens[pos]}” ({pos})",
+        ckpt.model.config.vocab_size))
     show(fig, key="lens_rank", name="lens_rank")
     answer_line("lens_rank_sentence", lesson.position_sentence(view, pos, enc.tokens, label))
     st.caption(lesson.RANK_NOTE)
