@@ -354,4 +354,5 @@ OCCLUSION_FLAT = ("Occluding any one of these {n} tokens leaves log p unchanged:
                   "compare with on this sentence.")
 TOO_FEW = ("With {n} tokens every rank correlation is ±1 or undefined, so agreement is not stated: type a longer "
            "sentence.")
+LAYER_HELP = "The layer whose attention the first two columns show (the last layer first); rollout uses every layer."
 TARGET_HELP = "The model's five most probable next tokens; every method explains the one picked here."

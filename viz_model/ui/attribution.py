@@ -14,7 +14,7 @@ from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
-from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, encode_text, example_text, layer_head, show_checks, text_notes
+from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, answer_line, encode_text, example_text, show_checks, text_notes
 
 EXAMPLES_HERE = list(dict.fromkeys([*PROMPTS, *(e for e in EXAMPLES if "<pad>" not in e.lower())]))
 
@@ -51,7 +51,9 @@ def view(ckpt: Checkpoint, enc: Encoded) -> None:
     rank = share.select(c1, "Explain the prediction", range(len(top)), "attribution_target",
                         format_func=lambda r: lesson.target_label(r, top[r][1]),
                         help=lesson.TARGET_HELP)
-    layer, head = layer_head("attribution", cfg.n_layers, cfg.n_heads, where=(c2, c3), default=(cfg.n_layers - 1, 0))
+    # the last layer first (the default, as the page reads the prediction there): each picker's next option is a choice
+    layer = share.select(c2, "Layer", range(cfg.n_layers - 1, -1, -1), "attribution_layer", help=lesson.LAYER_HELP)
+    head = share.select(c3, "Head", range(cfg.n_heads), "attribution_head")
     tid, ttext, p = top[rank]
     st.markdown(lesson.target_sentence(ttext, p, rank))
     key = input_key(model_id(ckpt), ids, tid, layer, head)
@@ -60,14 +62,14 @@ def view(ckpt: Checkpoint, enc: Encoded) -> None:
         baseline=pad_token(ckpt), target_text=ttext), model_pass=True, spinner="Running the four methods…")
     names, short = lesson.method_names(layer, head), lesson.method_names(layer, head, short=True)
     st.markdown(lesson.agreement_sentence(res))
-    st.markdown(lesson.top_sentence(res))
+    answer_line("attribution_top_text", lesson.top_sentence(res))  # #39: hidden in class until Reveal
     show(cached("attribution_fig", (key,), lambda: figs.methods_heatmap(res.scores, names, short, res.tokens,
                                                                            res.positions)),
          key="attribution_methods", name="attribution_methods")
     st.caption(lesson.METHODS_NOTE + " " + lesson.BASELINE_NOTE.format(baseline=res.baseline))
     if (said := lesson.start_sentence(res)) is not None:
         st.caption(said)
-    st.subheader("Do the methods agree? Rank correlation")
+    st.header("Do the methods agree? Rank correlation")
     show(cached("attribution_rho", (key,), lambda: figs.agreement_matrix(
         res.rho, list(names.values()), list(short.values()))),
          key="attribution_agreement", name="attribution_agreement")
