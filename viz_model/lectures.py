@@ -93,6 +93,7 @@ PAGE_PARAMS: dict[str, tuple[str, ...]] = {
     "normalization": ("norm_",),
     "logit-lens": ("lens_",),
     "attribution": ("attribution_",),
+    "sinks": ("sinks_",),
     "train": ("train_",),
     "generate": ("generate_",),
     "cost": ("cost_",),
