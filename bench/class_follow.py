@@ -13,7 +13,10 @@ ports, percentiles) and bench/loadclient.py's protocol-level clients. One class 
   - OTHERS students not in the class, moving Layer/Head on the Start page every 3-8 s: their input -> finished
     run latency, beside the same students on the same server with no class running (the baseline).
 Scenarios: K = 60 on one process; K = 200 on two processes behind HAProxy (the class store is the one SQLite file
-both processes open). Results: bench/results/class_follow.{md,json}.
+both processes open). Results: bench/results/class_follow.{md,json} (--out names others).
+#42: `--store redis` runs a scenario on the Redis class store instead (a redis-server started here, no persistence;
+each replica gets its own SQLite file, so only Redis joins them), as a lecture hall on several machines would:
+      .venv/bin/python bench/class_follow.py --k 200,200 --replicas 1,2 --store sqlite,redis --out class_follow_hall
 
 Run:  .venv/bin/python bench/class_follow.py                      # both scenarios, --duration 35 s each
       .venv/bin/python bench/class_follow.py --k 60 --replicas 1 --duration 20
@@ -42,6 +45,7 @@ from classroom_load import (  # noqa: E402
     RESULTS,
     Procs,
     _quiet,
+    free_port,
     ms,
     pct,
     start_haproxy,
@@ -56,6 +60,7 @@ CHANGE_EVERY_S = 5.0
 OTHERS = 5
 THINK_S = (3.0, 8.0)
 LEADER_TICK_S, FOLLOW_TICK_S = 0.5, 1.0   # ui/classroom.py's LEAD_POLL_S and FOLLOW_POLL_S (read from auto_rerun)
+SHARED_DB = ""   # the SQLite class store every process of a sqlite scenario opens (set in main)
 TITLE = re.compile(r"Layer (\d+) · head (\d+)", re.I)
 
 
@@ -307,14 +312,14 @@ async def scenario(urls: list[str], k: int, duration: float, browser: bool, stic
 
 
 def render(res: dict) -> str:
-    rows = [[f"{r['k']}", f"{r['processes']}", f"{r['changes']}",
+    rows = [[f"{r['k']}", f"{r['processes']}", r.get("store", "sqlite"), f"{r['changes']}",
              f"{ms(r['lag_p50'])} / {ms(r['lag_p95'])} (n={r['lag_n']})",
              f"{ms(r['browser_p50'])} / {ms(r['browser_p95'])} (n={r['browser_n']}, missed {r['browser_missed']})",
              f"{r['missed']} of {r['changes'] * r['k']}",
              f"{ms(r['other_p50'])} / {ms(r['other_p95'])} (n={r['other_n']})",
              f"{ms(r['base_p50'])} / {ms(r['base_p95'])} (n={r['base_n']})", f"{r['errors']}"]
             for r in res["scenarios"]]
-    head = ["followers K", "server processes", "leader changes", "follower lag p50 / p95 ms (protocol)",
+    head = ["followers K", "server processes", "class store", "leader changes", "follower lag p50 / p95 ms (protocol)",
             "follower lag p50 / p95 ms (Chromium)", "follower changes missed (protocol)", "other students p50 / p95 ms",
             "same students, no class, p50 / p95 ms", "errors"]
     out = [f"# Class follow bench ({res['when']}, {res['cpus']} CPUs, load average {res['loadavg']:.1f} at start, "
@@ -338,20 +343,31 @@ def parse_args(argv=None):
     ap.add_argument("--replicas", default="1,2", help="server processes per scenario (2: behind HAProxy)")
     ap.add_argument("--duration", type=float, default=35.0, help="seconds of leader changes per scenario")
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--store", default="", help="class store per scenario, comma separated: sqlite (one file every "
+                                                "process opens) or redis (a redis-server started here); default sqlite")
+    ap.add_argument("--out", default="class_follow", help="results file name in bench/results (.md, .json)")
     a = ap.parse_args(argv)
     a.k = [int(x) for x in a.k.split(",")]
     a.replicas = [int(x) for x in a.replicas.split(",")]
-    if len(a.replicas) != len(a.k):
-        ap.error("--k and --replicas name one scenario each")
+    a.store = a.store.split(",") if a.store else ["sqlite"] * len(a.k)
+    if len(a.replicas) != len(a.k) or len(a.store) != len(a.k) or set(a.store) - {"sqlite", "redis"}:
+        ap.error("--k, --replicas and --store (sqlite or redis) name one scenario each")
     return a
 
 
 async def main_async(args, procs: Procs) -> dict:
     res = {"when": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0],
            "duration": args.duration, "scenarios": []}
-    for k, n_proc in zip(args.k, args.replicas):
-        print(f"== {k} followers on {n_proc} process(es)", flush=True)
-        started = [start_streamlit(procs, "app.py", f"class{i}") for i in range(n_proc)]
+    for k, n_proc, store in zip(args.k, args.replicas, args.store):
+        print(f"== {k} followers on {n_proc} process(es), class store {store}", flush=True)
+        redis = start_redis(procs) if store == "redis" else None
+        started = []
+        for i in range(n_proc):
+            if redis:  # each replica its own SQLite file (never opened): only Redis joins them
+                os.environ["ATTENTION_LAB_CLASS_DB"] = str(procs.logdir / f"class{i}.sqlite")
+            started.append(start_streamlit(procs, "app.py", f"class{i}"))
+        os.environ.pop("ATTENTION_LAB_CLASS_STORE", None)
+        os.environ["ATTENTION_LAB_CLASS_DB"] = SHARED_DB
         urls = [u for u, _ in started]
         hp = None
         if n_proc > 1:
@@ -364,6 +380,9 @@ async def main_async(args, procs: Procs) -> dict:
                 procs.stop(p)
             if hp:
                 procs.stop(hp)
+            if redis:
+                procs.stop(redis)
+        r["store"] = store
         res["scenarios"].append(r)
         print(f"   lag p50 {ms(r['lag_p50'])} p95 {ms(r['lag_p95'])} ms (n={r['lag_n']}), Chromium p50 "
               f"{ms(r['browser_p50'])} p95 {ms(r['browser_p95'])} ms, missed {r['missed']}, others p95 "
@@ -371,19 +390,44 @@ async def main_async(args, procs: Procs) -> dict:
     return res
 
 
+def start_redis(procs: Procs):
+    """A redis-server on a free loopback port keeping nothing on disk; ATTENTION_LAB_CLASS_STORE names it for the
+    servers started next (start_streamlit passes os.environ)."""
+    import shutil
+    import socket
+
+    port = free_port()
+    p = procs.start("redis", [shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
+                              "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(procs.logdir)])
+    deadline = time.monotonic() + 20
+    while True:  # until it answers PING (bounded)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            if time.monotonic() > deadline or p.poll() is not None:
+                raise RuntimeError(f"redis-server did not start; see {p.log_path}") from None
+            time.sleep(0.1)
+    os.environ["ATTENTION_LAB_CLASS_STORE"] = f"redis://127.0.0.1:{port}/0"
+    return p
+
+
 def main(argv=None) -> int:
+    global SHARED_DB
     args = parse_args(argv)
-    db = Path(tempfile.mkdtemp(prefix="class_follow_")) / "class.sqlite"
+    SHARED_DB = str(Path(tempfile.mkdtemp(prefix="class_follow_")) / "class.sqlite")
     os.environ["ATTENTION_LAB_INSTRUCTOR_KEY"] = KEY   # start_streamlit passes os.environ to the servers
-    os.environ["ATTENTION_LAB_CLASS_DB"] = str(db)     # one class store for every server process
+    os.environ["ATTENTION_LAB_CLASS_DB"] = SHARED_DB   # one class store for every server process (SQLite)
     procs = Procs()
     try:
         res = asyncio.run(main_async(args, procs))
     finally:
         procs.kill_all()
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "class_follow.json").write_text(json.dumps(res, indent=1, default=str))
-    (RESULTS / "class_follow.md").write_text(render(res))
+    (RESULTS / f"{args.out}.json").write_text(json.dumps(res, indent=1, default=str))
+    (RESULTS / f"{args.out}.md").write_text(render(res))
     print(render(res))
     return 0
 
