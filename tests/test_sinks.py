@@ -171,3 +171,23 @@ def test_english_model_sinks_help_a_sliding_window_on_one_long_text(english):
     r = lesson.stream_experiment(english.model, ids, 32, 4)
     assert r.perplexity("sinks") < 0.9 * r.perplexity("window")  # measured: about a third lower
     assert 2 in lesson.best_method(r) or 1 in lesson.best_method(r)
+
+
+def test_the_class_question_is_the_lowest_perplexity_of_a_run_here():
+    from test_presets import inputs
+
+    from viz_model.lessons import presets as P
+
+    settings = {"sinks_windows": ["16"], "sinks_n": "2", "sinks_len": "1.5", "sinks_stream": "packed"}
+    p = P.compute("sinks_stream_best", inputs(settings))
+    ck = inputs().ckpt
+    ids = lesson.stream_ids(ck, "wordnet", "packed", 96)  # 1.5 x the classroom model's 64
+    caches = lesson.stream_caches(ck.model, ids, 16, (0, 2))
+    ppl = [math.exp(x[15:].mean()) for x in (*caches, lesson.stream_recompute(ck.model, ids, 16))]
+    assert p.choices == ["the window alone", "the window + the first 2 tokens", "recomputing the window"]
+    assert p.answer["correct"] == [i for i, v in enumerate(ppl) if v <= min(ppl) * 1.005]
+    assert "16 tokens slides over 96" in p.prompt
+    with pytest.raises(ValueError, match="RoPE, ALiBi or no positions"):
+        P.compute("sinks_stream_best", inputs({}, "enc-learned"))
+    with pytest.raises(ValueError, match="about decoders"):
+        P.compute("sinks_stream_best", inputs({}, "encoder-mlm"))

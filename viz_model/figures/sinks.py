@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from viz_model.figures.common import COLORWAY, SEQUENTIAL, axis, escape, fast_figure, layout_dict, to_numpy
 
-METHODS = {"window": "window alone", "sinks": "window + first {s}", "recompute": "recompute the window"}
+METHODS = {"window": "window alone", "sinks": "window + first {s} kept", "recompute": "recompute the window"}
 DASHES = {"window": "solid", "sinks": "dash", "recompute": "dot"}
 
 

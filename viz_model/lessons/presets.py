@@ -33,6 +33,7 @@ from viz_model.lessons import normalization as norm_lesson
 from viz_model.lessons import qkv as qkv_lesson
 from viz_model.lessons import recurrence as rec_lesson
 from viz_model.lessons import rope as rope_lesson
+from viz_model.lessons import sinks as sinks_lesson
 from viz_model.lessons import train as train_lesson
 from viz_model.model import eval_mode
 from viz_model.model_text import encode_for, is_folder_model, pad_token, token_texts, uses_bos
@@ -608,6 +609,22 @@ def attribution_occlusion(inp: Inputs) -> Preset:
     return Preset("attribution", prompt, choices, {"correct": correct, "why": why})
 
 
+# -- Attention sinks -------------------------------------------------------------------------------------------
+def sinks_stream_best(inp: Inputs) -> Preset:
+    """"Which KV cache keeps perplexity lowest?": the streaming view's first cache size, answered by the measured
+    perplexities (lessons.sinks.stream_experiment, the same cached run the page shows)."""
+    model = inp.ckpt.model
+    sinks_lesson.check_model(model)
+    if not sinks_lesson.streams_positions(model):
+        raise ValueError(sinks_lesson.NO_STREAM_POSITIONS.format(pos=sinks_lesson.POS_NAMES[model.config.pos_encoding]))
+    v = sinks_lesson.view_of(inp.settings, model.config.max_len)
+    ids = sinks_lesson.stream_ids(inp.ckpt, v.source, v.kind, v.n_tokens)
+    r = inp.cached("sinks_stream", sinks_lesson.stream_key(inp.ckpt, v.source, v.kind, v.n_tokens, v.window, v.sinks),
+                   lambda: sinks_lesson.stream_experiment(model, ids, v.window, v.sinks))
+    prompt, choices, correct, why = sinks_lesson.stream_question(r, v.n_tokens, v.kind)
+    return Preset("sinks", prompt, choices, {"correct": correct, "why": why})
+
+
 # -- the registry ---------------------------------------------------------------------------------------------
 PRESETS: dict[str, Row] = {r.name: r for r in (
     Row("start_row", "start", "Which word does this head attend to most? (Start)", start_row),
@@ -628,6 +645,8 @@ PRESETS: dict[str, Row] = {r.name: r for r in (
     Row("train_tying", "train", "How does weight tying change the parameter count? (Train)", train_tying),
     Row("generate_next", "generate", "Which token comes next? (Generate)", generate_next),
     Row("cost_scores", "cost", "How much memory do the T × T scores take? (Cost)", cost_scores),
+    Row("sinks_stream_best", "sinks", "Which KV cache keeps perplexity lowest? (Attention sinks)",
+        sinks_stream_best),
     Row("attribution_occlusion", "attribution", "Which token matters most, by occlusion? (Attention vs attribution)",
         attribution_occlusion),
     Row("lens_first_top", "logit-lens", "At which layer does the final prediction first come top? (Logit lens)",

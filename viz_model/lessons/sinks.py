@@ -50,6 +50,47 @@ def streams_positions(model: TinyTransformer) -> bool:
     return model.config.pos_encoding in STREAMING_POSITIONS
 
 
+DEFAULT_WINDOW, DEFAULT_SINKS, DEFAULT_FACTOR, DEFAULT_SOURCE, DEFAULT_STREAM = 64, 4, 2.0, "wordnet", "one"
+
+
+def default_window(max_len: int) -> int:
+    options = window_choices(max_len)
+    return DEFAULT_WINDOW if DEFAULT_WINDOW in options else options[len(options) // 2]
+
+
+def stream_tokens(factor: float, max_len: int) -> int:
+    return min(int(factor * max_len), MAX_STREAM_TOKENS)
+
+
+@dataclass(frozen=True)
+class StreamView:
+    source: str
+    kind: str
+    n_tokens: int
+    window: int   # the first (smallest) cache size picked
+    sinks: int
+
+
+def view_of(settings, max_len: int) -> StreamView:
+    """The streaming view's settings as the widgets hold them (or as a link carries them: text), each invalid one
+    replaced by the page's default: what the class question asks about."""
+    def pick(key, options, default):
+        v = settings.get(key, default)
+        return v if v in options else default
+    raw = settings.get("sinks_windows", [default_window(max_len)])
+    raw = raw if isinstance(raw, (list, tuple)) else [raw]
+    windows = sorted(int(w) for w in raw if str(w).strip().isdigit() and int(w) in window_choices(max_len))
+    try:
+        factor = float(settings.get("sinks_len", DEFAULT_FACTOR))
+    except (TypeError, ValueError):
+        factor = DEFAULT_FACTOR
+    sinks = str(settings.get("sinks_n", DEFAULT_SINKS)).strip()
+    return StreamView(pick("sinks_source", SOURCES, DEFAULT_SOURCE), pick("sinks_stream", STREAMS, DEFAULT_STREAM),
+                      stream_tokens(factor if factor in STREAM_FACTORS else DEFAULT_FACTOR, max_len),
+                      windows[0] if windows else default_window(max_len),
+                      int(sinks) if sinks.isdigit() and 1 <= int(sinks) <= MAX_SINKS else DEFAULT_SINKS)
+
+
 def window_choices(max_len: int) -> list[int]:
     """Cache sizes offered: powers of two from MIN_WINDOW up to the model's context (never larger)."""
     out, w = [], MIN_WINDOW
@@ -321,7 +362,7 @@ def stream_key(ckpt, source: str, kind: str, n_tokens: int, window: int, sinks: 
 
 def stream_rows(results: Sequence[StreamResult]) -> list[dict[str, object]]:
     return [{"window": r.window, "window alone": round(r.perplexity("window"), 2),
-             f"window + first {r.sinks}": round(r.perplexity("sinks"), 2),
+             f"window + {first_n(r.sinks)}": round(r.perplexity("sinks"), 2),
              "recompute": round(r.perplexity("recompute"), 2),
              "sinks vs window alone": f"{r.perplexity('sinks') / r.perplexity('window') - 1:+.1%}"} for r in results]
 
@@ -361,12 +402,30 @@ def stream_sentence(results: Sequence[StreamResult]) -> str:
     for r in results:
         w, s, c = (r.perplexity(m) for m in ("window", "sinks", "recompute"))
         gain = w / s - 1
-        verdict = (f"keeping the first {r.sinks} lowers perplexity from {w:.1f} to {s:.1f} ({gain:.0%} better)"
-                   if gain > 0.02 else f"keeping the first {r.sinks} makes no real difference ({w:.1f} vs {s:.1f})"
-                   if gain > -0.02 else f"keeping the first {r.sinks} makes it worse ({w:.1f} vs {s:.1f})")
-        best = min(("the window alone", w), (f"window + first {r.sinks}", s), ("recompute", c), key=lambda p: p[1])
+        kept = first_n(r.sinks)
+        verdict = (f"keeping {kept} lowers perplexity from {w:.1f} to {s:.1f} ({w / s:.2f}× lower)"
+                   if gain > 0.02 else f"keeping {kept} makes no real difference ({w:.1f} vs {s:.1f})"
+                   if gain > -0.02 else f"keeping {kept} makes it worse ({w:.1f} vs {s:.1f})")
+        best = min(("the window alone", w), (f"the window + {kept}", s), ("recompute", c), key=lambda p: p[1])
         parts.append(f"window {r.window}: {verdict}; recompute gives {c:.1f}; lowest: {best[0]}.")
     return "Measured on this stream: " + " ".join(parts)
+
+
+METHOD_CHOICES = ("the window alone", "the window + {kept}", "recomputing the window")
+
+
+def stream_question(r: StreamResult, n_tokens: int, kind: str) -> tuple[str, list[str], list[int], str]:
+    """The class question on the streaming view: (prompt, choices, correct indices, why from the numbers)."""
+    prompt = (f"A KV cache of {r.window} tokens slides over {n_tokens} tokens of {STREAMS[kind]}. Which keeps "
+              "perplexity lowest once it is full?")
+    ppl = [r.perplexity(m) for m in ("window", "sinks", "recompute")]
+    choices = [c.format(kept=first_n(r.sinks)) for c in METHOD_CHOICES]
+    why = ("Perplexity measured now: " + ", ".join(f"{c} {p:.1f}" for c, p in zip(choices, ppl)) + ".")
+    return prompt, choices, best_method(r), why
+
+
+def first_n(n: int) -> str:
+    return "the first token" if n == 1 else f"the first {n} tokens"
 
 
 def best_method(r: StreamResult) -> list[int]:

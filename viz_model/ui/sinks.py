@@ -13,8 +13,6 @@ from viz_model.ui.chart import show
 from viz_model.ui.errors import section
 from viz_model.ui.widgets import row, show_checks
 
-DEFAULT_WINDOW, DEFAULT_SINKS, DEFAULT_FACTOR = 64, 4, 2.0
-
 
 def _heldout(ckpt, source: str) -> list[list[int]]:
     return cached("sinks_heldout", (model_id(ckpt), source), lambda: lesson.heldout_ids(ckpt, source),
@@ -54,8 +52,7 @@ def loss_view(ckpt, source: str) -> None:
 def _windows(max_len: int) -> tuple[list[int], list[int]]:
     """The window choices for this model and the default; a kept or linked window the model cannot take is
     dropped (the widget would show the default but leave the stale value in the link)."""
-    options = lesson.window_choices(max_len)
-    default = [DEFAULT_WINDOW if DEFAULT_WINDOW in options else options[len(options) // 2]]
+    options, default = lesson.window_choices(max_len), [lesson.default_window(max_len)]
     if isinstance(kept := st.session_state.get("sinks_windows"), list):
         st.session_state["sinks_windows"] = [w for w in kept if w in options]
     return options, default
@@ -67,13 +64,13 @@ def stream_settings(ckpt) -> tuple[str, float, list[int], int]:
     with row():
         kind = st.radio("Stream", list(lesson.STREAMS), format_func=lesson.STREAMS.get, key="sinks_stream",
                         help=lesson.STREAM_KIND_HELP, **share.URL)
-        factor = st.select_slider("Length (× the context)", list(lesson.STREAM_FACTORS), value=DEFAULT_FACTOR,
+        factor = st.select_slider("Length (× the context)", list(lesson.STREAM_FACTORS), value=lesson.DEFAULT_FACTOR,
                                   key="sinks_len", **share.URL)
     with row():
         windows = st.multiselect("Cache sizes W (tokens)", options, default=default, key="sinks_windows",
                                  help="Each size is one run over the stream (a few seconds each, then kept).",
                                  **share.URL)
-        sinks = st.slider("First tokens kept (sinks)", 1, lesson.MAX_SINKS, DEFAULT_SINKS, key="sinks_n",
+        sinks = st.slider("First tokens kept (sinks)", 1, lesson.MAX_SINKS, lesson.DEFAULT_SINKS, key="sinks_n",
                           **share.URL)
     return kind, float(factor), sorted(windows), int(sinks)
 
@@ -82,7 +79,7 @@ def stream_settings(ckpt) -> tuple[str, float, list[int], int]:
 def stream_view(ckpt, source: str) -> None:
     model = ckpt.model
     kind, factor, windows, sinks = stream_settings(ckpt)
-    n_tokens = min(int(factor * model.config.max_len), lesson.MAX_STREAM_TOKENS)
+    n_tokens = lesson.stream_tokens(factor, model.config.max_len)
     st.markdown(lesson.STREAM_INTRO.format(factor=n_tokens / model.config.max_len, n=n_tokens))
     if not lesson.streams_positions(model):
         st.info(lesson.NO_STREAM_POSITIONS.format(pos=lesson.POS_NAMES.get(model.config.pos_encoding, "its")))
