@@ -76,7 +76,7 @@ def test_another_target_and_head_change_what_is_explained(at):
 @pytest.mark.parametrize("text, kind, words", [
     ("", "warning", "empty"),
     ("cat", "info", "nothing to attribute"),
-    ("word " * 400, "info", "only the first 256 are used"),
+    ("word " * 400, "info", "only the first 64 are used"),
 ])
 def test_bad_input_says_why_in_a_sentence(text, kind, words):
     at = open_on("english")

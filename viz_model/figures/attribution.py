@@ -31,7 +31,7 @@ def methods_heatmap(scores: dict[str, np.ndarray], names: dict[str, str], short:
               for j, m in enumerate(methods)] for i in range(n)]
     heat = dict(type="heatmap", z=norm, x=list(range(len(methods))), y=list(range(n)), zmin=-1, zmax=1, zmid=0,
                 colorscale=DIVERGING, hovertext=hover, hoverinfo="text", xgap=1, ygap=1, name="score / max |score|",
-                text=np.round(norm, 2).astype(str), texttemplate="%{text}" if n <= 24 else "",
+                text=(np.round(norm, 2) + 0.0).astype(str), texttemplate="%{text}" if n <= 24 else "",
                 colorbar=dict(title=dict(text="score ÷ max |score|", side="right"), thickness=12))
     xaxis = dict(title=dict(text="method"), tickmode="array", tickvals=list(range(len(methods))),
                  ticktext=[escape(short[m]) for m in methods], side="top")

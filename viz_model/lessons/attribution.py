@@ -47,6 +47,9 @@ SINK_SHARE = 0.5          # the start token holds at least this share of the hea
 MIN_RANKED = 3            # fewer: every ρ is ±1, so agreement is not stated
 LOGP_TOL = 1e-4           # float32 model, log p compared across passes (batched vs single, traced vs fast path)
 ROW_TOL = 1e-9            # rollout is multiplied in float64
+MAX_TOKENS = 64           # the page reads at most this many tokens: occlusion runs one row per token, so its cost grows
+#                           as T³ (a 256-token text took 33 s on one loaded core, 64 tokens 1.3 s)
+OCCLUSION_TOKENS = 8192   # tokens per occlusion pass: a 64-token sentence in one pass, a 256-token one in 8
 METHODS = ("head", "mean", "rollout", "grad_x_input", "occlusion")
 
 
@@ -192,17 +195,27 @@ def traced_gradient(model, ids: Sequence[int], target: int) -> tuple[torch.Tenso
 
 
 @torch.no_grad()
+def last_logits(model, rows: torch.Tensor) -> torch.Tensor:
+    """(B, V) the last position's logits of each row of rows (B, T): the blocks on the fast path, then the final norm
+    and the LM head on the last position only (the head over every position was most of a long batch's time)."""
+    out = model(rows, trace_layers=(), logits=False)           # no layer traced; the stream after each block kept
+    return model.head(model.ln_f(out.trace.residual[-1][:, -1]))  # (B, V)
+
+
+@torch.no_grad()
 def occlusion(model, ids: Sequence[int], target: int, positions: Sequence[int], baseline: int) -> tuple[np.ndarray,
                                                                                                          float]:
     """(Δ per position (n,), log p of the unchanged sentence): every position in `positions` replaced by `baseline`
-    in turn, all in one batched forward pass whose last row is the unchanged sentence."""
+    in turn, batched (one forward pass up to OCCLUSION_TOKENS tokens, a few for a long text), the last row the
+    unchanged sentence."""
     base = torch.tensor(list(ids), device=model.device)
     rows = base.repeat(len(positions) + 1, 1)                      # (n + 1, T)
     for r, p in enumerate(positions):
         rows[r, p] = baseline
+    per_pass = max(1, OCCLUSION_TOKENS // len(ids))
     with eval_mode(model):
-        logits = model(rows).logits[:, -1].double()                # (n + 1, V)
-    logp = F.log_softmax(logits, -1)[:, target].cpu().numpy()
+        logits = torch.cat([last_logits(model, rows[i:i + per_pass]) for i in range(0, len(rows), per_pass)])
+    logp = F.log_softmax(logits.double(), -1)[:, target].cpu().numpy()  # (n + 1,)
     return logp[-1] - logp[:-1], float(logp[-1])
 
 
@@ -345,6 +358,8 @@ METHODS_NOTE = ("Colour: each method's scores divided by its largest |score|, so
                 "signed.")
 START_NOTE = ("The start token is left out: it is not a word you typed, and layer {layer} head {head} gives it "
               "{share:.0%} of its weight from the last token{sink}.")
+CUT = ("Your text has {n} tokens; this view reads at most {limit} (occlusion runs the model once more per token), "
+       "so only the first {limit} are used.")
 EMPTY = "Type a sentence: the box is empty or holds only spaces."
 ONE_TOKEN = ("Your text is one token: the prediction can only come from it, so there is nothing to attribute. "
              "Type at least two tokens.")

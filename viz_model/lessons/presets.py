@@ -594,7 +594,7 @@ def attribution_occlusion(inp: Inputs) -> Preset:
         raise ValueError(attribution_lesson.NOT_CAUSAL)
     bos = uses_bos(ckpt)
     enc = _encode(ckpt, s.get("attribution_text", attribution_lesson.DEFAULT_TEXT), bos,
-                  page="the Attention vs attribution page")
+                  limit=attribution_lesson.MAX_TOKENS, page="the Attention vs attribution page")
     if len(enc.ids) - int(bos) < attribution_lesson.MIN_WORDS:
         raise ValueError(attribution_lesson.ONE_TOKEN)
     top = attribution_lesson.top_next(model, enc.ids)

@@ -8,13 +8,13 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.figures import attribution as figs
 from viz_model.lecture import EXAMPLES, PROMPTS
 from viz_model.lessons import attribution as lesson
-from viz_model.model_text import is_folder_model, pad_token, token_texts, uses_bos
+from viz_model.model_text import pad_token, token_texts, uses_bos
 from viz_model.tokenizer import Encoded
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.chart import show
 from viz_model.ui.errors import section
-from viz_model.ui.widgets import FOLDER_VIEW_TOKENS, answer_line, encode_text, example_text, show_checks, text_notes
+from viz_model.ui.widgets import answer_line, encode_text, example_text, show_checks, text_notes
 
 EXAMPLES_HERE = list(dict.fromkeys([*PROMPTS, *(e for e in EXAMPLES if "<pad>" not in e.lower())]))
 
@@ -22,14 +22,13 @@ EXAMPLES_HERE = list(dict.fromkeys([*PROMPTS, *(e for e in EXAMPLES if "<pad>" n
 def sentence(ckpt: Checkpoint) -> Encoded:
     """The sentence box (a prompt or a lecture sentence), read as the model reads it; the page stops on an empty
     text or a single token, with the sentence that says why."""
-    limit = ckpt.model.config.max_len  # a real model's folder: at most FOLDER_VIEW_TOKENS (one occlusion row a token)
-    limit = min(limit, FOLDER_VIEW_TOKENS) if is_folder_model(ckpt) else limit
+    limit = min(ckpt.model.config.max_len, lesson.MAX_TOKENS)  # occlusion: one row per token
     text = example_text("attribution_text", "attribution_example", EXAMPLES_HERE, lesson.DEFAULT_TEXT, "Sentence",
                         help="The model predicts the token after it; cut to the model's context.",
                         picker="Example (a prompt or a lecture sentence)")
     enc = encode_text(ckpt, text, max_len=limit, bos=uses_bos(ckpt))
-    text_notes(enc, cut=f"Your text has {enc.n_tokens_total} tokens; this model reads at most {limit}, so only the "
-                        f"first {limit} are used.", empty=lesson.EMPTY, min_ids=int(uses_bos(ckpt)))
+    text_notes(enc, cut=lesson.CUT.format(n=enc.n_tokens_total, limit=limit), empty=lesson.EMPTY,
+               min_ids=int(uses_bos(ckpt)))
     if len(enc.ids) - int(uses_bos(ckpt)) < lesson.MIN_WORDS:
         st.info(lesson.ONE_TOKEN)
         st.stop()
