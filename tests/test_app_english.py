@@ -10,7 +10,7 @@ import pytest
 SENTENCE = "The animal didn't cross the street because it was too tired 🐾"
 PAGES = {"app_pages/start.py": "start_text", "app_pages/explorer.py": "explorer_text",
          "app_pages/masks.py": "masks_text", "app_pages/qkv.py": "qkv_text", "app_pages/generate.py": "generate_text",
-         "app_pages/lens.py": "lens_text"}
+         "app_pages/lens.py": "lens_text", "app_pages/attribution.py": "attribution_text"}
 
 
 def _charts(at) -> list[dict]:

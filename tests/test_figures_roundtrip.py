@@ -86,6 +86,12 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
         [[["<b>x</b>", "a", "b", "c", " "]] * T] * 3, TOKENS, ["embeddings", "layer 0", "layer 1"], title="Lens <b>"),
     "lens.rank_curve": lambda: _f("lens.rank_curve")([300, 20, 1], [0.001, 0.05, 0.7],
                                                      ["embeddings", "layer 0", "layer 1"], "<eos>", "“<b>” (2)", 8192),
+    "attribution.methods_heatmap": lambda: _f("attribution.methods_heatmap")(
+        {m: rng(6).normal(size=T) for m in ("head", "occlusion")}, {"head": "<b>head</b>", "occlusion": "occlusion"},
+        {"head": "head 0", "occlusion": "occlusion"}, TOKENS, list(range(1, T + 1)), title="Methods <b>"),
+    "attribution.agreement_matrix": lambda: _f("attribution.agreement_matrix")(
+        np.array([[1.0, 0.4, np.nan], [0.4, 1.0, np.nan], [np.nan, np.nan, np.nan]]), ["a <b>", "b", "c"],
+        ["a", "b", "c"], title="ρ"),
     "generate.next_token_bars": lambda: _f("generate.next_token_bars")(
         ["<b>x</b>", "cat", "&lt;", " "], [0.4, 0.3, 0.2, 0.1], [4 / 7, 3 / 7, 0.0, 0.0], chosen=1,
         strategy="top-k=2", title="Step 1"),
@@ -232,6 +238,8 @@ TRACE_TYPES = {
     "alibi.bias_heads": ["heatmap"] * 4,  # per head: the blocked cells, the bias
     "lens.top_token_map": ["heatmap"],
     "lens.rank_curve": ["scatter"],
+    "attribution.methods_heatmap": ["heatmap"],
+    "attribution.agreement_matrix": ["heatmap"],
     "generate.next_token_bars": ["bar"] * 2,
     "generate.attention_rows": ["heatmap"] * 2,
     "generate.latency_chart": ["scatter"] * 2,
