@@ -22,5 +22,5 @@ ui.top_map(ckpt, enc, key, view)
 st.header("When does the final prediction appear?")
 ui.rank_view(ckpt, enc, key, view)
 
-with st.expander("What the logit lens is, and what it is not"):
-    st.markdown(lesson.CAVEAT)
+st.subheader("What the logit lens is not")
+st.markdown(lesson.CAVEAT)
