@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,7 +26,6 @@ from class_follow import LEADER_TICK_S, open_session  # noqa: E402
 
 from viz_model.runtime.class_store import open_store  # noqa: E402
 
-pytestmark = pytest.mark.slow
 KEY = "hall-test-key"
 
 
@@ -80,6 +80,7 @@ def _stats(sock_path: str) -> dict[str, dict]:
     return {r["svname"]: r for r in rows if r["pxname"] == "streamlit" and r["svname"].startswith("app")}
 
 
+@pytest.mark.slow
 def test_haproxy_checks_each_replicas_health_endpoint_and_pins_a_browser_with_a_cookie(hall):
     servers = _until("both replicas UP by their health check",
                      lambda: (st := _stats(hall["stats_socket"])) and all(r["status"] == "UP" for r in st.values())
@@ -96,6 +97,7 @@ def test_haproxy_checks_each_replicas_health_endpoint_and_pins_a_browser_with_a_
         assert not [c for c in r.headers.get_all("Set-Cookie") or [] if c.startswith("ATTENTION_LAB_SERVER")]
 
 
+@pytest.mark.slow
 def test_a_leaders_view_on_replica_1_reaches_a_student_on_replica_2_through_redis_only(hall):
     one, two = hall["replicas"]
     assert one != two and hall["redis"].startswith("redis://127.0.0.1:")
@@ -131,3 +133,22 @@ def test_a_leaders_view_on_replica_1_reaches_a_student_on_replica_2_through_redi
     asyncio.run(asyncio.wait_for(lesson(), 300))
     for i in (1, 2):  # each replica was given its own SQLite file, and never opened it: only Redis joins them
         assert not os.path.exists(os.path.join(hall["run_dir"], f"class-replica{i}.sqlite"))
+
+
+@pytest.mark.parametrize("servers", ["", "10.0.0.1:8501,10.0.0.1:8502,10.0.0.2:8501,10.0.0.2:8502"])
+def test_the_same_config_serves_several_machines_by_host_names(tmp_path, servers):
+    """The two-machine example of deploy/lecture_hall.py: one `server` line per replica, host names swapped in, the
+    health check and the sticky cookie kept; HAProxy itself accepts the file (`haproxy -c`)."""
+    if why := class_backends._missing():
+        pytest.fail(why, pytrace=False)
+    cmd = [sys.executable, str(ROOT / "deploy" / "lecture_hall.py"), "--print-config", "--run-dir", str(tmp_path)]
+    cfg = subprocess.run(cmd + (["--servers", servers] if servers else []), capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    lines = [ln.split() for ln in cfg.splitlines() if ln.strip().startswith("server ")]
+    want = servers.split(",") if servers else ["127.0.0.1:8501", "127.0.0.1:8502"]
+    assert [ln[2] for ln in lines] == want and all(ln[-2:] == ["cookie", ln[1]] and "check" in ln for ln in lines)
+    assert "option httpchk GET /_stcore/health" in cfg and "cookie ATTENTION_LAB_SERVER insert" in cfg
+    (tmp_path / "h.cfg").write_text(cfg)
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    out = subprocess.run([haproxy, "-c", "-f", str(tmp_path / "h.cfg")], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
