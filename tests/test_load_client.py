@@ -102,7 +102,8 @@ FRAGMENT_PICKERS = [("start", "start_layer"), ("start", "start_head"), ("explore
                     ("explorer", "explorer_head"), ("explorer", "explorer_tab", "Query focus"), ("masks", "masks_kind"),
                     ("qkv", "qkv_query"), ("encoder", "encoder_topk"), ("encoder", "encoder_layer"),
                     ("generate", "generate_layer"), ("encoder-decoder", "ed_three_layer"),
-                    ("normalization", "norm_seed"), ("cost", "cost_kv_layers"), ("logit-lens", "lens_pos")]
+                    ("normalization", "norm_seed"), ("cost", "cost_kv_layers"), ("logit-lens", "lens_pos"),
+                    ("attribution", "attribution_head")]
 
 
 def test_view_pickers_rerun_only_their_fragment_and_send_less_than_the_page(server):
