@@ -227,6 +227,53 @@ def own_logp(model, ids: Sequence[int], target: int) -> float:
     return float(F.log_softmax(logits, -1)[target])
 
 
+@dataclass(frozen=True)
+class Passes:
+    """What the model passes measure for one sentence and one target, whatever layer and head the page shows: every
+    layer's attention, gradient × input, occlusion and the log p checks (the page caches it; a head is a lookup)."""
+
+    probs: torch.Tensor           # (L, H, T, T)
+    rolled: torch.Tensor          # (T, T) rollout, float64
+    gxi: torch.Tensor             # (T,) gradient × input, float64
+    logp: float
+    delta: np.ndarray             # (n,) occlusion's Δ over positions start..T-1
+    unchanged: float              # log p of the unchanged row of the occlusion batch
+    own: float                    # log p from the model's own fast path
+
+
+def passes(model, ids: Sequence[int], target: int, *, start: int = 0, baseline: int = 0) -> Passes:
+    """The model passes behind every method (one traced pass with the gradient, the occlusion batch, one plain
+    pass), for ids as the model reads it (a start token first when start = 1) and the target token id."""
+    _check_input(model, ids, start)
+    if not 0 <= target < model.config.vocab_size:
+        raise ValueError(f"The target token id {target} is not in the model's vocabulary.")
+    if len(ids) - start < MIN_WORDS:
+        raise ValueError(ONE_TOKEN)
+    probs, gxi, logp = traced_gradient(model, ids, target)
+    delta, unchanged = occlusion(model, ids, target, range(start, len(ids)), baseline)
+    return Passes(probs, rollout(probs), gxi, logp, delta, unchanged, own_logp(model, ids, target))
+
+
+def attribution_of(m: Passes, ids: Sequence[int], tokens: Sequence[str], *, layer: int, head: int, target: int,
+                   start: int = 0, baseline: tuple[int, str] = (0, "<pad>"), target_text: str = "") -> Attribution:
+    """Each method's scores over the typed tokens for one layer and head, from the passes (no model call)."""
+    L, H = m.probs.shape[:2]
+    if not (0 <= layer < L and 0 <= head < H):
+        raise ValueError(f"This model has layers 0–{L - 1} and heads 0–{H - 1}.")
+    words = list(range(start, len(ids)))
+    scores = {"head": m.probs[layer, head, -1, words].double().cpu().numpy(),
+              "mean": m.probs[layer, :, -1, words].double().mean(0).cpu().numpy(),
+              "rollout": m.rolled[-1, words].cpu().numpy(), "grad_x_input": m.gxi[words].numpy(),
+              "occlusion": m.delta}
+    return Attribution(
+        tokens=[tokens[p] for p in words], positions=words, layer=layer, head=head, target_id=target,
+        target=target_text, logp=m.logp, scores=scores, rho=rank_matrix(scores),
+        start_share=float(m.probs[layer, head, -1, 0]) if start else None, baseline=baseline[1],
+        same_as_baseline=[i for i, p in enumerate(words) if ids[p] == baseline[0]],
+        rollout_row_error=float((m.rolled.sum(-1) - 1).abs().max()), self_occlusion=abs(m.unchanged - m.logp),
+        own_output=abs(m.own - m.logp))
+
+
 def attribute(model, ids: Sequence[int], tokens: Sequence[str], *, layer: int, head: int, target: int,
               start: int = 0, baseline: tuple[int, str] = (0, "<pad>"), target_text: str = "") -> Attribution:
     """Every method on one sentence: ids as the model reads it (a start token first when start = 1), tokens their
@@ -235,24 +282,9 @@ def attribute(model, ids: Sequence[int], tokens: Sequence[str], *, layer: int, h
     cfg = model.config
     if not (0 <= layer < cfg.n_layers and 0 <= head < cfg.n_heads):
         raise ValueError(f"This model has layers 0–{cfg.n_layers - 1} and heads 0–{cfg.n_heads - 1}.")
-    if not 0 <= target < cfg.vocab_size:
-        raise ValueError(f"The target token id {target} is not in the model's vocabulary.")
-    words = list(range(start, len(ids)))
-    if len(words) < MIN_WORDS:
-        raise ValueError(ONE_TOKEN)
-    probs, gxi, logp = traced_gradient(model, ids, target)
-    rolled = rollout(probs)
-    delta, unchanged = occlusion(model, ids, target, words, baseline[0])
-    scores = {"head": probs[layer, head, -1, words].double().cpu().numpy(),
-              "mean": probs[layer, :, -1, words].double().mean(0).cpu().numpy(),
-              "rollout": rolled[-1, words].cpu().numpy(), "grad_x_input": gxi[words].numpy(), "occlusion": delta}
-    return Attribution(
-        tokens=[tokens[p] for p in words], positions=words, layer=layer, head=head, target_id=target,
-        target=target_text, logp=logp, scores=scores, rho=rank_matrix(scores),
-        start_share=float(probs[layer, head, -1, 0]) if start else None, baseline=baseline[1],
-        same_as_baseline=[i for i, p in enumerate(words) if ids[p] == baseline[0]],
-        rollout_row_error=float((rolled.sum(-1) - 1).abs().max()), self_occlusion=abs(unchanged - logp),
-        own_output=abs(own_logp(model, ids, target) - logp))
+    m = passes(model, ids, target, start=start, baseline=baseline[0])
+    return attribution_of(m, ids, tokens, layer=layer, head=head, target=target, start=start, baseline=baseline,
+                          target_text=target_text)
 
 
 # -- the claims and the sentences, from the numbers -------------------------------------------------------------

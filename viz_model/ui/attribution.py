@@ -55,10 +55,12 @@ def view(ckpt: Checkpoint, enc: Encoded) -> None:
     head = share.select(c3, "Head", range(cfg.n_heads), "attribution_head")
     tid, ttext, p = top[rank]
     st.markdown(lesson.target_sentence(ttext, p, rank))
-    key = input_key(model_id(ckpt), ids, tid, layer, head)
-    res = cached("attribution", (key,), lambda: lesson.attribute(
-        ckpt.model, list(ids), enc.tokens, layer=layer, head=head, target=tid, start=int(uses_bos(ckpt)),
-        baseline=pad_token(ckpt), target_text=ttext), model_pass=True, spinner="Running the four methods…")
+    start, base, pass_key = int(uses_bos(ckpt)), pad_token(ckpt), input_key(model_id(ckpt), ids, tid)
+    m = cached("attribution_passes", (pass_key,), lambda: lesson.passes(ckpt.model, ids, tid, start=start,
+               baseline=base[0]), model_pass=True, spinner="Running the four methods…")  # a head is a lookup
+    key = input_key(pass_key, layer, head)
+    res = cached("attribution", (key,), lambda: lesson.attribution_of(
+        m, ids, enc.tokens, layer=layer, head=head, target=tid, start=start, baseline=base, target_text=ttext))
     names, short = lesson.method_names(layer, head), lesson.method_names(layer, head, short=True)
     st.markdown(lesson.agreement_sentence(res))
     answer_line("attribution_top_text", lesson.top_sentence(res))  # #39: hidden in class until Reveal
