@@ -112,6 +112,8 @@ def test_sentences_and_the_questions_answer_follow_the_ranks(models):
             assert ("the embeddings" if first == 0 else f"layer {first - 1}") in said
     echo = int((view.top_ids[0, :, 0] == np.asarray(enc.ids)).sum())
     assert f"at {echo} of {len(enc.ids)} position(s)" in lens.embedding_sentence(view, enc.ids, True, label)
+    odd = lens.position_sentence(view, 1, ["<b>", "*x*"], lambda i: "<b>x</b>")  # tokens in Markdown: as typed
+    assert "`<b>x</b>`" in odd and "`*x*`" in odd
     shares = lens.agreement(view)
     assert shares[-1] == 1.0 and len(shares) == view.n_rows
 

@@ -17,6 +17,7 @@ import torch
 
 from viz_model.lessons.common import Check
 from viz_model.model import TinyTransformer, eval_mode
+from viz_model.model_text import md_token
 
 TOP_K = 5                 # the hover's top tokens per cell
 MAX_T = 64                # the heatmap reads at most this many positions (a real model's context is far longer)
@@ -156,7 +157,8 @@ def stays_top(view: LensView, pos: int) -> bool:
 
 # -- sentences computed from the numbers ----------------------------------------------------------------------
 def _q(text: str) -> str:
-    return f"“{text.strip() or repr(text)}”"
+    """A token inside a sentence drawn as Markdown: a code span, so '*x*' or '<b>' shows as typed."""
+    return md_token(text.strip() or text)
 
 
 def position_sentence(view: LensView, pos: int, tokens: Sequence[str], label: Callable[[int], str]) -> str:
