@@ -158,3 +158,10 @@ def test_the_class_question_hides_the_lens_on_students_screens_until_reveal(clas
     student.run()
     assert "hidden" not in spec(student, "lens_rank")["layout"]["title"]["text"]
     assert not student.exception and not leader.exception
+
+
+def test_a_link_opens_the_position_it_names():
+    app = open_app(PAGE, timeout=120, query={"model_key": "English (WordNet prose, BPE)", "lens_pos": "3 · hy"})
+    assert_clean(app)
+    assert app.session_state["model_key"] == "english" and app.selectbox(key="lens_pos").value == 3
+    assert any("(position 3)" in m for m in texts(app.markdown))

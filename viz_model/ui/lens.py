@@ -45,7 +45,7 @@ def _label(ckpt: Checkpoint):
 def rank_view(ckpt: Checkpoint, enc: Encoded, key: str, view: lesson.LensView) -> None:
     T = len(enc.ids)
     pos = share.select(row(), "Position", range(T), "lens_pos", default=T - 1,
-                       format_func=lambda i: f"{i} · {enc.tokens[i]}",
+                       format_func=lambda i: f"{i} · {enc.tokens[i].strip() or enc.tokens[i]}",
                        help="The next token is predicted after this one (default: the last).")
     label = _label(ckpt)
     fig = cached("lens_rank", (key, pos), lambda: figs.rank_curve(
