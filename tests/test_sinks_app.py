@@ -41,7 +41,7 @@ def test_default_view_draws_the_share_map_the_losses_and_the_stream(at):
     z = np.asarray(plotly_array(spec(at, "sinks_share_chart")["data"][0]["z"]), dtype=float)
     np.testing.assert_allclose(z, ref.numpy(), atol=1e-5)
     bars = spec(at, "sinks_loss_chart")["data"][0]
-    assert list(bars["x"]) == ["as is", "first token dropped", "first token hidden, rows renormalised"]
+    assert list(bars["y"]) == ["as is", "first token dropped", "first token hidden, rows renormalised"]
     lines = spec(at, "sinks_stream_chart")["data"]
     assert len(lines) == 3 and lines[0]["name"].startswith("W=64")  # the classroom model's whole context
     table = next(d.value for d in at.dataframe if "recompute" in d.value.columns)

@@ -32,16 +32,18 @@ def share_heatmap(share, first: str, title: str | None = None) -> go.Figure:
 
 
 def loss_bars(rows: Sequence[Mapping], title: str | None = None) -> go.Figure:
-    """One bar per input (as is, first token dropped, hidden): the mean loss, its change from 'as is' written on."""
+    """One horizontal bar per input (as is, first token dropped, hidden; top to bottom): the mean loss, its change
+    from 'as is' written on (horizontal: the long names stay readable on a phone)."""
     names = [str(r["input"]) for r in rows]
     loss = [float(r["loss (nats)"]) for r in rows]
     base = loss[0]
     text = [f"{v:.3f}" + ("" if i == 0 else f" ({v - base:+.3f})") for i, v in enumerate(loss)]
     hover = [f"{n}: loss {v:.4f} nats, perplexity {np.exp(v):.4g}" for n, v in zip(names, loss)]
-    data = [dict(type="bar", x=names, y=loss, text=text, textposition="outside", hovertext=hover, hoverinfo="text",
-                 marker=dict(color=COLORWAY[:len(names)]), name="mean loss", cliponaxis=False)]
-    return fast_figure(data, layout_dict(title, height=340, xaxis=axis("input"),
-                                         yaxis=axis("mean next-token loss (nats)", range=[0, max(loss) * 1.2])))
+    data = [dict(type="bar", orientation="h", y=names, x=loss, text=text, textposition="outside", hovertext=hover,
+                 hoverinfo="text", marker=dict(color=COLORWAY[:len(names)]), name="mean loss", cliponaxis=False)]
+    return fast_figure(data, layout_dict(title, height=300, xaxis=axis("mean next-token loss (nats)",
+                                                                       range=[0, max(loss) * 1.35]),
+                                         yaxis=axis(None, autorange="reversed", automargin=True)))
 
 
 def running_mean(x: np.ndarray, k: int) -> np.ndarray:
@@ -77,5 +79,6 @@ def stream_lines(results: Sequence, k: int = 32, title: str | None = None) -> go
     for a in axes.values():
         if a.get("matches") is None:
             a.pop("matches", None)
-    return fast_figure(data, layout_dict(title, height=120 + 260 * n, shapes=shapes,
-                                         legend=dict(orientation="h", y=-0.12 if n == 1 else -0.06), **axes))
+    legend = dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom")  # under the title, over the plot
+    return fast_figure(data, layout_dict(title, height=150 + 260 * n, top=100 if title else 60, title_top=bool(title),
+                                         shapes=shapes, legend=legend, **axes))

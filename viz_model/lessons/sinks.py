@@ -460,6 +460,9 @@ STREAM_CAPTION = ("Perplexity over the tokens predicted once the cache is full (
                   "same pass). The chart: the loss per token, a running mean over {k} tokens.")
 STREAM_KIND_HELP = ("One long text: one start token at the very beginning, so a sliding window soon loses it. Texts "
                     "as in training: every text starts with its own start token, so any window holds several.")
+ONE_TEXT_NOTE = ("A model trained on short texts, each starting with its own start token, may read this joined text "
+                 "badly at any window: compare the perplexities here with the loss table above, and switch the "
+                 "stream to texts as in training for the other case.")
 CLAIM_RENORM = ("hiding key 0 with the attention mask gives exactly the rows with key 0 removed and renormalised "
                 "(layer 0, {T} tokens)")
 CLAIM_RELATIVE = ("with {pos} positions a score depends only on the distance between query and key, so hiding key 0 "

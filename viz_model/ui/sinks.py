@@ -103,5 +103,7 @@ def stream_view(ckpt, source: str) -> None:
     st.caption(lesson.STREAM_CAPTION.format(k=k))
     st.dataframe(lesson.stream_rows(results), hide_index=True, key="sinks_stream_table")
     st.markdown(lesson.stream_sentence(results))
+    if kind == "one":
+        st.caption(lesson.ONE_TEXT_NOTE)
     show_checks(cached("sinks_stream_claims", (model_id(ckpt), source, kind, n_tokens, sinks),
                        lambda: lesson.stream_claims(model, ids, sinks), model_pass=True))
