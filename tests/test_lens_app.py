@@ -161,7 +161,7 @@ def test_the_class_question_hides_the_lens_on_students_screens_until_reveal(clas
 
 
 def test_a_link_opens_the_position_it_names():
-    app = open_app(PAGE, timeout=120, query={"model_key": "English (WordNet prose, BPE)", "lens_pos": "3 · hy"})
+    app = open_app(PAGE, timeout=120, query={"model_key": "English (WordNet prose, BPE)", "lens_pos": "2 · trop"})
     assert_clean(app)
-    assert app.session_state["model_key"] == "english" and app.selectbox(key="lens_pos").value == 3
-    assert any("(position 3)" in m for m in texts(app.markdown))
+    assert app.session_state["model_key"] == "english" and app.selectbox(key="lens_pos").value == 2
+    assert any("(position 2)" in m for m in texts(app.markdown))
