@@ -14,7 +14,7 @@ from viz_model.runtime.classroom import ClassStore
 PAGE_FILES = {"start": "start", "explorer": "explorer", "masks": "masks", "qkv": "qkv", "sinusoidal": "sinusoidal",
               "rope": "rope", "encoder": "encoder", "encoder-decoder": "encoder_decoder", "recurrence": "recurrence",
               "normalization": "normalization", "train": "train", "generate": "generate", "cost": "cost",
-              "logit-lens": "lens", "attribution": "attribution"}
+              "logit-lens": "lens", "attribution": "attribution", "sinks": "sinks"}
 
 
 @pytest.fixture
