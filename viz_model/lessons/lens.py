@@ -206,7 +206,7 @@ INTRO = ("Each block adds to the **residual stream**, the vector every position 
          "output. The **logit lens** (nostalgebraist, 2020) reads that stream early: it puts the stream after each "
          "layer through the model's own final norm and unembedding, as if the model stopped there, and gets a "
          "next-token distribution at every position. The last reading is the model's output itself.")
-CAVEAT = ("What the lens is not: the final norm and unembedding were trained to read the **last** layer's stream, so "
+CAVEAT = ("The final norm and unembedding were trained to read the **last** layer's stream, so "
           "an early layer read through them is biased; a prediction that appears late in the lens may be present "
           "earlier in a form this head cannot read. The *tuned lens* (Belrose et al., 2023) trains one small "
           "translator per layer to fix that; this page does not train one. Read early rows as a hint, not a "
