@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 from conftest import open_app, plotly_array
+from test_app_real_models import app, folders  # noqa: F401  (a fixture)
 
 from viz_model.heads import _probs, positional_scores
 from viz_model.lessons import sinks as lesson
@@ -96,3 +97,17 @@ def test_the_english_models_default_view_finds_sinks_help_on_one_long_text():
     alone, sinks = float(table["window alone"][0]), float(table["window + the first 4 tokens"][0])
     assert sinks < 0.9 * alone  # measured: about 3x lower on this stream
     assert any("lowers perplexity" in m.value for m in app.markdown)
+
+
+@pytest.mark.parametrize("name, streams", [("tiny-llama", True), ("tiny-gpt2", False)])
+def test_the_page_runs_on_hugging_face_folders(folders, name, streams):  # noqa: F811  (the fixture)
+    """tiny-llama: RoPE with llama3 scaling and 2 K/V heads for 4 query heads, so the cache's unrotated keys and
+    their slots are checked on grouped heads (every check passes); tiny-gpt2: learned positions, no stream."""
+    at = app(folders, name, PAGE)
+    assert not at.exception, at.exception
+    ok, bad = texts(at)
+    assert not bad and all(c.startswith("✓") for c in ok), (ok, bad)
+    assert len(ok) == (4 if streams else 1)
+    assert len(at.get("plotly_chart")) == (3 if streams else 2)
+    if not streams:
+        assert any("learned positions" in i.value for i in at.info)
