@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import pytest
 
 import viz_model.figures
+from viz_model.lessons.sinks import StreamResult
 
 TOKENS = ["the", "cat", "<pad>", "the", "<b>x</b>"]  # a duplicate, a special token, HTML-looking text
 T = len(TOKENS)
@@ -92,6 +93,13 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
     "attribution.agreement_matrix": lambda: _f("attribution.agreement_matrix")(
         np.array([[1.0, 0.4, np.nan], [0.4, 1.0, np.nan], [np.nan, np.nan, np.nan]]), ["a <b>", "b", "c"],
         ["a", "b", "c"], title="ρ"),
+    "sinks.share_heatmap": lambda: _f("sinks.share_heatmap")(rng(7).uniform(size=(3, 4)), "<bos>", title="Sinks <b>"),
+    "sinks.loss_bars": lambda: _f("sinks.loss_bars")(
+        [{"input": "as is", "loss (nats)": 4.0}, {"input": "<b>dropped</b>", "loss (nats)": 8.9}], title="Loss"),
+    "sinks.stream_lines": lambda: _f("sinks.stream_lines")(
+        [StreamResult(8, 2, {m: rng(8).uniform(1, 9, size=40) for m in ("window", "sinks", "recompute")}),
+         StreamResult(16, 2, {m: rng(9).uniform(1, 9, size=40) for m in ("window", "sinks", "recompute")})], 8,
+        title="Stream"),
     "generate.next_token_bars": lambda: _f("generate.next_token_bars")(
         ["<b>x</b>", "cat", "&lt;", " "], [0.4, 0.3, 0.2, 0.1], [4 / 7, 3 / 7, 0.0, 0.0], chosen=1,
         strategy="top-k=2", title="Step 1"),
@@ -240,6 +248,9 @@ TRACE_TYPES = {
     "lens.rank_curve": ["scatter"],
     "attribution.methods_heatmap": ["heatmap"],
     "attribution.agreement_matrix": ["heatmap"],
+    "sinks.share_heatmap": ["heatmap"],
+    "sinks.loss_bars": ["bar"],
+    "sinks.stream_lines": ["scatter"] * 6,
     "generate.next_token_bars": ["bar"] * 2,
     "generate.attention_rows": ["heatmap"] * 2,
     "generate.latency_chart": ["scatter"] * 2,
