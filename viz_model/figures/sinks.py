@@ -39,10 +39,10 @@ def loss_bars(rows: Sequence[Mapping], title: str | None = None) -> go.Figure:
     base = loss[0]
     text = [f"{v:.3f}" + ("" if i == 0 else f" ({v - base:+.3f})") for i, v in enumerate(loss)]
     hover = [f"{n}: loss {v:.4f} nats, perplexity {np.exp(v):.4g}" for n, v in zip(names, loss)]
-    data = [dict(type="bar", orientation="h", y=names, x=loss, text=text, textposition="outside", hovertext=hover,
+    data = [dict(type="bar", orientation="h", y=names, x=loss, text=text, textposition="auto", hovertext=hover,
                  hoverinfo="text", marker=dict(color=COLORWAY[:len(names)]), name="mean loss", cliponaxis=False)]
-    return fast_figure(data, layout_dict(title, height=300, xaxis=axis("mean next-token loss (nats)",
-                                                                       range=[0, max(loss) * 1.35]),
+    return fast_figure(data, layout_dict(title, height=300, xaxis=axis("mean loss (nats)",
+                                                                       range=[0, max(loss) * 1.05]),
                                          yaxis=axis(None, autorange="reversed", automargin=True)))
 
 
