@@ -111,3 +111,11 @@ def test_the_page_runs_on_hugging_face_folders(folders, name, streams):  # noqa:
     assert len(at.get("plotly_chart")) == (3 if streams else 2)
     if not streams:
         assert any("learned positions" in i.value for i in at.info)
+
+
+def test_a_link_with_a_window_larger_than_the_context_and_zero_sinks_opens_the_defaults():
+    app = open_app(PAGE, timeout=240, query={"sinks_windows": "1000", "sinks_n": "0", "sinks_len": "9"})
+    assert not app.exception and not [e.value for e in app.error]
+    assert app.multiselect(key="sinks_windows").value == [64] and app.slider(key="sinks_n").value == 4
+    table = next(d.value for d in app.dataframe if "recompute" in d.value.columns)
+    assert list(table["window"]) == [64]
