@@ -36,7 +36,7 @@ def test_the_translators_training_replay_runs_once_per_model_and_says_so(monkeyp
 
     first, second = "the old dog by the river sang again", "the children giggled when the king sang"
     assert all(data.is_translatable(t) and not data.is_heldout(t) for t in (first, second))  # both need the replay
-    lesson._training_draws.cache_clear()
+    lesson._replayed_draws.cache_clear()
     lesson._trained_skeletons.cache_clear()
     replays, real = [], data.sentence_pool
     monkeypatch.setattr(data, "sentence_pool", lambda *a, **kw: replays.append(list(spinners)) or real(*a, **kw))

@@ -4,6 +4,7 @@ reusing the encoder's K/V makes each decoding step cheaper than re-encoding the 
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from dataclasses import dataclass
 
@@ -336,9 +337,38 @@ def _key(text: str) -> str:
     return " ".join(data.source_words(text))
 
 
-@functools.lru_cache(maxsize=4)
+# One replay at a time: a second caller (the page, while warm_membership's thread replays) waits for the first's
+# result instead of replaying the same seconds of draws beside it (lru_cache alone lets both compute).
+_REPLAYING = threading.Lock()
+
+
 def _training_draws(seed: int, steps: int, batch_size: int, grammar_size: int = data.GRAMMAR_POOL,
                     ) -> tuple[dict[str, int], frozenset[str]]:
+    with _REPLAYING:
+        return _replayed_draws(seed, steps, batch_size, grammar_size)
+
+
+def _recipe(metadata: dict | None) -> tuple[int, int, int, int] | None:
+    """(seed, steps, batch size, grammar size) of a model the Trainer trained on the translation task; else None."""
+    meta = metadata or {}
+    cfg = meta.get("train_config") or {}
+    steps, batch_size = meta.get("steps", cfg.get("steps")), cfg.get("batch_size")
+    if cfg.get("task") != "translate" or steps is None or batch_size is None or "seed" not in cfg:
+        return None
+    return int(cfg["seed"]), int(steps), int(batch_size), int(cfg.get("grammar_size", 0))
+
+
+def warm_membership(metadata: dict | None) -> bool:
+    """Replay a translator's training draws ahead of the page (a few seconds, once per process): a lecture that will
+    open the Encoder-decoder page starts it in the background, so the step opens at once. False: nothing to replay."""
+    recipe = _recipe(metadata)
+    if recipe is not None:
+        _trained_skeletons(*recipe)
+    return recipe is not None
+
+
+@functools.lru_cache(maxsize=4)
+def _replayed_draws(seed: int, steps: int, batch_size: int, grammar_size: int) -> tuple[dict[str, int], frozenset[str]]:
     """({sentence: training batches that held it}, the pool's sentences): TaskData.batch(step) for every step, replayed
     with the pool and the draw it uses, data.sentence_pool and data.sentence_draws."""
     pool = [_key(t) for t in data.sentence_pool("translate", grammar_size, _CORPUS, _HELDOUT)]
@@ -355,16 +385,14 @@ def training_membership(text: str, metadata: dict | None) -> Membership:
     unless held out."""
     if data.is_heldout(text):
         return Membership("held out")
-    meta = metadata or {}
-    cfg = meta.get("train_config") or {}
-    steps, batch_size = meta.get("steps", cfg.get("steps")), cfg.get("batch_size")
-    if cfg.get("task") != "translate" or steps is None or batch_size is None or "seed" not in cfg:
+    recipe = _recipe(metadata)
+    if recipe is None:
         return Membership("unknown")
-    counts, pool = _training_draws(int(cfg["seed"]), int(steps), int(batch_size), int(cfg.get("grammar_size", 0)))
-    k = _key(text)
+    counts, pool = _training_draws(*recipe)
+    k, steps = _key(text), recipe[1]
     if k in counts:
-        return Membership("trained", counts[k], int(steps))
-    return Membership("never drawn" if k in pool else "not in the corpus", 0, int(steps))
+        return Membership("trained", counts[k], steps)
+    return Membership("never drawn" if k in pool else "not in the corpus", 0, steps)
 
 
 @dataclass(frozen=True)
@@ -406,12 +434,10 @@ def shape_membership(text: str, metadata: dict | None) -> ShapeMembership:
     shape = data.skeleton(text)
     if data.is_heldout_skeleton(shape):
         return ShapeMembership(shape, "held out")
-    meta = metadata or {}
-    cfg = meta.get("train_config") or {}
-    steps, batch_size = meta.get("steps", cfg.get("steps")), cfg.get("batch_size")
-    if cfg.get("task") != "translate" or steps is None or batch_size is None or "seed" not in cfg:
+    recipe = _recipe(metadata)
+    if recipe is None:
         return ShapeMembership(shape, "unknown")
-    counts = _trained_skeletons(int(cfg["seed"]), int(steps), int(batch_size), int(cfg.get("grammar_size", 0)))
+    counts = _trained_skeletons(*recipe)
     return ShapeMembership(shape, "trained" if shape in counts else "never drawn", counts.get(shape, 0))
 
 
@@ -632,6 +658,7 @@ def reuse_sentence(n_layers: int) -> str:
 
 
 # -- what the page says -----------------------------------------------------------------------------------------
+TRANSLATOR = "translate"  # the shipped translator's model key (assets/models/translate.*)
 MISSING_TRANSLATOR = ("The shipped translation model is missing: there is no `assets/models/translate.safetensors` "
                       "(with its `.json`). Build it with `python scripts/build_assets.py translate`, or train one on "
                       "the Train page (task “translation (encoder-decoder)”) and come back.")

@@ -33,7 +33,7 @@ from viz_model.ui.widgets import (
     text_notes,
 )
 
-SHIPPED = "translate"
+SHIPPED = lesson.TRANSLATOR
 N_PAD = 2  # pads added to the source in the padding view (as a shorter sentence in a batch would get)
 
 

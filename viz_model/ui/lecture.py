@@ -5,13 +5,16 @@ link: the bound widgets take them from the URL, as they do when a link is opened
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from viz_model import checkpoint
 from viz_model.lectures import PAGE_PARAMS, Lecture, Step, builtin_lectures, model_name
+from viz_model.lessons import encoder_decoder as ed_lesson
 from viz_model.lessons import lecture_numbers as numbers
 from viz_model.runtime.classroom import FOLLOWING_TEXT
 from viz_model.ui import handout, lecture_record, share
@@ -147,6 +150,8 @@ def panel(page_url: str, first_run: bool, following: bool = False, leader_tools:
             st.warning(where)
             return st.button("Leave the lecture", key="lecture_leave", on_click=leave)
         name, lec, n = where
+        if any(s.page == "encoder-decoder" for s in lec.steps[n - 1:]):
+            _warm_translator()  # its training replay, before the class gets there
         page = lec.steps[n - 1].page
         on_page = page is None or HOME.get(page, page) == page_url
         if not following and (not on_page or (st.session_state.get(_AT) != (name, n) and not first_run)):
@@ -160,6 +165,28 @@ def panel(page_url: str, first_run: bool, following: bool = False, leader_tools:
             _buttons(name, lec, n)
             handout.button(name, lec)  # #39 (8): the lecture as one offline HTML file
             (leader_tools or _question_of)(name, lec, n)
+
+
+_WARMING = threading.Event()  # set once this process has started replaying the shipped translator's draws
+
+
+def _warm_translator() -> None:
+    """A lecture that will visit the Encoder-decoder page replays the shipped translator's training draws now, in a
+    thread (about 5 s on 2 cores, once per process; lessons.encoder_decoder.warm_membership): that step then opens at
+    once instead of under the replay's spinner (bench/lecture_present.py: 5.0 s, the one step over the 1 s bar)."""
+    if _WARMING.is_set():
+        return
+    _WARMING.set()
+    entry = next((e for e in available_models(("seq2seq",)) if e.key == ed_lesson.TRANSLATOR and e.path), None)
+    if entry is not None:
+        threading.Thread(target=_warm, args=(entry.path,), name="warm-translator", daemon=True).start()
+
+
+def _warm(path: str) -> None:
+    try:
+        ed_lesson.warm_membership(checkpoint.read_metadata(path)["metadata"])
+    except (OSError, ValueError):  # an unreadable file: the page says so when it opens, and replays then
+        pass
 
 
 def _question_of(name: str, lec: Lecture, n: int) -> None:
