@@ -21,6 +21,7 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.figures import generate as gen_figs
 from viz_model.figures import recurrence as rec_figs
 from viz_model.figures import rope as rope_figs
+from viz_model.figures import sinks as sinks_figs
 from viz_model.figures import sinusoidal as sin_figs
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.common import COLORWAY, escape
@@ -48,6 +49,7 @@ from viz_model.lessons import normalization as norm_lesson
 from viz_model.lessons import qkv as qkv_lesson
 from viz_model.lessons import recurrence as rec_lesson
 from viz_model.lessons import rope as rope_lesson
+from viz_model.lessons import sinks as sinks_lesson
 from viz_model.lessons import sinusoidal as sin_lesson
 from viz_model.model_text import (
     encode_for,
@@ -585,6 +587,23 @@ def _generate_settings(p: Params, cfg) -> gen_lesson.Settings:
                                _str(p, "generate_mode", "step") == "step")
 
 
+def sinks(p: Params, m: Models) -> Figures:
+    """The Attention sinks page's charts: the first-token map and the losses on held-out text, and the streaming caches
+    at the view's cache sizes (several seconds a size on a CPU; none for a model whose positions cannot stream)."""
+    ckpt, L = m.main, sinks_lesson
+    L.check_model(ckpt.model)
+    v = L.view_of(p, ckpt.model.config.max_len)
+    seqs = L.heldout_ids(ckpt, v.source)
+    out = {"sinks_share_chart": sinks_figs.share_heatmap(L.first_token_share(ckpt.model, seqs),
+                                                         L.first_label(ckpt, seqs), L.SHARE_TITLE),
+           "sinks_loss_chart": sinks_figs.loss_bars(L.loss_table(L.loss_comparison(ckpt.model, seqs)), L.LOSS_TITLE)}
+    if L.streams_positions(ckpt.model):
+        ids = L.stream_ids(ckpt, v.source, v.kind, v.n_tokens)
+        results = [L.stream_experiment(ckpt.model, ids, w, v.sinks) for w in v.windows]
+        out["sinks_stream_chart"] = sinks_figs.stream_lines(results, L.running_k(v.n_tokens), L.STREAM_TITLE)
+    return out
+
+
 def not_drawn(why: str) -> Callable[[Params, Models], Figures]:
     def view(p: Params, m: Models) -> Figures:
         raise NotInHandout(why)
@@ -606,6 +625,7 @@ VIEWS: dict[str, Callable[[Params, Models], Figures]] = {
     "train": not_drawn("training runs live in the app"),
     "generate": generate,
     "cost": not_drawn("its timings are measured on the server that runs the app"),
+    "sinks": sinks,
 }
 
 
