@@ -191,3 +191,22 @@ def test_the_class_question_is_the_lowest_perplexity_of_a_run_here():
         P.compute("sinks_stream_best", inputs({}, "enc-learned"))
     with pytest.raises(ValueError, match="about decoders"):
         P.compute("sinks_stream_best", inputs({}, "encoder-mlm"))
+
+
+def test_the_handout_draws_the_pages_three_charts_from_a_link():
+    from test_presets import model
+
+    from viz_model.handout.views import Models, figures_for
+
+    ck = model("classroom")
+    link = {"sinks_windows": ["8", "16"], "sinks_n": "2", "sinks_len": "1.5",
+            "sinks_stream": lesson.STREAMS["packed"], "sinks_source": lesson.SOURCES["python_docs"]}
+    figs = figures_for("sinks", link, Models("classroom", ck, model))
+    assert list(figs) == ["sinks_share_chart", "sinks_loss_chart", "sinks_stream_chart"]
+    names = [t.name for t in figs["sinks_stream_chart"].data]
+    assert len(names) == 6 and names[0] == "W=8: window alone" and names[1] == "W=8: window + first 2 kept"
+    ids = lesson.stream_ids(ck, "python_docs", "packed", 96)  # the link's labels read as the widgets' options
+    want = lesson.stream_recompute(ck.model, ids, 16)
+    got = figs["sinks_stream_chart"].data[5].y  # W=16 recompute, a running mean over 8 tokens
+    assert math.isclose(got[-1], float(np.mean(want[-8:])), abs_tol=1e-6)
+    assert "sinks_stream_chart" not in figures_for("sinks", {}, Models("enc-learned", model("enc-learned"), model))

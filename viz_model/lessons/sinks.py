@@ -69,14 +69,15 @@ class StreamView:
     n_tokens: int
     window: int   # the first (smallest) cache size picked
     sinks: int
+    windows: tuple[int, ...] = ()  # every cache size picked, smallest first
 
 
 def view_of(settings, max_len: int) -> StreamView:
     """The streaming view's settings as the widgets hold them (or as a link carries them: text), each invalid one
     replaced by the page's default: what the class question asks about."""
-    def pick(key, options, default):
+    def pick(key, options: dict, default):  # a widget holds the option, a link its label
         v = settings.get(key, default)
-        return v if v in options else default
+        return v if v in options else {label: k for k, label in options.items()}.get(v, default)
     raw = settings.get("sinks_windows", [default_window(max_len)])
     raw = raw if isinstance(raw, (list, tuple)) else [raw]
     windows = sorted(int(w) for w in raw if str(w).strip().isdigit() and int(w) in window_choices(max_len))
@@ -88,7 +89,13 @@ def view_of(settings, max_len: int) -> StreamView:
     return StreamView(pick("sinks_source", SOURCES, DEFAULT_SOURCE), pick("sinks_stream", STREAMS, DEFAULT_STREAM),
                       stream_tokens(factor if factor in STREAM_FACTORS else DEFAULT_FACTOR, max_len),
                       windows[0] if windows else default_window(max_len),
-                      int(sinks) if sinks.isdigit() and 1 <= int(sinks) <= MAX_SINKS else DEFAULT_SINKS)
+                      int(sinks) if sinks.isdigit() and 1 <= int(sinks) <= MAX_SINKS else DEFAULT_SINKS,
+                      tuple(windows) or (default_window(max_len),))
+
+
+def running_k(n_tokens: int) -> int:
+    """The stream chart's running mean: over this many tokens."""
+    return max(8, min(64, n_tokens // 16))
 
 
 def window_choices(max_len: int) -> list[int]:
@@ -453,6 +460,9 @@ INTRO = ("Many heads put most of their weight on the first token, whatever it is
          "read parks its weight on the one token every query can see. Below: how much each head of the sidebar's "
          "model does it on held-out text, what the loss does without that token, and why it matters for a KV cache "
          "that slides over a text longer than the context.")
+SHARE_TITLE = "Share of each head's attention on the first token"
+LOSS_TITLE = "Next-token loss on the same targets"
+STREAM_TITLE = "Loss over the stream, three KV caches"
 SHARE_CAPTION = ("Each cell: the mean weight a head puts on key 0, over every query from position 1 on of {n} "
                  "held-out texts ({source}). Query 0 is left out: it can only read key 0.")
 LOSS_INTRO = ("Three passes over the same held-out texts, scored on the same targets (each text's third token on): "

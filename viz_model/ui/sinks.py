@@ -27,7 +27,7 @@ def share_view(ckpt, source: str) -> None:
                     spinner="Measuring every head on held-out text…")
     first = lesson.first_label(ckpt, seqs)
     show(cached("sinks_share_fig", key, lambda: figs.share_heatmap(
-        share_, first, "Share of each head's attention on the first token")), key="sinks_share_chart",
+        share_, first, lesson.SHARE_TITLE)), key="sinks_share_chart",
          name="sinks_share")
     st.caption(lesson.SHARE_CAPTION.format(n=len(seqs), source=lesson.SOURCES[source]))
     st.markdown(lesson.share_sentence(share_, first))
@@ -41,7 +41,7 @@ def loss_view(ckpt, source: str) -> None:
     cmp = cached("sinks_loss", key, lambda: lesson.loss_comparison(ckpt.model, seqs), model_pass=True,
                  spinner="Three passes over the held-out texts…")
     rows = lesson.loss_table(cmp)
-    show(cached("sinks_loss_fig", key, lambda: figs.loss_bars(rows, "Next-token loss on the same targets")),
+    show(cached("sinks_loss_fig", key, lambda: figs.loss_bars(rows, lesson.LOSS_TITLE)),
          key="sinks_loss_chart", name="sinks_loss")
     st.dataframe(rows, hide_index=True, key="sinks_loss_table")
     st.markdown(lesson.loss_sentence(cmp))
@@ -96,9 +96,9 @@ def stream_view(ckpt, source: str) -> None:
                               lambda w=w: lesson.stream_experiment(model, ids, w, sinks),
                               spinner=f"Streaming {n_tokens} tokens through a cache of {w} ({i + 1} of "
                                       f"{len(windows)}); kept for everyone afterwards…"))
-    k = max(8, min(64, n_tokens // 16))
+    k = lesson.running_k(n_tokens)
     show(cached("sinks_stream_fig", (model_id(ckpt), source, kind, n_tokens, tuple(windows), sinks, k),
-                lambda: figs.stream_lines(results, k, "Loss over the stream, three KV caches")),
+                lambda: figs.stream_lines(results, k, lesson.STREAM_TITLE)),
          key="sinks_stream_chart", name="sinks_stream")
     st.caption(lesson.STREAM_CAPTION.format(k=k))
     st.dataframe(lesson.stream_rows(results), hide_index=True, key="sinks_stream_table")
