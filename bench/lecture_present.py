@@ -57,7 +57,9 @@ def _page_of(n: int) -> str:
 
 
 # -- (a) what one step costs the server ------------------------------------------------------------------------------
-async def step_cost(url: str) -> list[dict]:
+async def step_cost(url: str, pace: float = 0.0) -> list[dict]:
+    """pace: seconds between presses (a lecture's steps last minutes; the server's work a lecture starts in the
+    background, the translator's training replay, has that time). 0: press after press."""
     s = await open_session(url, f"lecture={LECTURE}&step=1")
     rows = []
     try:
@@ -66,6 +68,7 @@ async def step_cost(url: str) -> list[dict]:
         for n in order:
             here = _step_of(s.query_string)
             key = "lecture_next" if n > (here or 0) else "lecture_back"
+            await asyncio.sleep(pace)
             step = await s.click(key)
             if _step_of(s.query_string) != n:
                 raise LoadClientError(f"{key} from step {here} reached {s.query_string!r}, not step {n}")
@@ -189,7 +192,9 @@ def render(res: dict) -> str:
            "start)", "", "## (a) What a step costs the server", "",
            "Each press of Next or Back in the built-in lecture (the button's rerun, the page switch and the step "
            "page's run, BackMsg -> script_finished on the loopback), beside a plain rerun of the same step page right "
-           "after. Next visits each step's view for the first time on this fresh server; Back visits it again.",
+           "after. Next visits each step's view for the first time on this fresh server; Back visits it again. "
+           f"Presses {res.get('pace', 0):.0f} s apart (a lecture's pace; the translator's training replay, which a "
+           "lecture starts in the background when it opens, has that time).",
            "", table(["step", "page", "button", "step ms", "plain rerun ms", "ratio"], step_rows), "",
            *[f"- {line}" for line in lines],
            "", "## (b) How far behind the leader the followers are", "",
@@ -214,7 +219,7 @@ async def main_async(args, procs: Procs) -> dict:
         warm = await open_session(u)  # the model loaded and Start drawn once on each process
         await warm.close()
     print("== (a) each step's run beside a plain rerun of its page", flush=True)
-    res["steps"] = await step_cost(url)
+    res["steps"], res["pace"] = await step_cost(url, args.pace), args.pace
     for u, _ in started[1:]:  # every replica has visited each step once, as a rehearsal does (README)
         await step_cost(u)
     front = url
@@ -235,6 +240,8 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, default=60)
     ap.add_argument("--duration", type=float, default=40.0)
     ap.add_argument("--replicas", type=int, default=1, help="server processes for (b); 2: behind HAProxy")
+    ap.add_argument("--pace", type=float, default=CHANGE_EVERY_S,
+                    help="(a): seconds between presses, as in (b); 0: press after press")
     args = ap.parse_args(argv)
     os.environ["ATTENTION_LAB_INSTRUCTOR_KEY"] = KEY
     os.environ["ATTENTION_LAB_CLASS_DB"] = str(Path(tempfile.mkdtemp(prefix="lecture_present_")) / "class.sqlite")
