@@ -61,7 +61,8 @@ def test_two_recorded_views_reordered_download_as_a_lecture_in_the_new_order(dow
     _record(at, "Head 2 of layer 1")
     at.switch_page("app_pages/masks.py").run()
     at.selectbox(key="masks_head").set_value(3).run()
-    _opened(at).sidebar.text_area(key="lecture_rec_note").set_value("Row t sees only keys up to t.\n\nwhy: typed, not a why")
+    note = "Row t sees only keys up to t.\n\nwhy: typed, not a why"
+    _opened(at).sidebar.text_area(key="lecture_rec_note").set_value(note)
     _record(at, "")  # no title typed: the page's title
     assert [s["view"] for s in at.session_state["_lecture_rec_steps"]] == [
         "/explorer?explorer_layer=1&explorer_head=2", "/masks?masks_head=3"]

@@ -48,7 +48,7 @@ def app_pages() -> list[str]:
 
 def test_every_page_of_the_app_has_a_preset_and_every_name_is_unique_and_stable():
     pages = app_pages()
-    assert len(pages) == 13
+    assert len(pages) == 16  # 13 lessons, then #40's three pages of "Inside the model"
     for page in pages:
         assert P.presets_for(page), f"no preset question on /{page}"
     assert P.presets_for("") == P.presets_for("home") == P.presets_for("start")  # Start's three paths

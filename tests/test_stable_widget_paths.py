@@ -17,8 +17,9 @@ from conftest import open_app
 # Sentences chosen to switch notices on and off: none, capitals (lower-cased note), unknown and odd characters,
 # and a paste over the box's limit (the cut notice).
 SENTENCES = ["the dog sat on the mat", "My Grandmother Baked 🙂 ﷺ zorblax", "the dog sat " * 200]
+# {page: link parameters that open its sentence}
 PAGES = {"start": {}, "explorer": {}, "masks": {}, "qkv": {}, "encoder": {}, "encoder_decoder": {}, "generate": {},
-         "normalization": {"norm_tab": "The batch dimension"}, "lens": {}, "attribution": {}}  # {page: link parameters that open its sentence}
+         "normalization": {"norm_tab": "The batch dimension"}, "lens": {}, "attribution": {}}
 
 
 NOT_BOUND = {"plotly_chart", "popover", "dataframe"}  # keyed for their own state, never bound to the link

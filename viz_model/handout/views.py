@@ -18,7 +18,9 @@ import torch
 from viz_model import generate as G
 from viz_model import masks
 from viz_model.checkpoint import Checkpoint
+from viz_model.figures import attribution as attr_figs
 from viz_model.figures import generate as gen_figs
+from viz_model.figures import lens as lens_figs
 from viz_model.figures import recurrence as rec_figs
 from viz_model.figures import rope as rope_figs
 from viz_model.figures import sinks as sinks_figs
@@ -40,11 +42,13 @@ from viz_model.figures.normalization import (
 from viz_model.figures.qkv import lookup_bars, pair_cosine_bars, score_panels, self_attention_bars
 from viz_model.figures.real_models import attention_grid_page
 from viz_model.lecture import EXAMPLES, LECTURE_SENTENCES, PROMPTS
+from viz_model.lessons import attribution as attr_lesson
 from viz_model.lessons import common as common_lesson
 from viz_model.lessons import encoder as enc_lesson
 from viz_model.lessons import encoder_decoder as ed_lesson
 from viz_model.lessons import explorer as exp_lesson
 from viz_model.lessons import generate as gen_lesson
+from viz_model.lessons import lens as lens_lesson
 from viz_model.lessons import normalization as norm_lesson
 from viz_model.lessons import qkv as qkv_lesson
 from viz_model.lessons import recurrence as rec_lesson
@@ -54,6 +58,7 @@ from viz_model.lessons import sinusoidal as sin_lesson
 from viz_model.model_text import (
     encode_for,
     is_folder_model,
+    pad_token,
     sequence_texts,
     start_token,
     token_id,
@@ -604,6 +609,43 @@ def sinks(p: Params, m: Models) -> Figures:
     return out
 
 
+# -- Inside the model (#40) -------------------------------------------------------------------------------------------
+def lens(p: Params, m: Models) -> Figures:
+    """The Logit lens: the top-token map of every layer, and the final prediction's rank at the view's position."""
+    ckpt, L = m.main, lens_lesson
+    enc = _sentence(ckpt, p, "lens_text", EXAMPLES[1], max_tokens=L.max_tokens(ckpt.model))
+    view, T = L.lens_view(ckpt.model, enc.ids), len(enc.ids)
+    rows = L.row_names(view.n_rows - 1)
+    pos = _int(p, "lens_pos", T - 1, 0, T - 1)
+    label = token_texts(ckpt, [int(view.final_ids[pos])])[0]
+    return {"lens_map": lens_figs.top_token_map(view.top_p, L.top_texts(view, lambda ids: token_texts(ckpt, ids)),
+                                                enc.tokens, rows, "The top next-token at each layer and position"),
+            "lens_rank": lens_figs.rank_curve(view.final_rank[:, pos], view.final_p[:, pos], rows, label,
+                                              f"“{enc.tokens[pos].strip() or enc.tokens[pos]}” ({pos})",
+                                              ckpt.model.config.vocab_size)}
+
+
+def attribution(p: Params, m: Models) -> Figures:
+    """Attention vs attribution at the view's target, layer and head: the methods' scores and their agreement."""
+    ckpt, L = m.main, attr_lesson
+    cfg = ckpt.model.config
+    if not cfg.causal:
+        raise NotInHandout("the lesson reads a decoder's next-token prediction")
+    enc = _sentence(ckpt, p, "attribution_text", L.DEFAULT_TEXT, max_tokens=L.MAX_TOKENS)
+    ids, start, base = tuple(enc.ids), int(uses_bos(ckpt)), pad_token(ckpt)
+    top = L.top_next(ckpt.model, ids)
+    rank = _int(p, "attribution_target", 0, 0, len(top) - 1)
+    layer = _int(p, "attribution_layer", cfg.n_layers - 1, 0, cfg.n_layers - 1)
+    head = _int(p, "attribution_head", 0, 0, cfg.n_heads - 1)
+    tid = top[rank][0]
+    res = L.attribution_of(L.passes(ckpt.model, ids, tid, start=start, baseline=base[0]), ids, enc.tokens,
+                           layer=layer, head=head, target=tid, start=start, baseline=base,
+                           target_text=token_texts(ckpt, [tid])[0])
+    names, short = L.method_names(layer, head), L.method_names(layer, head, short=True)
+    return {"attribution_methods": attr_figs.methods_heatmap(res.scores, names, short, res.tokens, res.positions),
+            "attribution_agreement": attr_figs.agreement_matrix(res.rho, list(names.values()), list(short.values()))}
+
+
 def not_drawn(why: str) -> Callable[[Params, Models], Figures]:
     def view(p: Params, m: Models) -> Figures:
         raise NotInHandout(why)
@@ -625,6 +667,8 @@ VIEWS: dict[str, Callable[[Params, Models], Figures]] = {
     "train": not_drawn("training runs live in the app"),
     "generate": generate,
     "cost": not_drawn("its timings are measured on the server that runs the app"),
+    "logit-lens": lens,
+    "attribution": attribution,
     "sinks": sinks,
 }
 
