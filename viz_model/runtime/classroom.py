@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from viz_model.lessons.class_summary import AskedQuestion
+from viz_model.runtime import key_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"   # no I or O: read off a projector, they look like 1 and 0
@@ -756,15 +757,22 @@ class Tab:
         self.state[CODE_BOX] = ""
 
     @_told
-    def check_key(self) -> None:
+    def check_key(self, address: str | None = None) -> None:
         """The "Instructor key" box: compared with KEY_ENV's in constant time, then cleared (the key stays nowhere).
-        A browser that led a class still running takes it back at once (#39: a reload, another link): the same code,
-        its followers still following."""
+        Tries are limited per tab and per `address` (key_limit: during a cool-down no key is compared, the right one
+        is refused too). A browser that led a class still running takes it back at once (#39: a reload, another
+        link): the same code, its followers still following."""
         typed = self.state.get(KEY_BOX) or ""
         self.state[KEY_BOX] = ""
-        if not key_matches(typed, os.environ.get(KEY_ENV)):
-            self.state[KEY_BAD] = True
+        tries = key_limit.KEY_TRIES
+        if wait := tries.wait_s(self.id, address):
+            self.state[KEY_BAD] = key_limit.wait_text(wait)
             return
+        if not key_matches(typed, os.environ.get(KEY_ENV)):
+            wait = tries.failed(self.id, address)
+            self.state[KEY_BAD] = key_limit.wait_text(wait) if wait else "That is not the instructor key."
+            return
+        tries.succeeded(self.id, address)
         self.state[INSTRUCTOR] = True
         browser = self.state.get(STUDENT)
         code = browser and self.store.led_by(browser)

@@ -220,10 +220,12 @@ def panel() -> None:
             st.text_input("Class code", key=rt.CODE_BOX, on_change=tab().typed_code, max_chars=12,
                           placeholder="ABCD", help="The code on the projector: follow the instructor's view.")
         if not st.session_state.get(rt.INSTRUCTOR):  # last: a student rarely needs it
+            # the client's address, shared by its sessions' key tries (behind HAProxy: the proxy's; runtime.key_limit)
             st.text_input("Instructor key", type="password", key=rt.KEY_BOX, on_change=tab().check_key,
-                          help="Only for the instructor: the key the server was launched with.")
-            if st.session_state.pop(rt.KEY_BAD, False):
-                st.error("That is not the instructor key.")
+                          args=(st.context.ip_address,), help="Only for the instructor: the key the server was "
+                          "launched with.")
+            if bad := st.session_state.pop(rt.KEY_BAD, None):
+                st.error(bad)
 
 
 def _leader_panel(code: str) -> None:
