@@ -147,3 +147,35 @@ def strategy_scatter(df: pd.DataFrame, title: str | None = None) -> go.Figure:
         title, height=360, xaxis=dict(title=dict(text="diversity: distinct bigrams / all bigrams"), range=[-0.05, 1.1]),
         yaxis=dict(title=dict(text="average log p per token (higher = more likely)"),
                    range=[min(lo * 1.15, lo - 0.3) if math.isfinite(lo) else -5, 0.2])))
+
+
+def branch_grid(rows: Sequence[Sequence[str]], p: Sequence[Sequence[float]], q: Sequence[Sequence[float]],
+                names: Sequence[str], *, start: int, diverge: int | None = None, forced: tuple[int, int] | None = None,
+                title: str | None = None) -> go.Figure:
+    """One row per branch, one column per new token (the first at sequence position `start`): each cell the token
+    written, coloured by the model's p (hover: p and the sampling probability q). A frame marks column `diverge`
+    (the first where the branches differ) and cell `forced` (row, column: a token the student forced)."""
+    R, C = len(rows), max((len(r) for r in rows), default=0)
+    z, text = np.full((R, C), np.nan), [["" for _ in range(C)] for _ in range(R)]
+    hover = [["" for _ in range(C)] for _ in range(R)]
+    for r, (toks, pr, qr) in enumerate(zip(rows, p, q)):
+        for c, (t, a, b) in enumerate(zip(toks, pr, qr)):
+            z[r, c], text[r][c] = a, escape(visible(t))
+            hover[r][c] = (f"{escape(names[r])} · new token {c + 1} (position {start + c})<br>'{text[r][c]}'<br>"
+                           f"model p = {a:.4f}<br>sampled with q = {b:.4f}")
+    data = [dict(type="heatmap", z=z, x=list(range(C)), y=list(range(R)), text=text, texttemplate="%{text}",
+                 hovertext=hover, hoverinfo="text", hoverongaps=False, zmin=0, zmax=1, colorscale=SEQUENTIAL,
+                 name="branches", xgap=2, ygap=2,
+                 colorbar=dict(title=dict(text="model p", side="right"), thickness=12))]
+    frame = lambda x0, x1, y0, y1, colour: dict(type="rect", x0=x0, x1=x1, y0=y0, y1=y1,  # noqa: E731
+                                                 line=dict(color=colour, width=3), fillcolor="rgba(0,0,0,0)")
+    shapes = [frame(diverge - 0.5, diverge + 0.5, -0.5, R - 0.5, CHOSEN)] if diverge is not None else []
+    if forced is not None:
+        shapes.append(frame(forced[1] - 0.5, forced[1] + 0.5, forced[0] - 0.5, forced[0] + 0.5, "#E45756"))
+    note = "orange frame: first new token where the branches differ" if diverge is not None else "no divergence"
+    return fast_figure(data, layout_dict(
+        title, height=170 + 48 * R, shapes=shapes,
+        xaxis=dict(tickmode="array", tickvals=list(range(C)), ticktext=[str(start + c) for c in range(C)],
+                   title=dict(text=f"position · {note}"), side="bottom"),
+        yaxis=dict(tickmode="array", tickvals=list(range(R)), ticktext=[escape(n) for n in names],
+                   autorange="reversed", automargin=True)))

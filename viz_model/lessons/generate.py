@@ -288,6 +288,132 @@ def context_claim(steps: list[tuple[int, str | None]], max_len: int) -> Fact:
                 f"(positions 0..{max_len - 1} = {max_len} tokens, the model's context).")
 
 
+# -- branches ----------------------------------------------------------------------------------------------------
+BRANCH_TEMPERATURES = (0.0, 0.7, 1.2)  # the Branches tab's defaults: greedy beside two samples. Measured on the English
+BRANCH_SEEDS = (0, 1, 2)               # model, "please send the": A " report to emma by friday", B " report to dave
+# before the meeting", C " budget to frank tomorrow" (C differs at new token 1, A and B at token 3)
+BRANCH_NAMES = ("A", "B", "C")
+BRANCH_TOP = 8                         # candidates a student can force at a step
+FORCE_TOL = 1e-5                       # |p with cache - p recomputed|: float32 rounding is about 1e-7
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One continuation as the Branches tab keeps it (no vocabulary vectors): its tokens, p and sampling q of each,
+    and the top candidates of each step (ids, labels, p) that a student may force instead."""
+    name: str
+    temperature: float
+    seed: int
+    ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    p: tuple[float, ...]
+    q: tuple[float, ...]
+    top: tuple[tuple[tuple[int, str, float], ...], ...]
+
+    @property
+    def strategy(self) -> G.Sampling:
+        return G.Sampling(temperature=self.temperature)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}: {self.strategy.describe()}" + ("" if self.strategy.is_greedy else f", seed {self.seed}")
+
+
+def branch_of(name: str, temperature: float, seed: int, steps: list[G.GenStep],
+              texts: Callable[[list[int]], list[str]]) -> Branch:
+    top = []
+    for x in steps:
+        ids = [int(i) for i in torch.topk(x.probs, min(BRANCH_TOP, x.probs.numel())).indices]
+        top.append(tuple(zip(ids, texts(ids), (float(x.probs[i]) for i in ids))))
+    return Branch(name, float(temperature), int(seed), tuple(x.token_id for x in steps),
+                  tuple(texts([x.token_id for x in steps])), tuple(math.exp(x.logprob) for x in steps),
+                  tuple(float(x.filtered_probs[x.token_id]) for x in steps), tuple(top))
+
+
+def branch_runs(model, ids: list[int], settings: list[tuple[float, int]], max_new: int, stop_at_eos: bool,
+                eos_id: int, texts: Callable[[list[int]], list[str]]) -> list[Branch]:
+    """The prompt continued once per (temperature, seed), KV cache on (generate(); temperature 0 is greedy)."""
+    return [branch_of(BRANCH_NAMES[i], t, seed, list(G.generate(
+        model, ids, strategy=G.Sampling(temperature=t), max_new_tokens=max_new, seed=seed, use_cache=True,
+        stop_at_eos=stop_at_eos, eos_id=eos_id, attention=False)), texts) for i, (t, seed) in enumerate(settings)]
+
+
+def first_divergence(seqs: list[tuple[int, ...]] | list[list[int]]) -> int | None:
+    """The first new-token index where the branches do not all hold the same token (a branch that has ended differs
+    from one that goes on); None when they are identical."""
+    for i in range(max((len(s) for s in seqs), default=0)):
+        if len({s[i] if i < len(s) else None for s in seqs}) > 1:
+            return i
+    return None
+
+
+def divergence_sentence(branches: list[Branch], n_prompt: int, end: str) -> str:
+    """Where the branches first differ and what each wrote there, or why they are identical."""
+    at = first_divergence([b.ids for b in branches])
+    if at is None:
+        why = ("temperature 0 is greedy: each step takes the most probable token, so every branch writes the same "
+               "text, whatever its seed." if all(b.strategy.is_greedy for b in branches) else
+               "the same temperature and seed draw the same tokens; change a seed or a temperature to branch.")
+        return f"All {len(branches)} branches wrote the same {len(branches[0].ids)} tokens: {why}"
+    there = ", ".join(f"**{b.name}** {md_token(b.tokens[at]) if at < len(b.ids) else f'(ended with {end})'}"
+                      + (f" (p = {b.p[at]:.3f})" if at < len(b.ids) else "") for b in branches)
+    same = f"the first {at} new tokens are the same; " if at else ""
+    return (f"The branches first differ at new token **{at + 1}** (position {n_prompt + at}): {same}there {there}. "
+            "One different draw, and every later step reads a different prefix.")
+
+
+@dataclass
+class Forced:
+    """A branch with one token forced at new-token index `at`, continued from there with the KV cache."""
+    branch: Branch           # prefix + forced token + continuation, as one Branch (its q: the continuation's)
+    at: int
+    error: float             # largest |p with the cache - p from one full recompute| over the continuation's steps
+    n: int                   # continuation steps compared
+
+    @property
+    def check(self) -> Check:
+        return Check(self.error, FORCE_TOL, f"The forced continuation ({self.n} steps) written with the KV cache "
+                     "gives the same next-token probabilities as one full recompute of the whole text: largest "
+                     "|Δp|")
+
+
+@torch.no_grad()
+def force(model, ids: list[int], b: Branch, at: int, token_id: int, max_new: int, stop_at_eos: bool, eos_id: int,
+          texts: Callable[[list[int]], list[str]]) -> Forced:
+    """Force `token_id` as new token `at` of branch `b` and continue (its temperature and seed) with the KV cache:
+    generate() prefills prompt + the branch's first `at` tokens + the forced one, then feeds one token per step. The
+    check recomputes every continuation step's distribution in ONE pass over the whole text, no cache."""
+    prefix = [*ids, *b.ids[:at], int(token_id)]
+    if stop_at_eos and token_id == eos_id:
+        return Forced(_forced_branch(b, at, token_id, [], texts), at, 0.0, 0)
+    room = min(max_new - at - 1, model.config.max_len - len(prefix))
+    steps = list(G.generate(model, prefix, strategy=b.strategy, max_new_tokens=room, seed=b.seed, use_cache=True,
+                            stop_at_eos=stop_at_eos, eos_id=eos_id, attention=False)) if room > 0 else []
+    error = 0.0
+    if steps:
+        with eval_mode(model):
+            full = [*prefix, *(x.token_id for x in steps[:-1])]
+            logits = model(torch.tensor([full], device=model.device)).logits[0, len(prefix) - 1:]
+        p_full = torch.softmax(logits.double().cpu(), -1)
+        error = float((p_full - torch.stack([x.probs for x in steps])).abs().max())
+    return Forced(_forced_branch(b, at, token_id, steps, texts), at, error, len(steps))
+
+
+def _forced_branch(b: Branch, at: int, token_id: int, steps: list[G.GenStep], texts) -> Branch:
+    p_forced = next((p for i, _, p in b.top[at] if i == token_id), float("nan"))
+    cont = branch_of(b.name, b.temperature, b.seed, steps, texts)
+    return Branch(f"{b.name} forced", b.temperature, b.seed, (*b.ids[:at], int(token_id), *cont.ids),
+                  (*b.tokens[:at], texts([int(token_id)])[0], *cont.tokens), (*b.p[:at], p_forced, *cont.p),
+                  (*b.q[:at], 1.0, *cont.q), (*b.top[:at + 1], *cont.top))
+
+
+def forced_sentence(f: Forced, n_prompt: int) -> str:
+    tok = f.branch.tokens[f.at]
+    return (f"Branch {f.branch.name.split()[0]} with {md_token(tok)} forced as new token {f.at + 1} (position "
+            f"{n_prompt + f.at}; the model gave it p = {f.branch.p[f.at]:.3f}), then {f.n} more token"
+            f"{'s' if f.n != 1 else ''} sampled as before from the new prefix.")
+
+
 # -- what the page says -----------------------------------------------------------------------------------------
 def truncation_note(total: int, limit: int, folder: bool) -> str:
     """Why a long prompt was cut: to leave room for a new token, or (a model folder) to this page's view size."""
@@ -303,5 +429,10 @@ ONE_SAMPLE = ("With one sample per strategy, distinct-n only sees repeats inside
               "samples to compare how diverse the strategies are.")
 TF_INTRO = ("**Teacher forcing** scores a given sentence with the *true* prefix at every position, all positions in "
             "one pass. **Free running** lets the model continue from the same context on its own.")
+BRANCH_INTRO = ("One prompt, continued in up to three **branches** side by side, each with its own temperature and "
+                "seed (temperature 0 = greedy; no top-k or top-p here). The first new token where they differ is "
+                "framed; hover a token for its probability. Force another token at any step: the branch goes on from "
+                "there with the KV cache.")
+NO_FORCE = "(none)"
 CACHE_BUSY = ("Another KV-cache measurement is running on this server right now (one at a time keeps the server "
               "responsive). Try again in a moment; a result for the same prompt and settings is shared with everyone.")

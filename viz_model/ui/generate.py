@@ -246,5 +246,52 @@ def context_window(ckpt, ids: list[int], s: Settings | None = None) -> None:
     show_check(lesson.context_claim(steps, max_len))
 
 
+def branches(ckpt, ids: list[int], s: Settings) -> None:
+    """Two or three continuations side by side (temperature and seed each, in the link); a token forced at one step
+    goes on with the KV cache, checked against a full recompute. The page's Max new tokens and end-token setting."""
+    st.markdown(lesson.BRANCH_INTRO)
+    n = st.radio("Branches", [2, 3], index=1, horizontal=True, key="generate_branch_n", **share.URL)
+    cols, texts = st.columns(3), partial(token_texts, ckpt)
+    picks = [(cols[i].slider(f"{name} temperature", 0.0, 3.0, t, 0.05, key=f"generate_branch_t{i}", **share.URL),
+              int(cols[i].number_input(f"{name} seed", 0, 2**31 - 1, seed, key=f"generate_branch_seed{i}",
+                                       **share.URL)))
+             for i, (name, t, seed) in enumerate(zip(lesson.BRANCH_NAMES, lesson.BRANCH_TEMPERATURES,
+                                                      lesson.BRANCH_SEEDS)) if i < n]
+    key = input_key(model_id(ckpt), tuple(ids), tuple(picks), s.max_new, s.stop_at_eos)
+    runs = cached("generate_branches", key, lambda: lesson.branch_runs(
+        ckpt.model, ids, picks, s.max_new, s.stop_at_eos, lesson.eos_id(ckpt), texts), model_pass=True)
+    answer_line("generate_branch_sentence", lesson.divergence_sentence(runs, len(ids), end_name(ckpt)))
+    forced = force_token(ckpt, ids, s, runs, key)
+    rows = [*runs, *([forced.branch] if forced else [])]
+    fig = cached("generate_branch_grid", (key, forced and forced.branch.ids), lambda: F.branch_grid(
+        [b.tokens for b in rows], [b.p for b in rows], [b.q for b in rows], [b.label for b in rows], start=len(ids),
+        diverge=lesson.first_divergence([b.ids for b in runs]), forced=forced and (len(runs), forced.at),
+        title="Branches: each new token, coloured by the model's p (hover for p and q)"))
+    show(fig, key="generate_branch_grid", name="branches")
+    if forced:
+        st.markdown(lesson.forced_sentence(forced, len(ids)))
+        show_check(forced.check)
+
+
+def force_token(ckpt, ids: list[int], s: Settings, runs: list, key: tuple):
+    """Branch, step and token pickers (a token among that step's most probable); the forced run, or None."""
+    c1, c2, c3 = st.columns([1, 1, 2])
+    share.valid("generate_force_branch", range(len(runs)), 0)
+    b = runs[c1.selectbox("Force in branch", range(len(runs)), format_func=lambda i: runs[i].name,
+                          key="generate_force_branch")]
+    share.valid("generate_force_at", range(len(b.ids)), 0)
+    at = c2.selectbox("at new token", range(len(b.ids)), format_func=lambda i: f"{i + 1} (position {len(ids) + i})",
+                      key="generate_force_at")
+    top = {i: f"{md_token(t)} (p = {p:.3f})" for i, t, p in b.top[at]}
+    share.valid("generate_force_token", [-1, *top], -1)
+    tok = c3.selectbox("the token", [-1, *top], format_func=lambda i: top.get(i, lesson.NO_FORCE),
+                       key="generate_force_token", help="One of the model's most probable tokens at this step.")
+    if tok == -1:
+        return None
+    return cached("generate_force", (key, b.name, at, tok), lambda: lesson.force(
+        ckpt.model, ids, b, at, tok, s.max_new, s.stop_at_eos, lesson.eos_id(ckpt), partial(token_texts, ckpt)),
+        model_pass=True)
+
+
 TABS = {"KV cache": kv_cache, "Compare strategies": strategy_comparison,
-        "Teacher forcing vs free running": teacher_forcing, "Context limit": context_window}
+        "Teacher forcing vs free running": teacher_forcing, "Context limit": context_window, "Branches": branches}
