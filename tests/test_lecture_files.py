@@ -173,3 +173,24 @@ def test_an_uploaded_files_text_is_never_read_as_a_path():
     path = str(LECTURES_DIR / "attention.md").encode()  # a one-line text naming a lecture on the server
     with pytest.raises(LectureError, match="no steps"):
         lf.read_upload("sneaky.md", path, taken=())
+
+
+PRESET_LECTURE = "# Week four\n\n## Heads\nview: /explorer\nask: preset explorer_previous\n\n## Masks\nview: /masks\n" \
+                 "ask: preset no_such_question\n"
+
+
+def test_an_uploaded_or_folder_lecture_naming_an_unknown_preset_is_refused_with_its_line(tmp_path):
+    """A preset name was only shape-checked: a lecture asking a preset the app does not have was offered, and its step
+    failed when a student reached it. Given the app's preset names (the ui passes lessons.presets.PRESETS), the file
+    is refused with the line of the unknown name, and a known one passes."""
+    from viz_model.lessons.presets import PRESETS
+
+    with pytest.raises(LectureError) as err:
+        lf.read_upload("week4.md", PRESET_LECTURE.encode(), (), presets=frozenset(PRESETS))
+    assert [(line, msg.split(";")[0]) for line, msg in err.value.errors] == [(9, "unknown preset “no_such_question”")]
+    assert "explorer_previous" in err.value.errors[0][1]  # the message lists the names a lecture may ask
+    (tmp_path / "week4.md").write_text(PRESET_LECTURE)
+    (tmp_path / "week5.md").write_text(PRESET_LECTURE.replace("no_such_question", "masks_visible"))
+    found, problems = lf.folder_lectures([tmp_path], presets=frozenset(PRESETS))
+    assert list(found) == ["week5"] and [p.path.name for p in problems] == ["week4.md"]
+    assert load_lecture(PRESET_LECTURE).steps[1].question.preset == "no_such_question"  # core alone: shape only

@@ -165,8 +165,8 @@ def stamp(folders: Sequence[Path]) -> tuple:
     return tuple(out)
 
 
-def folder_lectures(folders: Sequence[Path], taken: Collection[str] = ()) -> tuple[dict[str, Lecture],
-                                                                                  list[FileProblem]]:
+def folder_lectures(folders: Sequence[Path], taken: Collection[str] = (), presets: Collection[str] | None = None
+                    ) -> tuple[dict[str, Lecture], list[FileProblem]]:
     """Every lecture file of the folders, by name (its file name's slug), and the files not offered: a file that
     does not parse (each error's line), a name another lecture has (built-in `taken`, or an earlier file), a name
     kept for sessions' lectures. Each file is read at most MAX_BYTES (load_lecture's bound)."""
@@ -183,7 +183,7 @@ def folder_lectures(folders: Sequence[Path], taken: Collection[str] = ()) -> tup
             problems.append(FileProblem(path, ((0, clash),)))
             continue
         try:
-            found[name] = load_lecture(path)
+            found[name] = load_lecture(path, presets)
             first[name] = path
         except LectureError as err:
             problems.append(FileProblem(path, tuple(err.errors)))
@@ -195,12 +195,13 @@ def folder_lectures(folders: Sequence[Path], taken: Collection[str] = ()) -> tup
 # -- a session's own lectures -------------------------------------------------------------------------------------
 
 
-def read_upload(file_name: str, data: bytes, taken: Collection[str]) -> tuple[str, Lecture]:
+def read_upload(file_name: str, data: bytes, taken: Collection[str], presets: Collection[str] | None = None,
+                ) -> tuple[str, Lecture]:
     """An uploaded file's (name, lecture) for one session: a .md name, at most MAX_BYTES, UTF-8 Markdown text
     (load_lecture checks size and encoding before parsing). Raises LectureError naming each problem's line."""
     if not file_name.lower().endswith(".md"):
         raise LectureError([(0, f"{file_name[:60]!r} is not a .md file: a lecture is a Markdown text")])
-    lec = load_lecture(bytes(data))  # bytes: never read as a path
+    lec = load_lecture(bytes(data), presets)  # bytes: never read as a path
     return session_name(Path(file_name).stem, taken), lec
 
 

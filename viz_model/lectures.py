@@ -55,6 +55,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -630,10 +631,11 @@ def narrative(lines: list[str], indices: list[int]) -> str:
     return "\n".join(out).strip()
 
 
-def load_lecture(path_or_text: str | bytes | os.PathLike) -> Lecture:
+def load_lecture(path_or_text: str | bytes | os.PathLike, presets: Collection[str] | None = None) -> Lecture:
     """A lecture from its file (a path), bytes or Markdown text. Raises LectureError (a ValueError) naming the line
     of every problem: the file's size or encoding, front matter, HTML, an unknown page, setting or model, a malformed
-    value, question, chart or placeholder."""
+    value, question, chart or placeholder; with `presets` (the app's preset names: the registry lives above core),
+    an `ask: preset NAME` that names none of them."""
     text = read_text(path_or_text)
     lines = text.split("\n")
     errors: list[tuple[int, str]] = []
@@ -649,10 +651,19 @@ def load_lecture(path_or_text: str | bytes | os.PathLike) -> Lecture:
         errors.append((1, "the lecture has no steps: each step is a ## heading"))
     model_lines(meta, lines, skip, drafts, errors)
     steps = [build_step(d, lines, errors, meta.get("model") or None) for d in drafts]
+    if presets is not None:
+        errors += unknown_presets(steps, presets)
     if errors:
         raise LectureError(errors)
     return Lecture(title=title, steps=tuple(steps), audience=meta.get("audience") or None,
                    model=meta.get("model") or None, intro=narrative(lines, intro), meta=meta)
+
+
+def unknown_presets(steps: Sequence[Step], presets: Collection[str]) -> list[tuple[int, str]]:
+    """(line, message) for each `ask: preset NAME` whose NAME is not one of `presets`."""
+    asked = [s.question for s in steps if s is not None and s.question is not None and s.question.preset]
+    return [(q.line, f"unknown preset “{q.preset}”; the presets are: {', '.join(sorted(presets))}")
+            for q in asked if q.preset not in presets]
 
 
 def builtin_lectures(folder: Path = LECTURES_DIR) -> dict[str, Lecture]:

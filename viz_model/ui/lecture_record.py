@@ -16,6 +16,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from viz_model import lecture_files as lf
 from viz_model.lectures import MAX_BYTES, Lecture, LectureError
+from viz_model.lessons.presets import PRESETS
 from viz_model.model_text import md_text
 from viz_model.ui.cache import cached
 from viz_model.ui.errors import guard
@@ -25,6 +26,7 @@ _MINE = "_lecture_mine"          # {name: Lecture}: this tab's uploaded and trie
 _TRIED = "_lecture_rec_tried"    # the name "Try it" last gave the recording
 _UPLOAD_SAID = "_lecture_upload_said"  # (ok, sentences) about the last file opened
 _UPLOAD = "lecture_upload"
+PRESET_NAMES = frozenset(PRESETS)  # an uploaded or folder lecture may ask only these (a core check, by name)
 OPEN = "lecture_rec_open"  # the "Record a lecture" expander, open (a widget key: a page switch drops it)
 _OPEN_KEPT = "_lecture_rec_open_kept"  # ... so its state is kept here too
 
@@ -36,7 +38,7 @@ def folder_lectures(taken: dict[str, Lecture]) -> tuple[dict[str, Lecture], list
     if not folders:
         return {}, []
     key = (tuple(map(str, folders)), lf.stamp(folders), tuple(taken))
-    return cached("lecture_folders", key, lambda: lf.folder_lectures(folders, taken))
+    return cached("lecture_folders", key, lambda: lf.folder_lectures(folders, taken, PRESET_NAMES))
 
 
 def offered(builtin: dict[str, Lecture]) -> dict[str, Lecture]:
@@ -178,7 +180,7 @@ def _opened(builtin: dict[str, Lecture]) -> None:
     if f is None:  # the file was taken out of the box: so is what was said about it
         return st.session_state.pop(_UPLOAD_SAID, None)
     try:
-        name, lec = lf.read_upload(f.name, f.getvalue(), _names(builtin))
+        name, lec = lf.read_upload(f.name, f.getvalue(), _names(builtin), PRESET_NAMES)
     except LectureError as err:
         st.session_state[_UPLOAD_SAID] = (False, [f"{md_text(f.name[:60])} is not a lecture:",
                                                  *map(md_text, lf.messages(err))])
