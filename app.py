@@ -66,7 +66,8 @@ page = st.navigation(sections, position="hidden")
 by_path = {p.url_path: p for ps in sections.values() for p in ps if p.url_path not in ALIASES}
 classroom.begin(page.url_path, by_path)
 with st.sidebar:
-    lecture.sidebar_links(by_path)  # #39: the guided lectures first
+    # #39: the guided lectures first; the instructor's folder files that are not offered are the instructor's to see
+    lecture.sidebar_links(by_path, instructor=not classroom.enabled() or classroom.leading())
     sidebar.lesson_links({name: [p for p in pages if p.url_path not in ALIASES] for name, pages in sections.items()})
 
 link = share.opened_link()  # before any widget takes its value from it

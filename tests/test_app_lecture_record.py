@@ -137,3 +137,24 @@ def test_a_link_to_another_tabs_own_lecture_says_why_it_does_not_open():
     assert not at.exception
     said = " ".join(texts(at.warning))
     assert "another browser session" in said and "Open a lecture file" in said
+
+
+def test_in_class_mode_only_the_leader_sees_the_folder_files_not_offered(tmp_path, monkeypatch):
+    """The instructor's folder lecture files that do not parse were listed, with their names and lines, in every
+    student's sidebar. In class mode (an instructor key at launch) only the tab that leads the class sees them."""
+    (tmp_path / "week-1.md").write_text(GOOD.replace("Week three", "Our week one"))
+    (tmp_path / "broken.md").write_text(BAD)
+    monkeypatch.setenv(lf.ENV_VAR, str(tmp_path))
+    monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
+    from viz_model.ui import classroom
+
+    classroom.store.clear()
+    not_offered = "1 lecture file(s) in the instructor's folders not offered"
+    student = open_app("app_pages/masks.py")
+    assert _lecture_buttons(student)["week-1"] == "Our week one"  # the good file is offered to everyone
+    assert not any(e.label.startswith(not_offered) for e in student.sidebar.expander)
+    student.text_input(key="class_key").input("s3cret").run()
+    student.toggle(key="class_lead").set_value(True).run()
+    assert any(e.label.startswith(not_offered) for e in student.sidebar.expander)  # now the leader
+    classroom.store.clear()

@@ -37,14 +37,15 @@ def lectures() -> dict[str, Lecture]:
     return {**built, **lecture_record.offered(built)}
 
 
-def sidebar_links(pages: dict[str, Any]) -> None:
-    """ "Lectures" atop the sidebar (`pages`: app.py's, by url_path); buttons: a link would be marked the open page."""
+def sidebar_links(pages: dict[str, Any], instructor: bool = True) -> None:
+    """ "Lectures" atop the sidebar (`pages`: app.py's, by url_path); buttons: a link would be marked the open page.
+    instructor: this tab may see the folder lecture files that are not offered (no class mode, or leading one)."""
     _pages.update(pages)
     st.markdown("**Lectures**")
     for name, lec in lectures().items():
         if st.button(lec.title, key=f"lecture_open_{name}", icon=":material/school:", type="tertiary"):
             go(name, lec, 1)
-    lecture_record.sidebar(pages, cached("lectures", (), builtin_lectures))  # #39, 5: "Record a lecture"
+    lecture_record.sidebar(pages, cached("lectures", (), builtin_lectures), instructor)  # #39, 5: "Record a lecture"
 
 
 def start_link() -> None:

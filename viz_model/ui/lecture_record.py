@@ -57,15 +57,15 @@ def _names(builtin: dict[str, Lecture]) -> set[str]:
 
 
 # -- the sidebar ------------------------------------------------------------------------------------------------
-def sidebar(pages: dict[str, Any], builtin: dict[str, Lecture]) -> None:
-    """Under the Lectures list: the folder files not offered (by name and line), then the "Record a lecture"
-    expander."""
+def sidebar(pages: dict[str, Any], builtin: dict[str, Lecture], instructor: bool = True) -> None:
+    """Under the Lectures list: the folder files not offered (by name and line; to the instructor only: in class mode
+    the students do not see the server's files), then the "Record a lecture" expander."""
     with guard("recording a lecture"):
-        _sidebar(pages, builtin)
+        _sidebar(pages, builtin, instructor)
 
 
-def _sidebar(pages: dict[str, Any], builtin: dict[str, Lecture]) -> None:
-    problems = folder_lectures(builtin)[1]
+def _sidebar(pages: dict[str, Any], builtin: dict[str, Lecture], instructor: bool) -> None:
+    problems = folder_lectures(builtin)[1] if instructor else []
     if problems:
         with st.expander(f"{len(problems)} lecture file(s) in the instructor's folders not offered"):
             for p in problems:
