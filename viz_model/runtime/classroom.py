@@ -18,7 +18,8 @@ running one keeps the classes. Tabs that reconnect with `?class=CODE` then learn
 
 Bounds: at most MAX_CLASSES classes (idle ones expire after CLASS_TTL_S), MAX_FOLLOWERS students a class, a view of
 at most MAX_STATE_BYTES, MAX_CHOICES choices of MAX_CHOICE_CHARS, a prompt of MAX_PROMPT_CHARS, one answer per student
-per question. The instructor key is compared in constant time (`key_matches`) and is never stored here.
+per question. The instructor key is compared in constant time (`key_matches`) and is never stored here; its tries
+are limited per tab and per address, then a cool-down (`key_limit`, a table in this process: why, there).
 
 Two stores, one interface (#42): `ClassStoreAPI` names every operation; `ClassStore` (this SQLite file, the embedded
 default: nothing to start, one machine) and `class_redis.RedisClassStore` (ATTENTION_LAB_CLASS_STORE=redis://...,
