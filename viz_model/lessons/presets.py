@@ -521,6 +521,33 @@ def train_tying(inp: Inputs) -> Preset:
 
 
 # -- Generate -------------------------------------------------------------------------------------------------
+def generate_branch(inp: Inputs) -> Preset:
+    """#40 (item 5): where branches A and B of the Generate page's Branches tab first differ (their temperatures and
+    seeds, the page's prompt, Max new tokens and end-token setting), generated now with the KV cache."""
+    s, ckpt = inp.settings, inp.ckpt
+    model = ckpt.model
+    if not model.config.causal:
+        raise ValueError("This model attends both ways (an encoder): it does not write branches.")
+    bos = generate_lesson.prompt_bos(ckpt)
+    enc = _encode(ckpt, s.get("generate_text", PROMPTS[0]), bos, limit=model.config.max_len - 1,
+                  least=1 + int(bos), page="the Generate page")
+    picks = [(float(s.get(f"generate_branch_t{i}", t)), int(s.get(f"generate_branch_seed{i}", seed)))
+             for i, (t, seed) in enumerate(zip(generate_lesson.BRANCH_TEMPERATURES[:2], generate_lesson.BRANCH_SEEDS))]
+    a, b = generate_lesson.branch_runs(
+        model, enc.ids, picks, int(s.get("generate_max_new", min(12, model.config.max_len - 1))),
+        bool(s.get("generate_stop_eos", True)), generate_lesson.eos_id(ckpt), lambda ids: token_texts(ckpt, ids))
+    at = generate_lesson.first_divergence([a.ids, b.ids])
+    n = min(max(len(a.ids), len(b.ids)), MAX_CHOICES - 2)
+    choices = [f"new token {i + 1}" for i in range(n)] + ["later"] * (max(len(a.ids), len(b.ids)) > n) + ["never"]
+    correct = len(choices) - 1 if at is None else min(at, n)
+    prompt = (f"Branches A ({a.label.split(': ')[1]}) and B ({b.label.split(': ')[1]}) continue "
+              f"“{_short(enc, 60, int(bos))}”. At which new token do they first differ?")
+    text = lambda r: " ".join(_tok(t) for t in r.tokens)  # noqa: E731
+    why = (f"A wrote “{text(a)}”, B “{text(b)}”: "
+           + ("the same tokens." if at is None else f"they first differ at new token {at + 1}."))
+    return Preset("generate", prompt, choices, {"correct": [correct], "why": why})
+
+
 def generate_next(inp: Inputs) -> Preset:
     """Which token the model writes next after the view's prompt (greedy: its most probable one), from one pass now;
     the choices are its top 8 in alphabetical order, so their order gives nothing away."""
@@ -644,6 +671,7 @@ PRESETS: dict[str, Row] = {r.name: r for r in (
         norm_padding),
     Row("train_tying", "train", "How does weight tying change the parameter count? (Train)", train_tying),
     Row("generate_next", "generate", "Which token comes next? (Generate)", generate_next),
+    Row("generate_branch", "generate", "Where do two branches first differ? (Generate › Branches)", generate_branch),
     Row("cost_scores", "cost", "How much memory do the T × T scores take? (Cost)", cost_scores),
     Row("sinks_stream_best", "sinks", "Which KV cache keeps perplexity lowest? (Attention sinks)",
         sinks_stream_best),
