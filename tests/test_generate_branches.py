@@ -158,3 +158,19 @@ def test_an_empty_prompt_gives_a_message_not_a_traceback(app_test):
     at.text_input(key="generate_text").set_value("").run()
     assert not at.exception and not at.error
     assert "Type a prompt" in " ".join(w.value for w in at.warning)
+
+
+def test_the_class_question_names_the_first_new_token_where_a_and_b_differ():
+    from test_presets import chosen, inputs
+
+    from viz_model.lessons import presets as P
+    for settings, name in [({}, "classroom"), ({}, "english"), ({"generate_branch_t1": 0.0}, "classroom"),
+                           ({"generate_text": "The cat sat on the", "generate_branch_seed1": 5}, "english")]:
+        ckpt = inputs(name=name).ckpt
+        ids, (a, b) = runs(ckpt, settings.get("generate_text", "please send the"),
+                           [(settings.get(f"generate_branch_t{i}", t), settings.get(f"generate_branch_seed{i}", s))
+                            for i, (t, s) in enumerate(zip(L.BRANCH_TEMPERATURES[:2], L.BRANCH_SEEDS))])
+        at = L.first_divergence([a.ids, b.ids])
+        p = P.compute("generate_branch", inputs(settings, name))
+        assert chosen(p) == (["never"] if at is None else [f"new token {at + 1}"]), (settings, name)
+    assert chosen(P.compute("generate_branch", inputs({"generate_branch_t1": 0.0}))) == ["never"]  # both greedy

@@ -294,7 +294,7 @@ BRANCH_SEEDS = (0, 1, 2)               # model, "please send the": A " report to
 # before the meeting", C " budget to frank tomorrow" (C differs at new token 1, A and B at token 3)
 BRANCH_NAMES = ("A", "B", "C")
 BRANCH_TOP = 8                         # candidates a student can force at a step
-FORCE_TOL = 1e-5                       # |p with cache - p recomputed|: float32 rounding is about 1e-7
+FORCE_TOL = 1e-4                       # |p with cache - p recomputed|: measured <= 1e-6 (float32), 100x room
 
 
 @dataclass(frozen=True)
@@ -405,6 +405,11 @@ def _forced_branch(b: Branch, at: int, token_id: int, steps: list[G.GenStep], te
     return Branch(f"{b.name} forced", b.temperature, b.seed, (*b.ids[:at], int(token_id), *cont.ids),
                   (*b.tokens[:at], texts([int(token_id)])[0], *cont.tokens), (*b.p[:at], p_forced, *cont.p),
                   (*b.q[:at], 1.0, *cont.q), (*b.top[:at + 1], *cont.top))
+
+
+def force_label(token: str, p: float) -> str:
+    """A token the force picker offers, as plain text (a select's options are not Markdown): "tomorrow · p = 0.068"."""
+    return f"{token.strip() or repr(token)} · p = {p:.3f}"
 
 
 def forced_sentence(f: Forced, n_prompt: int) -> str:

@@ -266,7 +266,7 @@ def branches(ckpt, ids: list[int], s: Settings) -> None:
     fig = cached("generate_branch_grid", (key, forced and forced.branch.ids), lambda: F.branch_grid(
         [b.tokens for b in rows], [b.p for b in rows], [b.q for b in rows], [b.label for b in rows], start=len(ids),
         diverge=lesson.first_divergence([b.ids for b in runs]), forced=forced and (len(runs), forced.at),
-        title="Branches: each new token, coloured by the model's p (hover for p and q)"))
+        title="Branches · colour = the model's p"))
     show(fig, key="generate_branch_grid", name="branches")
     if forced:
         st.markdown(lesson.forced_sentence(forced, len(ids)))
@@ -282,7 +282,7 @@ def force_token(ckpt, ids: list[int], s: Settings, runs: list, key: tuple):
     share.valid("generate_force_at", range(len(b.ids)), 0)
     at = c2.selectbox("at new token", range(len(b.ids)), format_func=lambda i: f"{i + 1} (position {len(ids) + i})",
                       key="generate_force_at")
-    top = {i: f"{md_token(t)} (p = {p:.3f})" for i, t, p in b.top[at]}
+    top = {i: lesson.force_label(t, p) for i, t, p in b.top[at]}
     share.valid("generate_force_token", [-1, *top], -1)
     tok = c3.selectbox("the token", [-1, *top], format_func=lambda i: top.get(i, lesson.NO_FORCE),
                        key="generate_force_token", help="One of the model's most probable tokens at this step.")
