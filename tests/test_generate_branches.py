@@ -158,6 +158,11 @@ def test_an_empty_prompt_gives_a_message_not_a_traceback(app_test):
     at.text_input(key="generate_text").set_value("").run()
     assert not at.exception and not at.error
     assert "Type a prompt" in " ".join(w.value for w in at.warning)
+    assert not [e for e in at.get("plotly_chart") if "branches" in e.proto.spec]  # nothing to branch from
+    for text in ("please", "😀 " + "word " * 400):  # one token; odd unicode, longer than the context
+        at.text_input(key="generate_text").set_value(text).run()
+        assert not at.exception and not at.error, text
+        assert len(grid(at)["y"]) == 3, text
 
 
 def test_the_class_question_names_the_first_new_token_where_a_and_b_differ():
