@@ -172,7 +172,7 @@ def branch_grid(rows: Sequence[Sequence[str]], p: Sequence[Sequence[float]], q: 
     shapes = [frame(diverge - 0.5, diverge + 0.5, -0.5, R - 0.5, CHOSEN)] if diverge is not None else []
     if forced is not None:
         shapes.append(frame(forced[1] - 0.5, forced[1] + 0.5, forced[0] - 0.5, forced[0] + 0.5, "#E45756"))
-    note = "orange frame: first new token where the branches differ" if diverge is not None else "no divergence"
+    note = "orange: where they first differ" if diverge is not None else "the branches never differ"
     return fast_figure(data, layout_dict(
         title, height=170 + 48 * R, shapes=shapes,
         xaxis=dict(tickmode="array", tickvals=list(range(C)), ticktext=[str(start + c) for c in range(C)],
