@@ -179,3 +179,31 @@ def test_the_class_question_names_the_first_new_token_where_a_and_b_differ():
         p = P.compute("generate_branch", inputs(settings, name))
         assert chosen(p) == (["never"] if at is None else [f"new token {at + 1}"]), (settings, name)
     assert chosen(P.compute("generate_branch", inputs({"generate_branch_t1": 0.0}))) == ["never"]  # both greedy
+
+
+def test_a_link_sets_the_branches_temperatures_and_seeds():
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)  # a fresh session opened by a link
+    for k, v in {"generate_tab": "Branches", "generate_branch_n": "2", "generate_branch_t1": "1.5",
+                 "generate_branch_seed1": "7"}.items():
+        at.query_params[k] = v
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert at.slider(key="generate_branch_t1").value == 1.5 and at.number_input(key="generate_branch_seed1").value == 7
+    assert grid(at)["y"] == [0, 1] and "B: T=1.5, seed 7" in json.dumps(
+        json.loads(at.get_by_key("generate_branch_grid").proto.spec)["layout"]["yaxis"]["ticktext"])
+
+
+def test_the_branch_chart_frames_the_first_difference_and_hovers_p_and_q():
+    from viz_model.figures.generate import branch_grid
+    fig = branch_grid([["a", "b", "c"], ["a", "x"]], [[0.5, 0.25, 0.9], [0.5, 0.125]], [[1.0, 0.5, 1.0], [1.0, 0.3]],
+                      ["A", "B"], start=4, diverge=1, forced=(1, 1))
+    heat = fig.data[0]
+    assert heat.name == "branches" and heat.z[1][1] == 0.125 and heat.text[1][1] == "x"
+    assert heat.z[1][2] is None or heat.z[1][2] != heat.z[1][2]  # the shorter branch: no cell
+    assert "model p = 0.2500" in heat.hovertext[0][1] and "q = 0.5000" in heat.hovertext[0][1]
+    assert "position 5" in heat.hovertext[0][1]
+    frames = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes]
+    assert frames == [(0.5, 1.5, -0.5, 1.5), (0.5, 1.5, 0.5, 1.5)]  # the divergence column, then the forced cell
