@@ -207,3 +207,25 @@ def test_the_branch_chart_frames_the_first_difference_and_hovers_p_and_q():
     assert "position 5" in heat.hovertext[0][1]
     frames = [(s.x0, s.x1, s.y0, s.y1) for s in fig.layout.shapes]
     assert frames == [(0.5, 1.5, -0.5, 1.5), (0.5, 1.5, 0.5, 1.5)]  # the divergence column, then the forced cell
+
+
+def test_the_branches_tab_runs_on_a_hugging_face_folder(model_folders):
+    """#40's bar: each new view also on a Hugging Face folder. On the tiny GPT-2 folder (random weights) the tab draws
+    its three branches, one row each, with nothing refused."""
+    from conftest import open_app
+
+    from viz_model import hf
+    from viz_model.ui import models
+
+    root = next(iter(model_folders.values())).parent
+    models._read_folders.cache_clear()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(hf.ENV_VAR, str(root))
+        title = {e.key: e.title for e in models.available_models(("transformer",))}["tiny-gpt2"]
+        at = open_app(PAGE, timeout=180, query={"model_key": title})
+        at.session_state["generate_tab"] = "Branches"
+        at.run()
+        assert not at.exception and not at.error
+        assert len(grid(at)["y"]) == 3
+        assert len(at.selectbox(key="generate_force_token").options) == 1 + L.BRANCH_TOP
+    models._read_folders.cache_clear()
