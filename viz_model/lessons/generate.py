@@ -323,7 +323,9 @@ def branch_of(name: str, temperature: float, seed: int, steps: list[G.GenStep],
               texts: Callable[[list[int]], list[str]]) -> Branch:
     top = []
     for x in steps:
-        ids = [int(i) for i in torch.topk(x.probs, min(BRANCH_TOP, x.probs.numel())).indices]
+        # a stable sort, not topk: tied probabilities (a peaked model's underflowed zeros) keep the token order, so the
+        # candidates, and the picker built from them, are the same on every rerun
+        ids = [int(i) for i in torch.sort(x.probs, descending=True, stable=True).indices[:BRANCH_TOP]]
         top.append(tuple(zip(ids, texts(ids), (float(x.probs[i]) for i in ids))))
     return Branch(name, float(temperature), int(seed), tuple(x.token_id for x in steps),
                   tuple(texts([x.token_id for x in steps])), tuple(math.exp(x.logprob) for x in steps),
