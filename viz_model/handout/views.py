@@ -578,7 +578,24 @@ def generate(p: Params, m: Models) -> Figures:
     attn = gen_figs.attention_rows(rows, labels[:steps[-1].position], [st.position - 1 for st in steps],
                                    [st.token for st in steps], n_prompt=len(enc.ids),
                                    title=f"Layer {layer} · head {head}: attention of each step")
-    return {"generate_bars": bars, "generate_attention": attn}
+    out = {"generate_bars": bars, "generate_attention": attn}
+    if _str(p, "generate_tab", "") == "Branches":  # a step on the Branches tab: its branches, as the tab opens
+        out["generate_branch_grid"] = _branches(p, ckpt, enc.ids, s)
+    return out
+
+
+def _branches(p: Params, ckpt: Checkpoint, ids: list[int], s: gen_lesson.Settings) -> go.Figure:
+    """ui.generate.branches without its widgets: the link's branches (temperature and seed each), none forced."""
+    L, n = gen_lesson, _int(p, "generate_branch_n", 3, 2, 3)
+    picks = [(_float(p, f"generate_branch_t{i}", L.BRANCH_TEMPERATURES[i]), _int(p, f"generate_branch_seed{i}",
+                                                                             L.BRANCH_SEEDS[i], 0, 2**31 - 1))
+             for i in range(n)]
+    runs = L.branch_runs(ckpt.model, list(ids), picks, s.max_new, s.stop_at_eos, L.eos_id(ckpt),
+                         lambda t: token_texts(ckpt, t))
+    diverge = L.first_divergence([b.ids for b in runs])
+    return gen_figs.branch_grid([b.tokens for b in runs], [b.p for b in runs], [b.q for b in runs],
+                                [b.label for b in runs], start=len(ids), diverge=diverge, forced=None,
+                                title="Branches · colour = the model's p")
 
 
 def _generate_settings(p: Params, cfg) -> gen_lesson.Settings:
