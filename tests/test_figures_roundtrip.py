@@ -111,6 +111,9 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
     "generate.strategy_scatter": lambda: _f("generate.strategy_scatter")(
         pd.DataFrame({"strategy": ["greedy", "top-k <5>", "top-p 0.9"], "distinct-2": [0.2, 0.7, 0.8],
                       "avg log p": [-0.5, -1.9, -2.4]}), title="Likely vs diverse"),
+    "generate.branch_grid": lambda: _f("generate.branch_grid")(
+        [["<b>a</b>", "cat"], ["a", "dog", "&lt;"]], [[0.5, 0.4], [0.5, 0.2, 0.1]], [[1.0, 1.0], [0.6, 0.3, 0.2]],
+        ["A: greedy", "B: T=0.7, seed 1"], start=4, diverge=1, forced=None, title="Branches"),
     "rope.pair_arrows": lambda: _f("rope.pair_arrows")(
         {"q before rotation": [1.0, 0.0], "q at t = 2": [0.0, 1.0], "k at s = 3": [0.5, 0.5]}, "Pair 0"),
     "rope.angle_heatmap": lambda: _f("rope.angle_heatmap")(
@@ -255,6 +258,7 @@ TRACE_TYPES = {
     "generate.attention_rows": ["heatmap"] * 2,
     "generate.latency_chart": ["scatter"] * 2,
     "generate.strategy_scatter": ["scatter"],
+    "generate.branch_grid": ["heatmap"],
     "rope.pair_arrows": ["scatter"] * 3,
     "rope.angle_heatmap": ["heatmap"],
     "rope.wavelength_bars": ["bar"] * 2,
