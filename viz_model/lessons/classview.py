@@ -20,7 +20,8 @@ ANSWERS: dict[str, tuple[str, ...]] = {
     "": ("start_heatmap", "start_role"),                          # Start: which word does this head attend to?
     "explorer": ("explorer_grid", "explorer_head_map", "explorer_bars", "explorer_role"),  # the previous token?
     "generate": ("generate_output", "generate_bars", "generate_step_sentence", "generate_table",  # the next token?
-                 "generate_sequence", "generate_attention"),
+                 "generate_sequence", "generate_attention",
+                 "generate_branch_grid", "generate_branch_sentence"),  # where do two branches first differ?
     "rope": ("rope_coverage", "rope_coverage_text"),                    # which method keeps every angle in range?
     "masks": ("masks_panels",),                                         # how many tokens can row t see?
     "qkv": ("qkv_lookup_chart", "qkv_mix_chart"),                       # which key does this query match best?
@@ -29,6 +30,8 @@ ANSWERS: dict[str, tuple[str, ...]] = {
     "recurrence": ("recurrence_accuracy_chart",),                      # which model recalls at this distance?
     "normalization": ("norm_padding_chart",),                           # which norm does padding change?
     "logit-lens": ("lens_map", "lens_rank", "lens_rank_sentence"),      # at which layer does it first come top?
+    "attribution": ("attribution_methods", "attribution_top_text"),      # which token matters most, by occlusion?
+    "sinks": ("sinks_stream_chart", "sinks_stream_table", "sinks_stream_sentence"),  # which cache keeps ppl lowest?
 }
 HIDDEN_TEXT = "Hidden until the instructor reveals the answer."
 LABELS_TELL = frozenset({"generate_attention"})  # charts whose axis labels are the answer (the generated tokens)
@@ -57,7 +60,7 @@ def hidden_answers(page: str, *, leading: bool, question: Any, leader_page: str 
 # Not carried: the Encoder-decoder's source (the toy language's own words), Q/K/V's two short phrases, Generate's
 # teacher-forcing sentence (a fixed lecture example with its own padding).
 SENTENCE_KEYS = ("start_text", "explorer_text", "masks_text", "qkv_text", "encoder_text", "norm_text",
-                 "generate_text", "lens_text")
+                 "generate_text", "lens_text", "attribution_text")
 CARRIED = "_sentence_carried"       # (the session's sentence, its serial): set by the last box that changed it
 TAKEN = "_sentence_taken"           # {box key: serial of the carried sentence this box last took or set}
 DRAWN = "_sentence_drawn"           # {box key: the text it showed when last drawn}
