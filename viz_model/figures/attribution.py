@@ -27,7 +27,7 @@ def methods_heatmap(scores: dict[str, np.ndarray], names: dict[str, str], short:
     norm = np.divide(raw, peak, out=np.zeros_like(raw), where=peak > 0)
     positions = range(n) if positions is None else positions
     labels = [f"{p} {label}" for p, label in zip(positions, token_labels(tokens, numbered=False))]
-    hover = [[f"{labels[i]} · {escape(names[m])}: {raw[i, j]:.4g} ({norm[i, j]:+.2f} of its largest)"
+    hover = [[f"{labels[i]} · {escape(names[m])}: {raw[i, j]:.4f} ({norm[i, j]:+.2f} of its largest)"
               for j, m in enumerate(methods)] for i in range(n)]
     heat = dict(type="heatmap", z=norm, x=list(range(len(methods))), y=list(range(n)), zmin=-1, zmax=1, zmid=0,
                 colorscale=DIVERGING, hovertext=hover, hoverinfo="text", xgap=1, ygap=1, name="score / max |score|",
