@@ -10,14 +10,12 @@ import ast
 from pathlib import Path
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
-from conftest import A11Y_NOTES, open_page, screenshot, settled, wait_idle
+from axe_walk import AXE, _audit, walk_tabs
+from conftest import open_page, screenshot
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
-FAILING = ("critical", "serious")
-AXE = Axe()
 
 
 def _page_urls() -> list[str]:
@@ -27,49 +25,16 @@ def _page_urls() -> list[str]:
     return [url for _, file, _, _, url in ast.literal_eval(pages) if (ROOT / file).exists()]
 
 
-def _audit(page, where: str, rules: dict | None = None) -> list[str]:
-    """Run axe on the page as it is now; returns the failing violations as lines, notes the others."""
-    settled(page)
-    options = {"resultTypes": ["violations"], **({"rules": rules} if rules else {})}
-    found = AXE.run(page, options=options).response["violations"]
-    failing = []
-    for v in found:
-        nodes = "; ".join(n["html"][:90] for n in v["nodes"][:3])
-        line = f"{where}: {v['id']} ({v['impact']}) ×{len(v['nodes'])}: {v['help']} — {nodes}"
-        if v["impact"] in FAILING or (rules and v["id"] in rules):
-            failing.append(line)
-        else:
-            A11Y_NOTES.append(line)
-    return failing
-
-
-def _tab_labels(page) -> list[str]:
-    return page.locator('[data-testid="stMain"] [role="tab"]').all_inner_texts()
-
-
-def _open_tab(page, label: str) -> None:
-    tab = page.locator('[data-testid="stMain"] [role="tab"]').filter(has_text=label).first
-    tab.click()
-    page.wait_for_function("""label => [...document.querySelectorAll('[data-testid="stMain"] [role="tab"]')]
-        .some(t => t.innerText === label && t.getAttribute('aria-selected') === 'true')""", arg=label)
-    wait_idle(page)
-
-
 @pytest.mark.parametrize("url", _page_urls())
 def test_no_serious_axe_violation_on_any_tab(page, url):
     open_page(page, "" if url == "start" else url, wait_chart=False)
     failing = _audit(page, url)
-    seen, queue = set(), _tab_labels(page)
     tabless = ("start", "explorer", "generate", "cost", "attribution", "logit-lens", "sinks")  # pages without tabs
-    assert url in tabless or queue, f"{url}: no tabs found"  # the walk ran
-    while queue:
-        label = queue.pop(0)
-        if label in seen:
-            continue
-        seen.add(label)
-        _open_tab(page, label)
+    labels = []
+    for label in walk_tabs(page):
+        labels.append(label)
         failing += _audit(page, f"{url} › {label}")
-        queue += [lb for lb in _tab_labels(page) if lb not in seen]  # tabs inside this tab
+    assert url in tabless or labels, f"{url}: no tabs found"  # the walk ran
     assert failing == [], "\n".join(failing)
     assert page.console.errors() == []
 
