@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from viz_model.ui import classroom, lecture, share, sidebar
+from viz_model.ui import class_mode, lecture, share, sidebar
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import status_badge
 
@@ -64,23 +64,23 @@ for section, file, title, icon, url in PAGES:
 page = st.navigation(sections, position="hidden")
 # Class mode (#28): a student following the instructor takes their page and settings before any widget is drawn
 by_path = {p.url_path: p for ps in sections.values() for p in ps if p.url_path not in ALIASES}
-classroom.begin(page.url_path, by_path)
+class_mode.begin(page.url_path, by_path)
 with st.sidebar:
     # #39: the guided lectures first; the instructor's folder files that are not offered are the instructor's to see
-    lecture.sidebar_links(by_path, instructor=not classroom.enabled() or classroom.leading())
+    lecture.sidebar_links(by_path, instructor=not class_mode.enabled() or class_mode.leading())
     sidebar.lesson_links({name: [p for p in pages if p.url_path not in ALIASES] for name, pages in sections.items()})
 
 link = share.opened_link()  # before any widget takes its value from it
 # #39: a lecture's step above the page (a slot always there); in class mode, read-only for a follower, the class's
 # tools for a leader
-lecture.panel(page.url_path, first_run=link is not None, **classroom.in_lecture())
+lecture.panel(page.url_path, first_run=link is not None, **class_mode.in_lecture())
 with guard("the sidebar"):
     sidebar.render()
-    classroom.panel()  # the "Class" expander: lead, follow, ask
+    class_mode.panel()  # the "Class" expander: lead, follow, ask
     status_badge()  # a training run of this user shows on every page
 try:
     with guard(page.title):
         page.run()
 finally:  # also after a page's st.stop()
     share.link_notices(link)
-    classroom.end()  # a leader publishes the view just drawn
+    class_mode.end()  # a leader publishes the view just drawn

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from viz_model.runtime.class_mode import ClassStoreAPI
 from viz_model.runtime.class_store import open_store
-from viz_model.runtime.classroom import ClassStoreAPI
 
 BACKENDS = ("sqlite", "redis")
 PREFIX = "attention-lab:"

@@ -147,9 +147,9 @@ def test_in_class_mode_only_the_leader_sees_the_folder_files_not_offered(tmp_pat
     monkeypatch.setenv(lf.ENV_VAR, str(tmp_path))
     monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
     monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
-    classroom.store.clear()
+    class_mode.store.clear()
     not_offered = "1 lecture file(s) in the instructor's folders not offered"
     student = open_app("app_pages/masks.py")
     assert _lecture_buttons(student)["week-1"] == "Our week one"  # the good file is offered to everyone
@@ -157,4 +157,4 @@ def test_in_class_mode_only_the_leader_sees_the_folder_files_not_offered(tmp_pat
     student.text_input(key="class_key").input("s3cret").run()
     student.toggle(key="class_lead").set_value(True).run()
     assert any(e.label.startswith(not_offered) for e in student.sidebar.expander)  # now the leader
-    classroom.store.clear()
+    class_mode.store.clear()

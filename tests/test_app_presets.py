@@ -9,7 +9,7 @@ from conftest import ROOT, open_app
 
 from viz_model.lecture_files import ENV_VAR
 from viz_model.lessons import presets as P
-from viz_model.runtime.classroom import ClassStore
+from viz_model.runtime.class_mode import ClassStore
 
 PAGE_FILES = {"start": "start", "explorer": "explorer", "masks": "masks", "qkv": "qkv", "sinusoidal": "sinusoidal",
               "rope": "rope", "encoder": "encoder", "encoder-decoder": "encoder_decoder", "recurrence": "recurrence",
@@ -21,11 +21,11 @@ PAGE_FILES = {"start": "start", "explorer": "explorer", "masks": "masks", "qkv":
 def class_env(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
     monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
-    classroom.store.clear()
+    class_mode.store.clear()
     yield tmp_path / "class.sqlite"
-    classroom.store.clear()
+    class_mode.store.clear()
 
 
 def _view(at) -> P.Inputs:

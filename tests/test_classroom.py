@@ -16,13 +16,11 @@ import pytest
 
 from viz_model import ASSETS_DIR
 from viz_model.checkpoint import load_checkpoint
-from viz_model.lessons import classroom as lesson
-from viz_model.lessons.classroom import attention_question, rope_question
-from viz_model.runtime import classroom as cr
-from viz_model.runtime.class_redis import RedisClassStore
-from viz_model.runtime.class_store import open_for_server, open_store
-from viz_model.runtime.classroom import ROOT as ROOT_DIR
-from viz_model.runtime.classroom import (
+from viz_model.lessons import class_mode as lesson
+from viz_model.lessons.class_mode import attention_question, rope_question
+from viz_model.runtime import class_mode as cr
+from viz_model.runtime.class_mode import ROOT as ROOT_DIR
+from viz_model.runtime.class_mode import (
     ClassError,
     ClassStore,
     ClassStoreAPI,
@@ -32,6 +30,8 @@ from viz_model.runtime.classroom import (
     key_matches,
     parse_code,
 )
+from viz_model.runtime.class_redis import RedisClassStore
+from viz_model.runtime.class_store import open_for_server, open_store
 
 # Every class-store test runs on both backends (#42): `backend` is "sqlite" then "redis" (a real redis-server)
 backend, redis_url = class_backends.backend, class_backends.redis_url
@@ -615,14 +615,14 @@ def test_a_missing_class_says_whether_it_ended_was_this_tabs_or_never_existed(st
 # -- the Class expander in AppTest -------------------------------------------------------------------------------
 @pytest.fixture
 def class_env(backend, monkeypatch):
-    """The app in class mode on each backend: ui.classroom.store opens the SQLite file or Redis (#42)."""
+    """The app in class mode on each backend: ui.class_mode.store opens the SQLite file or Redis (#42)."""
     monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
     backend.env(monkeypatch)
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
-    classroom.store.clear()
+    class_mode.store.clear()
     yield backend
-    classroom.store.clear()
+    class_mode.store.clear()
 
 
 def _labels(at) -> list[str]:
@@ -809,11 +809,11 @@ def test_a_browsers_student_id_is_stable_anonymous_and_unlinked_by_a_restart(bac
 def test_with_redis_down_every_class_control_says_so_and_nothing_raises(app_test, monkeypatch):
     """#42: class mode on a Redis that is down (here: nothing listens on its port). The page draws, and the key box,
     the Lead toggle and the code box each say in the Class box that the store cannot be reached: no traceback."""
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
     monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
     monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", f"redis://127.0.0.1:{class_backends._free_port()}/0")
-    classroom.store.clear()
+    class_mode.store.clear()
     try:
         at = app_test(query={"class": "ABCD"})
         assert not at.exception and at.get("plotly_chart")  # the page is drawn
@@ -826,7 +826,7 @@ def test_with_redis_down_every_class_control_says_so_and_nothing_raises(app_test
         at.text_input(key="class_code_box").input("WXYZ").run()
         assert not at.exception and down()
     finally:
-        classroom.store.clear()
+        class_mode.store.clear()
 
 
 # -- class mode in the main view (#43, item 10): the banner above the page ----------------------------------------

@@ -11,7 +11,7 @@ import segno
 from conftest import open_app, open_tab, plotly_array, spec, texts
 
 from viz_model.lessons import classview as cv
-from viz_model.runtime.classroom import ClassStore, Question
+from viz_model.runtime.class_mode import ClassStore, Question
 
 # -- pure parts ----------------------------------------------------------------------------------------------------
 
@@ -98,11 +98,11 @@ def class_env(tmp_path, monkeypatch):
     db = tmp_path / "class.sqlite"
     monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
     monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(db))
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
-    classroom.store.clear()
+    class_mode.store.clear()
     yield db
-    classroom.store.clear()
+    class_mode.store.clear()
 
 
 def _leading():

@@ -131,7 +131,7 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
                       "length": [64, 128, 64, 128, 64, 128], "loss": [2.0, 3.0, 2.0, float("nan"), np.nan, np.nan]}),
         {"yarn": "YaRN", "linear": "linear"}, "Loss against length"),
     "sinusoidal.pe_curves": lambda: _f("sinusoidal.pe_curves")(PE, [0, 1, 6], "PE value against position"),
-    "classroom.answer_histogram": lambda: _f("classroom.answer_histogram")(
+    "class_mode.answer_histogram": lambda: _f("class_mode.answer_histogram")(
         ["0 the", "1 <b>x</b>", "2 cat"], [3, 0, 1], [1], "Which word?"),
     "sinusoidal.pe_slices": lambda: _f("sinusoidal.pe_slices")(pe_table(8, 4), [0, 2, 5], "d = 4"),
     "sinusoidal.pe_heatmap": lambda: _f("sinusoidal.pe_heatmap")(
@@ -267,7 +267,7 @@ TRACE_TYPES = {
     "rope.angle_coverage": ["bar"] * 2,
     "rope.length_losses": ["scatter"] * 2,
     "sinusoidal.pe_curves": ["scatter"] * 3,
-    "classroom.answer_histogram": ["bar"],
+    "class_mode.answer_histogram": ["bar"],
     "sinusoidal.pe_slices": ["scatter"] * 7,
     "sinusoidal.pe_heatmap": ["heatmap"],
     "sinusoidal.table_heatmap": ["heatmap"],

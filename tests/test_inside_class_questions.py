@@ -13,7 +13,7 @@ from conftest import open_app, spec, texts
 
 from viz_model.lessons import classview as cv
 from viz_model.lessons import presets as P
-from viz_model.runtime.classroom import ClassStore
+from viz_model.runtime.class_mode import ClassStore
 
 # (page file, URL path, preset, charts that hold the answer, a tab to open first)
 CASES = [
@@ -27,11 +27,11 @@ CASES = [
 def class_env(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
     monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
-    classroom.store.clear()
+    class_mode.store.clear()
     yield tmp_path / "class.sqlite"
-    classroom.store.clear()
+    class_mode.store.clear()
 
 
 @pytest.mark.parametrize(("file", "url", "preset", "charts", "tab"), CASES, ids=[c[1] for c in CASES])

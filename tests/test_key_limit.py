@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from viz_model.runtime import classroom as cr
+from viz_model.runtime import class_mode as cr
 from viz_model.runtime import key_limit
+from viz_model.runtime.class_mode import Tab
 from viz_model.runtime.class_store import open_store
-from viz_model.runtime.classroom import Tab
 from viz_model.runtime.key_limit import KeyLimiter, wait_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,16 +155,16 @@ def class_app(tmp_path, monkeypatch, clock):
     session, 7 per address) and `address["ip"]` as the address Streamlit reports for every session."""
     from streamlit.runtime.context import ContextProxy
 
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
     monkeypatch.setenv(cr.KEY_ENV, KEY)
     monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
     monkeypatch.setattr(key_limit, "KEY_TRIES", KeyLimiter(session_tries=5, address_tries=7, clock=clock))
     address = {"ip": "203.0.113.5"}
     monkeypatch.setattr(ContextProxy, "ip_address", property(lambda self: address["ip"]))
-    classroom.store.clear()
+    class_mode.store.clear()
     yield address
-    classroom.store.clear()
+    class_mode.store.clear()
 
 
 def _session():

@@ -34,7 +34,7 @@ def test_every_subpackage_has_its_layer():
 
 
 # What lessons of one layer share (not a lesson of its own): the independence contracts leave these out.
-SHARED = {"viz_model.lessons": {"common", "classroom", "presets"},
+SHARED = {"viz_model.lessons": {"common", "class_mode", "presets"},
           "viz_model.figures": {"common", "attention", "colour", "describe", "export"},
           "viz_model.ui": {"widgets", "share", "chart", "cache", "errors", "sidebar", "models", "presenter", "jobs",
                            "join", "lecture_record", "presets", "handout"},

@@ -15,8 +15,8 @@ import pytest
 from conftest import ROOT
 
 from viz_model.lessons.class_summary import AskedQuestion, summary_csv, summary_markdown, summary_rows
-from viz_model.runtime import classroom as cr
-from viz_model.runtime.classroom import ClassStore, FollowStep, Tab
+from viz_model.runtime import class_mode as cr
+from viz_model.runtime.class_mode import ClassStore, FollowStep, Tab
 
 
 class Clock:
@@ -173,11 +173,11 @@ def test_a_presets_page_named_kind_can_be_asked(store):
 def class_env(tmp_path, monkeypatch):
     monkeypatch.setenv(cr.KEY_ENV, "s3cret")
     monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
-    classroom.store.clear()
+    class_mode.store.clear()
     yield
-    classroom.store.clear()
+    class_mode.store.clear()
 
 
 def _app(state: dict, query: dict):
@@ -192,18 +192,18 @@ def _app(state: dict, query: dict):
 
 def test_the_leaders_panel_asks_the_steps_question_in_one_click_and_offers_the_summary(class_env):
     from viz_model.lectures import builtin_lectures
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
     lec = builtin_lectures()["attention"]
     n = next(i for i, s in enumerate(lec.steps, 1) if s.question is not None and not s.question.preset)
-    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: ""}, classroom.store)
+    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: ""}, class_mode.store)
     leader.lead_changed()
     code = leader.state[cr.CODE]
     at = _app(leader.state, {"lecture": "attention", "step": str(n)})  # the step opens its page, still leading
     assert not at.exception and at.session_state[cr.CODE] == code
     assert not [b for b in at.button if b.key and b.key.endswith("_check")]  # the leader's panel asks the class
     next(b for b in at.button if b.key == "lecture_ask_class").click().run()
-    q, written = classroom.store().get(code).question, lec.steps[n - 1].question
+    q, written = class_mode.store().get(code).question, lec.steps[n - 1].question
     assert q is not None and q.prompt == written.prompt and q.choices == written.choices
     assert q.answer["correct"] == list(written.correct) and q.kind == "lecture"
     assert q.answer["source"] == "lecture"  # revealed as the lecture's answer, not the model's
@@ -212,9 +212,9 @@ def test_the_leaders_panel_asks_the_steps_question_in_one_click_and_offers_the_s
 
 
 def test_a_followers_panel_is_read_only(class_env):
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
-    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: ""}, classroom.store)
+    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: ""}, class_mode.store)
     leader.lead_changed()
     code = leader.state[cr.CODE]
     at = _app({}, {"class": code, "lecture": "attention", "step": "1"})
@@ -237,9 +237,9 @@ def test_the_leader_keeps_the_lead_through_opening_a_lecture_and_stepping(class_
         assert [b for b in at.button if b.key == "lecture_next"]
         at.button(key="lecture_next").click().run()
     assert at.session_state[cr.LEAD_KEY] and at.query_params["step"] in ("3", ["3"]) and not at.exception
-    from viz_model.ui import classroom
+    from viz_model.ui import class_mode
 
-    assert classroom.store().get(code).query.get("step") == "3"  # the class's view is the leader's step
+    assert class_mode.store().get(code).query.get("step") == "3"  # the class's view is the leader's step
 
 
 def test_a_range_the_follower_never_held_arrives_as_a_tuple(store, clock):
@@ -256,7 +256,7 @@ def test_a_range_the_follower_never_held_arrives_as_a_tuple(store, clock):
 
 def test_a_written_lecture_questions_answer_is_named_the_lectures_not_the_models():
     """A written question's answer is its author's: the reveal and the summary say so; a preset's stays the model's."""
-    from viz_model.lessons.classroom import model_answer_text
+    from viz_model.lessons.class_mode import model_answer_text
 
     choices = ["flatter", "sharper"]
     lecture = {"correct": [1], "why": "", "source": "lecture"}

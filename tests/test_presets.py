@@ -19,7 +19,7 @@ from viz_model import ASSETS_DIR
 from viz_model.checkpoint import load_checkpoint
 from viz_model.lessons import presets as P
 from viz_model.model_text import encode_for
-from viz_model.runtime.classroom import MAX_CHOICE_CHARS, MAX_CHOICES, MAX_PROMPT_CHARS, fit_choice
+from viz_model.runtime.class_mode import MAX_CHOICE_CHARS, MAX_CHOICES, MAX_PROMPT_CHARS, fit_choice
 
 MODELS = ASSETS_DIR / "models"
 
@@ -166,7 +166,7 @@ def test_sinusoidal_position_is_the_row_of_the_table_written_here_that_matches_t
 
 
 def test_rope_extension_keeps_the_rope_pages_question():
-    from viz_model.lessons.classroom import rope_question
+    from viz_model.lessons.class_mode import rope_question
 
     p = P.compute("rope_extension", inputs({"rope_ext_L": 4096, "rope_ext_Lp": 32768, "rope_ext_dk": 128,
                                             "rope_ext_base": 10000.0}))

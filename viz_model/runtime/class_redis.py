@@ -31,8 +31,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from viz_model.lessons.class_summary import AskedQuestion
-from viz_model.runtime import classroom as cr
-from viz_model.runtime.classroom import ClassError, ClassStoreAPI, ClassStoreDown, ClassView, Question
+from viz_model.runtime import class_mode as cr
+from viz_model.runtime.class_mode import ClassError, ClassStoreAPI, ClassStoreDown, ClassView, Question
 
 PREFIX = "attention-lab:"
 _CLASS_KEYS = ("c", "q", "a", "k", "fs", "ff", "lb")

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from viz_model.runtime.classroom import ClassStore, ClassStoreAPI, ClassStoreDown
+from viz_model.runtime.class_mode import ClassStore, ClassStoreAPI, ClassStoreDown
 
 STORE_ENV = "ATTENTION_LAB_CLASS_STORE"
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")

@@ -11,7 +11,7 @@ import segno
 import streamlit as st
 
 from viz_model.lessons import classview
-from viz_model.runtime import classroom as rt
+from viz_model.runtime import class_mode as rt
 from viz_model.ui.cache import cached
 
 QR_SCALE, QR_BORDER = 6, 2  # pixels per module; quiet-zone modules (scanners read a 2-module zone on a screen)

@@ -16,7 +16,7 @@ from viz_model import checkpoint
 from viz_model.lectures import PAGE_PARAMS, Lecture, Step, builtin_lectures, model_name
 from viz_model.lessons import encoder_decoder as ed_lesson
 from viz_model.lessons import lecture_numbers as numbers
-from viz_model.runtime.classroom import FOLLOWING_TEXT
+from viz_model.runtime.class_mode import FOLLOWING_TEXT
 from viz_model.ui import handout, lecture_record, share
 from viz_model.ui.cache import cached, model_id
 from viz_model.ui.errors import guard

@@ -13,7 +13,7 @@ import streamlit as st
 from viz_model.lectures import PAGE_PARAMS
 from viz_model.lessons import presets as lesson
 from viz_model.model_text import md_text
-from viz_model.runtime.classroom import fit_choice
+from viz_model.runtime.class_mode import fit_choice
 from viz_model.ui.cache import cached, input_key, model_id
 from viz_model.ui.models import load_model
 from viz_model.ui.sidebar import DEVICE_KEY, current_model

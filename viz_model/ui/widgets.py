@@ -26,7 +26,7 @@ from viz_model.model_text import (
     unknown_words_text,
     uses_bos,
 )
-from viz_model.runtime.classroom import CODE, FOLLOW_KEY
+from viz_model.runtime.class_mode import CODE, FOLLOW_KEY
 from viz_model.tokenizer import PAD, Encoded
 from viz_model.ui import share
 from viz_model.ui.models import ENGLISH_MODEL, available_models

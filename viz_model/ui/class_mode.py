@@ -29,14 +29,14 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 
-from viz_model.figures.classroom import answer_histogram
+from viz_model.figures.class_mode import answer_histogram
 from viz_model.lectures import PAGE_PARAMS
+from viz_model.lessons import class_mode as lesson
 from viz_model.lessons import class_summary as summary
-from viz_model.lessons import classroom as lesson
 from viz_model.lessons.classview import hidden_answers
 from viz_model.model_text import md_text
+from viz_model.runtime import class_mode as rt
 from viz_model.runtime import class_store
-from viz_model.runtime import classroom as rt
 from viz_model.ui import chart, join, presenter, share
 from viz_model.ui.errors import guard
 from viz_model.ui.widgets import HIDDEN_KEYS
