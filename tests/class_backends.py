@@ -103,7 +103,7 @@ class Backend:
         return open_store(self.where, clock=clock)
 
     def env(self, monkeypatch) -> None:
-        """The app's environment for this backend (ui.classroom.store opens it)."""
+        """The app's environment for this backend (ui.class_mode.store opens it)."""
         if self.name == "redis":
             monkeypatch.setenv("ATTENTION_LAB_CLASS_STORE", self.where)
         else:

@@ -55,7 +55,7 @@ def test_every_lesson_module_is_in_its_layers_independence_contract():
 # lecture panel (viz_model/ui/lecture.py), +625 for the rest of #39 (presenting, recording, a preset question on
 # every page, the handout's button, what followers see) and #40's ALiBi tab; the handout's 600-line table of views
 # went to its own layer (viz_model/handout/), not here; +290 for #40's three pages of "Inside the model" (ui/lens.py
-# 57, ui/attribution.py 75, ui/sinks.py 109), the Redis store's error paths in ui/classroom.py (4) and #39's lazy
+# 57, ui/attribution.py 75, ui/sinks.py 109), the Redis store's error paths in ui/class_mode.py (4) and #39's lazy
 # recorder and the translator's warm-up in ui/lecture*.py (about 40); +48 for #40's Branches tab (ui/generate.py), +2
 # for the instructor key's limit (#42).
 UI_LINES_MAX, FUNCTION_LINES_MAX = 5740, 60

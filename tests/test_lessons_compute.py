@@ -88,7 +88,7 @@ def test_a_check_is_a_value():
 
 # Streamlit's caches on the pages: results (figures, model passes, measurements) through the one helper
 # ui.cache.cached; st.cache_resource only for the server's resources: models and tokenizers (ui.models), the job
-# registry (ui.jobs), the class store (ui.classroom).
+# registry (ui.jobs), the class store (ui.class_mode).
 RESOURCE_MODULES = {"cache.py", "models.py", "jobs.py", "class_mode.py"}
 
 

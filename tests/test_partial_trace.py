@@ -177,7 +177,7 @@ def test_explorer_on_a_paged_model_traces_the_grid_page_and_the_picked_layer(mod
     at.selectbox(key="explorer_layer").set_value(5).run()
     assert_clean(at)
     assert seen == [((5,), False)]
-    from test_app_attention import arr, named
+    from test_app_explorer_masks import arr, named
 
     shown = arr(named(json.loads(at.get_by_key("explorer_head_map").proto.spec), "attention")["z"])
     from viz_model.model_text import uses_bos

@@ -1,4 +1,4 @@
-"""Classroom features in a real browser: shareable links, invalid links, presenter mode, exports."""
+"""Sharing in a real browser: shareable links, invalid links, presenter mode, exports."""
 
 import re
 

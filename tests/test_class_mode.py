@@ -352,7 +352,7 @@ def test_the_revealed_tally_marks_only_the_models_answer():
     assert lesson.model_answer_text(["yes", "no"], {}) == "No model answer for a free question: discuss it."
 
 
-# -- a tab's side of a class (runtime.classroom.Tab on a dict) ----------------------------------------------------
+# -- a tab's side of a class (runtime.class_mode.Tab on a dict) ----------------------------------------------------
 def _leader(store, page: str = "") -> Tab:
     leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: page}, lambda: store)
     leader.lead_changed()
