@@ -159,7 +159,7 @@ def _size_choices(answer: int, fmt: Callable[[float], str], steps: Sequence[floa
     return labels, [labels.index(fmt(answer))]
 
 
-# -- Start (moved from lessons.classroom) ---------------------------------------------------------------------
+# -- Start (moved from lessons.class_mode) ---------------------------------------------------------------------
 def attention_row(model, ids: Sequence[int], layer: int, head: int, query: int = -1) -> np.ndarray:
     """One query's attention weights (T,) in head (layer, head): one traced pass of the model, now."""
     with torch.no_grad(), eval_mode(model):
@@ -207,7 +207,7 @@ def start_row(inp: Inputs) -> Preset:
     return start_question(ckpt.model, enc.tokens, enc.ids, int(s.get("start_layer", 0)), int(s.get("start_head", 0)))
 
 
-# -- RoPE (moved from lessons.classroom) ----------------------------------------------------------------------
+# -- RoPE (moved from lessons.class_mode) ----------------------------------------------------------------------
 def rope_question(d_k: int, base: float, train_len: int, target_len: int, extra: dict | None = None) -> Preset:
     """"Which RoPE method keeps every angle within the trained range?" at these context-extension settings; the
     answer is every method whose angles at L′ stay within those seen over L for every pair (angle_coverage)."""

@@ -54,7 +54,7 @@ def open_store(where: str | Path | None = None, clock: Callable[[], float] = tim
 
 
 def open_for_server(where: str | Path | None = None) -> ClassStoreAPI:
-    """A server process's store (ui.classroom.store): SQLite registers the process and empties a file no live
+    """A server process's store (ui.class_mode.store): SQLite registers the process and empties a file no live
     process holds; Redis keeps what the other replicas hold."""
     where = _where(where)
     if is_redis(where):

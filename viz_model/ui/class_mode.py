@@ -1,7 +1,7 @@
 """Class mode (#28): the instructor leads, students follow the instructor's view, the class answers questions.
 
-Everything shared lives in the class store (`viz_model.runtime.classroom`, a SQLite file every server process
-reads); a tab keeps only its own part in `st.session_state`, run by `runtime.classroom.Tab` (joining, leaving,
+Everything shared lives in the class store (`viz_model.runtime.class_mode`, a SQLite file every server process
+reads); a tab keeps only its own part in `st.session_state`, run by `runtime.class_mode.Tab` (joining, leaving,
 following, publishing: no Streamlit there). This module draws the widgets and does what only Streamlit can (reruns,
 page switches, the URL-bound widgets' values). app.py calls `begin` before the sidebar (a follower takes the leader's
 page and settings before any widget is drawn; a student's banner above the page: the question, the notices), `panel`

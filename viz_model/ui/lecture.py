@@ -141,7 +141,7 @@ def panel(page_url: str, first_run: bool, following: bool = False, leader_tools:
     """Above the page, in a slot that is always there (share.in_slot: the page's bound widgets keep their place with
     or without a lecture). A step opened from elsewhere takes its page and settings; a session's first run on the
     step's own page keeps the URL's settings (a reload after exploring). In class mode (app.py passes
-    ui.classroom.in_lecture()): a follower's panel is read-only, the class takes the leader's place and view; a
+    ui.class_mode.in_lecture()): a follower's panel is read-only, the class takes the leader's place and view; a
     leader's has `leader_tools` (ask the class, the class summary) in place of the student's own question."""
     with st.container(), guard("the lecture"):
         where = place()
