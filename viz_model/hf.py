@@ -38,7 +38,7 @@ from torch.overrides import TorchFunctionMode
 
 from viz_model.config import MAX_VOCAB, ModelConfig
 from viz_model.model import TinyTransformer
-from viz_model.rope import validate_scaling
+from viz_model.rope import SCALINGS, validate_scaling
 
 ENV_VAR = "ATTENTION_LAB_MODEL_DIRS"
 HOME_VAR = "ATTENTION_LAB_MODELS_HOME"  # where `make models` puts models (default: models/ in the repository)
@@ -49,7 +49,6 @@ MAX_TOKENIZER_BYTES = 64 * 2**20      # tokenizer.json (Llama 3: 9 MB, Gemma: 33
 USABLE_MEMORY = 0.9                   # the weights may take this share of the available memory
 _FLOAT_DTYPES = {"F64", "F32", "F16", "BF16"}
 _GPT2_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu"}
-_ROPE_TYPES = ("linear", "dynamic", "yarn", "llama3")
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 _ROLES = ("bos", "eos", "pad", "unk")
 
@@ -162,21 +161,12 @@ def rope_from_hf(hf: Mapping[str, Any]) -> tuple[float, dict[str, Any] | None]:
     params.pop("type", None)
     if params.pop("partial_rotary_factor", 1.0) != 1.0 or hf.get("partial_rotary_factor", 1.0) != 1.0:
         raise ValueError("this model rotates only part of each head (partial_rotary_factor); not supported.")
-    if kind == "default":
+    rows = {s.hf_name: s for s in SCALINGS.values() if s.hf_name}  # transformers' names: "default" is no scaling
+    if kind not in rows:
+        raise ValueError(f"this model uses the RoPE scaling {kind!r}; the app knows {', '.join(rows)}.")
+    if not rows[kind].params:
         return theta, None
-    if kind not in _ROPE_TYPES:
-        raise ValueError(f"this model uses the RoPE scaling {kind!r}; the app knows {', '.join(_ROPE_TYPES)}.")
-    max_pos = _int(hf, "max_position_embeddings")
-    if kind == "dynamic":  # transformers' dynamic NTK grows from max_position_embeddings, whatever else is set
-        params["original_max_position_embeddings"] = max_pos
-    elif kind in ("yarn", "llama3"):  # a top-level original_max_position_embeddings wins (Phi-3's layout)
-        params["original_max_position_embeddings"] = (hf.get("original_max_position_embeddings")
-                                                      or params.get("original_max_position_embeddings") or max_pos)
-    if kind == "yarn":
-        params.setdefault("factor", max_pos / params["original_max_position_embeddings"])
-        for key in ("beta_fast", "beta_slow"):  # transformers reads them as `value or default`
-            if not params.get(key, 1):
-                params.pop(key)
+    kind, params = rows[kind].name, rows[kind].from_hf(params, hf, _int(hf, "max_position_embeddings"))
     try:
         return theta, validate_scaling({"type": kind, **params})
     except ValueError as e:

@@ -1,6 +1,7 @@
 """TinyTransformer: a small decoder (or encoder) whose every attention internal can be traced.
 
-forward(ids, key_padding_mask=None, targets=None, trace=False) -> ModelOutput(logits, loss, trace)
+forward(ids, targets=None, *, key_padding_mask=None, trace=False, ...) -> ModelOutput(logits, loss, trace): after ids and
+targets every option is named (as nanoGPT's model(idx, targets) reads).
 
 A view that shows some layers traces only those: trace_layers=(2,) keeps layer 2's internals and runs every other
 layer on the fast path (trace.layers[l] is None there); logits=False also skips the LM head and every block after
@@ -145,10 +146,14 @@ class Block(nn.Module):
         self.mlp = make_mlp(cfg)
         self.drop = nn.Dropout(cfg.dropout) if cfg.dropout > 0 else nn.Identity()
 
-    def forward(self, x, mask, rope_cs, past, trace, scale, is_causal, *, memory=None, memory_mask=None, bias=None
-                ) -> BlockOutput:
-        """memory: this layer's cross-attention K, V of the encoder output; memory_mask: the source padding;
-        bias: ALiBi's (1, H, T, Tk) added to the self-attention scores (None without it)."""
+    def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None, rope_cs=None, past=None,
+                trace: bool = False, scale: float | None = None, is_causal: bool = False, memory=None,
+                memory_mask: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> BlockOutput:
+        """x (B, T, d_model). mask: bool, broadcastable to (B, H, T, Tk) (None: every key, or SDPA's causal kernel
+        with is_causal); rope_cs: RoPE's (cos, sin) or None; past: this layer's cached (k, v); trace: keep the
+        attention internals; scale: the scores' factor (None: 1/sqrt(d_k)); memory: this layer's cross-attention
+        K, V of the encoder output; memory_mask: the source padding; bias: ALiBi's (1, H, T, Tk) added to the
+        self-attention scores (None without it)."""
         a, rec, kv = self.attn(self._in(x, self.ln1), mask, rope_cs, past, trace, scale, is_causal, bias=bias)
         x = self._out(x, a, self.ln1)
         cross_rec = None
@@ -220,8 +225,8 @@ class SequenceModel(nn.Module):
     def rope_cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin (T, d_k/2) for these positions; cached table when possible, else computed in float64."""
         end = int(positions.max()) + 1
-        dynamic = (self.config.rope_scaling or {}).get("type") == "dynamic"
-        if end <= min(self.config.max_len, self.rope_cos.shape[0]) and not dynamic:
+        by_length = rope.scaling_row((self.config.rope_scaling or {}).get("type")).by_length  # dynamic NTK
+        if end <= min(self.config.max_len, self.rope_cos.shape[0]) and not by_length:
             return self.rope_cos[positions], self.rope_sin[positions]
         cos, sin = self._rope_tables(positions, seq_len=end)
         return cos.to(self.device), sin.to(self.device)
@@ -260,16 +265,11 @@ class SequenceModel(nn.Module):
 
     def _mask(self, T, past_len, key_padding_mask, attn_mask):
         """Boolean mask broadcastable to (B, H, T, past_len+T), and whether it is exactly causal."""
-        Tk = past_len + T
-        attn_mask = masks.model_mask(self.config, T, past_len, self.device) if attn_mask is None else attn_mask
-        if attn_mask is None and key_padding_mask is None and past_len == 0:
-            return (None, self.config.causal and T > 1)  # fast path: SDPA's built-in causal kernel
+        Tk, kind = past_len + T, self.config.mask
+        if attn_mask is None and key_padding_mask is None and past_len == 0 and kind in ("causal", "bidirectional"):
+            return (None, kind == "causal" and T > 1)  # fast path: SDPA's built-in causal kernel
         if attn_mask is None:
-            if self.config.causal:
-                q_pos = torch.arange(past_len, Tk, device=self.device)[:, None]
-                attn_mask = q_pos >= torch.arange(Tk, device=self.device)[None, :]  # (T, Tk)
-            else:
-                attn_mask = torch.ones(T, Tk, dtype=torch.bool, device=self.device)
+            attn_mask = masks.model_mask(self.config, T, past_len, self.device)  # (T, Tk): the config's kind
         elif attn_mask.shape != (T, Tk):
             raise ValueError(f"the attention mask must be {T}x{Tk}, got {tuple(attn_mask.shape)}.")
         attn_mask = attn_mask.to(self.device)
@@ -300,10 +300,10 @@ class TinyTransformer(SequenceModel):
     def forward(
         self,
         ids: torch.Tensor,                              # (B, T) token ids
-        key_padding_mask: torch.Tensor | None = None,   # (B, T[past+T]) True = real token
         targets: torch.Tensor | None = None,            # (B, T) next-token ids, -100 / pad ignored
-        trace: bool = False,
-        *,
+        *,                                              # the rest by name: model(ids, targets, trace=True)
+        key_padding_mask: torch.Tensor | None = None,   # (B, T[past+T]) True = real token
+        trace: bool = False,                            # record every layer's internals (out.trace)
         attn_mask: torch.Tensor | None = None,          # (T, Tk) bool override of the config's mask
         scale_scores: bool = True,                      # False: drop the 1/sqrt(d_k) factor
         temperature: float = 1.0,                       # divides the scores before softmax
@@ -339,8 +339,8 @@ class TinyTransformer(SequenceModel):
             record.rope_angles = rope.rope_angles(positions.cpu(), self._current_inv_freq(past_len + T))
         cache = []
         for i, block in enumerate(self.blocks[:n_run]):
-            x, layer, kv, _ = block(x, mask, rope_cs, past[i] if past else None, i in traced, scale, is_causal,
-                                    bias=bias)
+            x, layer, kv, _ = block(x, mask=mask, rope_cs=rope_cs, past=past[i] if past else None, trace=i in traced,
+                                    scale=scale, is_causal=is_causal, bias=bias)
             cache.append(kv)
             if record is not None:
                 record.layers.append(layer)

@@ -4,15 +4,16 @@ Pair i of a head vector is (x[2i], x[2i+1]) (interleaved, RoFormer / Meta conven
 it is rotated by m * theta_i, theta_i = base^(-2i/d_k). Because R_t^T R_s = R_(s-t),
 <R_t q, R_s k> = <q, R_(s-t) k>: scores depend only on the offset s - t.
 
-Scalings follow HF transformers' modeling_rope_utils: a registry of pure functions with one
-signature, each returning (inv_freq, attention_factor). attention_factor multiplies cos AND sin,
+Scalings follow HF transformers' modeling_rope_utils: one table, SCALINGS, a row per type (its pure
+function, label, parameters and their ranges, HF name); each function returns (inv_freq, attention_factor). attention_factor multiplies cos AND sin,
 so attention logits are multiplied by attention_factor**2.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -118,62 +119,116 @@ def _llama3(d_k: int, base: float, scaling: dict, seq_len: int | None) -> tuple[
 
 ScalingFn = Callable[[int, float, dict, "int | None"], "tuple[torch.Tensor, float]"]
 
-# The page iterates this registry; every entry has the same signature.
-ROPE_INIT_FUNCTIONS: dict[str, ScalingFn] = {
-    "none": _none,
-    "linear": _linear,
-    "ntk": _ntk,
-    "dynamic": _dynamic,
-    "yarn": _yarn,
-    "llama3": _llama3,
-}
 
-ROPE_SCALING_LABELS = {
-    "none": "none (plain RoPE)",
-    "linear": "linear interpolation (PI)",
-    "ntk": "NTK-aware base change",
-    "dynamic": "dynamic NTK",
-    "yarn": "YaRN",
-    "llama3": "Llama 3.1",
-}
+@dataclass(frozen=True)
+class Param:
+    """One scaling parameter: required or its default, its lower bound (and whether the bound itself is allowed),
+    its kind ("number", "whole" or "flag") and, for the RoPE page's panel, the largest value it offers (None: the
+    panel does not offer it)."""
+    required: bool = False
+    default: Any = None
+    lower: float = 0.0
+    inclusive: bool = True
+    kind: str = "number"
+    panel_top: float | None = None
 
-# Parameters per type: name -> (required, default, lower bound, whether the bound itself is allowed).
+
+FACTOR = Param(required=True, lower=1.0)
+ORIGINAL_LEN = Param(required=True, lower=1, kind="whole")  # original_max_position_embeddings
+
+
+def _hf_as_is(params: dict, hf: Mapping[str, Any], max_pos: int) -> dict:
+    return params
+
+
+def _hf_dynamic(params: dict, hf: Mapping[str, Any], max_pos: int) -> dict:
+    """transformers' dynamic NTK grows from max_position_embeddings, whatever else is set."""
+    return {**params, "original_max_position_embeddings": max_pos}
+
+
+def _hf_original(params: dict, hf: Mapping[str, Any], max_pos: int) -> dict:
+    """A top-level original_max_position_embeddings wins (Phi-3's layout), then the scaling's own, then the context."""
+    original = hf.get("original_max_position_embeddings") or params.get("original_max_position_embeddings") or max_pos
+    return {**params, "original_max_position_embeddings": original}
+
+
+def _hf_yarn(params: dict, hf: Mapping[str, Any], max_pos: int) -> dict:
+    """YaRN's factor defaults to context / original, and transformers reads the betas as `value or default`."""
+    params = _hf_original(params, hf, max_pos)
+    params.setdefault("factor", max_pos / params["original_max_position_embeddings"])
+    return {k: v for k, v in params.items() if k not in ("beta_fast", "beta_slow") or v}
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """One RoPE scaling: everything about it (HF transformers' ROPE_INIT_FUNCTIONS pattern, one row per type).
+
+    init: (d_k, base, scaling dict, seq_len) -> (inv_freq, attention_factor). params: name -> Param, in order.
+    by_length: recomputed from the current length (the model cannot keep one cos/sin table). hf_name: the
+    rope_type in a transformers config.json (None: transformers has no such type); from_hf completes its parameters
+    from that config (params, the config, its max_position_embeddings)."""
+    name: str
+    label: str
+    init: ScalingFn
+    params: Mapping[str, Param] = field(default_factory=dict)
+    by_length: bool = False
+    hf_name: str | None = None
+    from_hf: Callable[[dict, Mapping[str, Any], int], dict] = _hf_as_is
+
+
 # Zero is never a valid beta, low_freq_factor or attention_factor: it divides by zero (yarn_correction_dim's log,
 # Llama 3's L / low_freq_factor) or zeroes every q and k.
-_PARAMS: dict[str, dict[str, tuple[bool, Any, float, bool]]] = {
-    "none": {},
-    "linear": {"factor": (True, None, 1.0, True)},
-    "ntk": {"factor": (True, None, 1.0, True)},
-    "dynamic": {"factor": (True, None, 1.0, True), "original_max_position_embeddings": (True, None, 1, True)},
-    "yarn": {
-        "factor": (True, None, 1.0, True),
-        "original_max_position_embeddings": (True, None, 1, True),
-        "beta_fast": (False, 32.0, 0.0, False),
-        "beta_slow": (False, 1.0, 0.0, False),
-        "attention_factor": (False, None, 0.0, False),
-        "mscale": (False, None, 0.0, True),
-        "mscale_all_dim": (False, None, 0.0, True),
-        "truncate": (False, True, 0, True),
-    },
-    "llama3": {
-        "factor": (True, None, 1.0, True),
-        "original_max_position_embeddings": (True, None, 1, True),
-        "low_freq_factor": (False, 1.0, 0.0, False),
-        "high_freq_factor": (False, 4.0, 0.0, False),
-    },
-}
+SCALINGS: dict[str, Scaling] = {s.name: s for s in (
+    Scaling("none", "none (plain RoPE)", _none, hf_name="default"),
+    Scaling("linear", "linear interpolation (PI)", _linear, {"factor": FACTOR}, hf_name="linear"),
+    Scaling("ntk", "NTK-aware base change", _ntk, {"factor": FACTOR}),
+    Scaling("dynamic", "dynamic NTK", _dynamic, {"factor": FACTOR, "original_max_position_embeddings": ORIGINAL_LEN},
+            by_length=True, hf_name="dynamic", from_hf=_hf_dynamic),
+    Scaling("yarn", "YaRN", _yarn, {
+        "factor": FACTOR, "original_max_position_embeddings": ORIGINAL_LEN,
+        "beta_fast": Param(default=32.0, inclusive=False, panel_top=1024.0),
+        "beta_slow": Param(default=1.0, inclusive=False, panel_top=1024.0),
+        "attention_factor": Param(inclusive=False),
+        "mscale": Param(), "mscale_all_dim": Param(),
+        "truncate": Param(default=True, kind="flag"),
+    }, hf_name="yarn", from_hf=_hf_yarn),
+    Scaling("llama3", "Llama 3.1", _llama3, {
+        "factor": FACTOR, "original_max_position_embeddings": ORIGINAL_LEN,
+        "low_freq_factor": Param(default=1.0, inclusive=False, panel_top=64.0),
+        "high_freq_factor": Param(default=4.0, inclusive=False, panel_top=64.0),
+    }, hf_name="llama3", from_hf=_hf_original),
+)}
+
+# Views of SCALINGS for callers that want one column (HF's name for the first).
+ROPE_INIT_FUNCTIONS: dict[str, ScalingFn] = {name: s.init for name, s in SCALINGS.items()}
+ROPE_SCALING_LABELS: dict[str, str] = {name: s.label for name, s in SCALINGS.items()}
 
 
-def _check_param(name: str, value: Any, lower: float, inclusive: bool) -> int | float:
-    """One scaling parameter as a clean number, or a ValueError that says what is allowed."""
+def scaling_row(kind: str | None) -> Scaling:
+    """The row of a scaling type ('none' for None); a ValueError that names the known ones otherwise."""
+    row = SCALINGS.get(kind or "none")
+    if row is None:
+        raise ValueError(f"unknown RoPE scaling {kind!r}; choose one of {list(SCALINGS)}.")
+    return row
+
+
+def panel_params() -> dict[str, Param]:
+    """The optional parameters the RoPE page's panel offers (YaRN's betas, Llama 3's frequency factors), by name."""
+    return {name: p for s in SCALINGS.values() for name, p in s.params.items() if p.panel_top is not None}
+
+
+def _check_param(name: str, value: Any, p: Param) -> int | float | bool:
+    """One scaling parameter as a clean value, or a ValueError that says what is allowed."""
+    if p.kind == "flag":
+        return bool(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"'{name}' must be a number, got {value!r}.")
-    if name == "original_max_position_embeddings":
-        if value < lower or value != int(value):
-            raise ValueError(f"'{name}' must be a whole number >= {lower}, got {value}.")
+    if p.kind == "whole":
+        if value < p.lower or value != int(value):
+            raise ValueError(f"'{name}' must be a whole number >= {p.lower}, got {value}.")
         return int(value)
-    if value < lower or (value == lower and not inclusive):
-        raise ValueError(f"'{name}' must be {'>=' if inclusive else '>'} {lower:g}, got {value:g}.")
+    if value < p.lower or (value == p.lower and not p.inclusive):
+        raise ValueError(f"'{name}' must be {'>=' if p.inclusive else '>'} {p.lower:g}, got {value:g}.")
     return float(value)
 
 
@@ -185,23 +240,20 @@ def validate_scaling(scaling: dict[str, Any] | None) -> dict[str, Any] | None:
         raise ValueError("rope_scaling must be a dict such as {'type': 'linear', 'factor': 2}.")
     scaling = dict(scaling)
     kind = scaling.pop("type", None) or scaling.pop("rope_type", None)
-    if kind not in ROPE_INIT_FUNCTIONS:
-        raise ValueError(f"unknown RoPE scaling {kind!r}; choose one of {list(ROPE_INIT_FUNCTIONS)}.")
-    spec = _PARAMS[kind]
+    if kind not in SCALINGS:
+        raise ValueError(f"unknown RoPE scaling {kind!r}; choose one of {list(SCALINGS)}.")
+    spec = SCALINGS[kind].params
     unknown = sorted(set(scaling) - set(spec))
     if unknown:
         raise ValueError(f"RoPE scaling '{kind}' does not take {', '.join(unknown)}.")
     clean: dict[str, Any] = {"type": kind}
-    for name, (required, default, lower, inclusive) in spec.items():
-        value = scaling.get(name, default)
+    for name, p in spec.items():
+        value = scaling.get(name, p.default)
         if value is None:
-            if required:
+            if p.required:
                 raise ValueError(f"RoPE scaling '{kind}' needs '{name}'.")
             continue
-        if name == "truncate":
-            clean[name] = bool(value)
-            continue
-        clean[name] = _check_param(name, value, lower, inclusive)
+        clean[name] = _check_param(name, value, p)
     if kind == "llama3" and clean["high_freq_factor"] <= clean["low_freq_factor"]:
         raise ValueError("Llama 3 scaling needs high_freq_factor > low_freq_factor.")
     return clean
@@ -212,11 +264,10 @@ def inv_freq(
 ) -> tuple[torch.Tensor, float]:
     """(theta', attention_factor) for a head of width d_k under an optional scaling.  float64.
 
-    seq_len only matters for 'dynamic', which recomputes the base from the current length.
+    seq_len only matters for a scaling recomputed by length ('dynamic', which recomputes the base).
     """
     scaling = validate_scaling(scaling)
-    kind = scaling["type"] if scaling else "none"
-    freqs, attention_factor = ROPE_INIT_FUNCTIONS[kind](d_k, base, scaling or {}, seq_len)
+    freqs, attention_factor = scaling_row(scaling and scaling["type"]).init(d_k, base, scaling or {}, seq_len)
     return freqs, attention_factor
 
 
