@@ -264,3 +264,30 @@ def test_bad_input_is_a_message(at):
 
 def open_tab(at, label: str):
     return conftest.open_tab(at, "qkv_tab", label)
+
+
+def test_a_measured_claim_is_drawn_by_show_check_and_qkv_draws_no_mark_of_its_own():
+    """#41 (item 2): every ✓/✗ is drawn by ui.widgets.show_check. A lecture's claim measured here (a Fact with its
+    measurement) shows its verdict, the numbers, when it holds and the note; one that does not hold is a warning (a
+    finding about the claim on this model), not an error of the app. ui/qkv.py writes no mark itself."""
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        from viz_model.lessons.common import Fact
+        from viz_model.ui.widgets import show_checks
+
+        show_checks([Fact(True, "It holds.", measurement="x = 1", value=1.0, tolerance="x ≥ 1"),
+                     Fact(False, "It does not.", measurement="y = 0.5", value=0.5, tolerance="y ≥ 0.9",
+                          note="Far from it.")])
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception and not at.error
+    assert [s.value for s in at.success] == ["✓ It holds."] and [w.value for w in at.warning] == ["✗ It does not."]
+    measured = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("**Measured:**")]
+    assert measured == ["**Measured:** x = 1", "**Measured:** y = 0.5"]  # unescaped
+    assert [c.value for c in at.caption] == ["Holds when: x ≥ 1.", "Holds when: y ≥ 0.9."]
+    assert [i.value for i in at.info] == ["Far from it."]
+    source = (ROOT / "viz_model/ui/qkv.py").read_text()
+    assert "✓" not in source and "✗" not in source
+

@@ -118,14 +118,26 @@ def test_claims_on_tiny_models_give_the_symmetry_verdicts(tiny, tok):
     sums = [qkv.summarize(m, tok, sentences=qkv.CLAIM_SENTENCES[:2], pairs=qkv.MINIMAL_PAIRS[:2],
                           heldout_loss=float(i)) for i, m in enumerate(tiny.values())]
     rows = qkv.claims(sums)
-    assert [r.holds for r in rows[:3]] == [True, True, True]  # raw X, Q = K symmetric; separate asymmetric
+    assert [r.ok for r in rows[:3]] == [True, True, True]  # raw X, Q = K symmetric; separate asymmetric
     assert rows[0].value <= 1e-6 and rows[2].value >= qkv.ASYMMETRY_MIN
-    assert rows[-1].holds and rows[-1].note == ""  # heldout 3.0 for "none" (the last mode) is the largest
+    assert rows[-1].ok and rows[-1].note == ""  # heldout 3.0 for "none" (the last mode) is the largest
     flipped = qkv.claims([replace(s, heldout_loss=-s.heldout_loss) for s in sums])
-    assert not flipped[-1].holds and "raw X's loss is" in flipped[-1].note  # now raw X is the best, not the worst
-    assert not flipped[-3].holds and flipped[-3].value == pytest.approx(3.0)  # separate is 3 nats above the best
+    assert not flipped[-1].ok and "raw X's loss is" in flipped[-1].note  # now raw X is the best, not the worst
+    assert not flipped[-3].ok and flipped[-3].value == pytest.approx(3.0)  # separate is 3 nats above the best
     with pytest.raises(ValueError, match="all four"):
         qkv.claims(sums[:3])
+
+
+def test_the_claims_are_the_one_claim_type(tiny, tok):
+    """#41 (item 2): the page's claims are lessons.common.Fact values (drawn by ui.widgets.show_check), each with
+    what was measured and when it holds; qkv has no claim type of its own."""
+    from viz_model.lessons.common import Fact
+
+    sums = [qkv.summarize(m, tok, sentences=qkv.CLAIM_SENTENCES[:1], pairs=qkv.MINIMAL_PAIRS[:1],
+                          heldout_loss=float(i)) for i, m in enumerate(tiny.values())]
+    rows = qkv.claims(sums)
+    assert rows and all(type(r) is Fact and r.measurement and r.tolerance for r in rows)
+    assert not hasattr(qkv, "ClaimRow")
 
 
 def test_qkv_variants_replace_only_the_qkv_field():
@@ -186,41 +198,41 @@ def summary(variant: str, **numbers) -> qkv.VariantSummary:
 
 def test_lowest_loss_claim_is_false_when_another_variant_is_lower_even_within_noise():
     lowest = qkv.loss_claims(SHIPPED_LOSSES)[0]
-    assert not lowest.holds and lowest.value == pytest.approx(1.1724 - 1.1686)
+    assert not lowest.ok and lowest.value == pytest.approx(1.1724 - 1.1686)
     assert "shared Q = K is lower, by 0.0038 nats" in lowest.note and "run-to-run noise" in lowest.note
     assert lowest.tolerance == "separate has the lowest loss of the four"
     won = qkv.loss_claims({**SHIPPED_LOSSES, "separate": 1.16})[0]
-    assert won.holds and won.note == "" and won.value == 0
+    assert won.ok and won.note == "" and won.value == 0
 
 
 def test_reformer_and_raw_x_loss_claims_read_their_own_numbers():
     _, reformer, raw = qkv.loss_claims(SHIPPED_LOSSES)
-    assert reformer.holds and reformer.value == pytest.approx(-0.0038)  # shared Q = K is not worse
-    assert not raw.holds and "run-to-run noise" in raw.note  # raw X is not the highest: shared K = V is
+    assert reformer.ok and reformer.value == pytest.approx(-0.0038)  # shared Q = K is not worse
+    assert not raw.ok and "run-to-run noise" in raw.note  # raw X is not the highest: shared K = V is
     assert "1.1779" in raw.measurement and "raw X − separate: -0.0005" in raw.measurement
     worse = qkv.loss_claims({**SHIPPED_LOSSES, "shared_qk": 1.2, "none": 1.3})
-    assert not worse[1].holds and worse[2].holds and worse[2].note == ""
+    assert not worse[1].ok and worse[2].ok and worse[2].note == ""
 
 
 def test_nearly_the_same_output_needs_a_cosine_of_at_least_nearly_same():
     sep = summary("separate", pair_cos_attn=0.404, pair_cos_each=(0.3, 0.5))
     blurrier, same = qkv.pair_claims(summary("shared_kv", pair_cos_attn=0.502, pair_cos_each=(0.4, 0.6)), sep)
-    assert blurrier.holds and blurrier.value == pytest.approx(0.098)  # more alike than separate...
-    assert not same.holds and same.value == pytest.approx(0.502)      # ...but far from 'nearly the same'
+    assert blurrier.ok and blurrier.value == pytest.approx(0.098)  # more alike than separate...
+    assert not same.ok and same.value == pytest.approx(0.502)      # ...but far from 'nearly the same'
     assert "far from 'nearly the same'" in same.note and f"≥ {qkv.NEARLY_SAME:g}" in same.tolerance
     blurrier, same = qkv.pair_claims(summary("shared_kv", pair_cos_attn=0.95, pair_cos_each=(0.95, 0.95)), sep)
-    assert blurrier.holds and same.holds and same.note == ""
+    assert blurrier.ok and same.ok and same.note == ""
     blurrier, _ = qkv.pair_claims(summary("shared_kv", pair_cos_attn=0.41), sep)
-    assert not blurrier.holds and "does not make the two outputs more alike" in blurrier.note
+    assert not blurrier.ok and "does not make the two outputs more alike" in blurrier.note
 
 
 def test_self_claim_needs_more_self_weight_and_the_diagonal_in_most_rows():
     sep, none = summary("separate", self_share=0.153), summary("none", self_share=0.725)
-    assert qkv.self_claim(summary("shared_qk", self_share=0.444, diag_max_rate=0.55), none, sep).holds
+    assert qkv.self_claim(summary("shared_qk", self_share=0.444, diag_max_rate=0.55), none, sep).ok
     few = qkv.self_claim(summary("shared_qk", self_share=0.444, diag_max_rate=0.45), none, sep)
-    assert not few.holds and "only 45% of rows" in few.note
+    assert not few.ok and "only 45% of rows" in few.note
     flat = qkv.self_claim(summary("shared_qk", self_share=0.17, diag_max_rate=0.9), none, sep)
-    assert not flat.holds and "off the diagonal" in flat.note
+    assert not flat.ok and "off the diagonal" in flat.note
 
 
 def test_claims_leave_out_the_loss_rows_when_a_loss_was_not_measured():

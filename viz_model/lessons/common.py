@@ -32,10 +32,18 @@ class Check:
 @dataclass(frozen=True)
 class Fact:
     """A claim whose measurement is a yes/no computed by the lesson (an error raised, an order held, a count reached),
-    with the sentence that states it and the numbers in it. Rendered like a Check (ui.widgets.show_check)."""
+    with the sentence that states it and the numbers in it. Rendered like a Check (ui.widgets.show_check).
+
+    A lecture's (or a paper's) claim tested on these small models also carries what was measured, the number the
+    verdict is about, the threshold in words and a gentle note where it does not hold; one that does not hold is a
+    finding about the claim on this model, not a failure of the app (show_check draws it as a warning)."""
 
     ok: bool
     claim: str
+    measurement: str = ""   # what was measured, with the numbers ('' for a plain fact)
+    value: float = math.nan  # the number the verdict is about
+    tolerance: str = ""     # when it holds, in words
+    note: str = ""          # where the measurement does not back the claim ('' otherwise)
 
 
 @dataclass

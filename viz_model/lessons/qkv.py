@@ -375,14 +375,9 @@ def spread_text(losses: Sequence[float]) -> str:
             "seed-to-seed noise is not measured, so a gap this small says little.")
 
 
-@dataclass
-class ClaimRow:
-    claim: str         # the lecture's (or a paper's) sentence
-    measurement: str   # what was measured, with the numbers
-    value: float       # the number the verdict is about
-    holds: bool        # on this model, within the tolerance
-    tolerance: str     # the threshold, in words
-    note: str          # a gentle remark where the measurement does not back the claim ('' otherwise)
+def _verdict(claim: str, measurement: str, value: float, holds: bool, tolerance: str, note: str) -> Fact:
+    """A lecture's (or a paper's) claim measured on these models: the one claim type, lessons.common.Fact."""
+    return Fact(holds, claim, measurement=measurement, value=value, tolerance=tolerance, note=note)
 
 
 def _by_variant(summaries: Sequence[VariantSummary]) -> dict[str, VariantSummary]:
@@ -392,7 +387,7 @@ def _by_variant(summaries: Sequence[VariantSummary]) -> dict[str, VariantSummary
     return by
 
 
-def symmetry_claims(summaries: Sequence[VariantSummary]) -> list[ClaimRow]:
+def symmetry_claims(summaries: Sequence[VariantSummary]) -> list[Fact]:
     """Claims (a) and (b): XXᵀ and Q = K give symmetric scores, separate W_Q, W_K do not, and Q = K favours
     the diagonal (Reformer)."""
     by = _by_variant(summaries)
@@ -401,10 +396,10 @@ def symmetry_claims(summaries: Sequence[VariantSummary]) -> list[ClaimRow]:
     for s, claim in ((none, "Raw-embedding attention XXᵀ makes one vector serve two roles, so its scores are "
                             "symmetric: S = Sᵀ."),
                      (qk, "One matrix for Q and K (shared Q = K) gives symmetric scores too (with RoPE as well).")):
-        rows.append(ClaimRow(claim, f"largest ‖S − Sᵀ‖/‖S‖ over every head and sentence: {s.asymmetry_max:.1e}",
+        rows.append(_verdict(claim, f"largest ‖S − Sᵀ‖/‖S‖ over every head and sentence: {s.asymmetry_max:.1e}",
                              s.asymmetry_max, s.asymmetry_max <= SYMMETRY_TOL, f"≤ {SYMMETRY_TOL:g}", ""))
     holds = sep.asymmetry_mean >= ASYMMETRY_MIN
-    rows.append(ClaimRow(
+    rows.append(_verdict(
         "Separate W_Q and W_K break the symmetry: how well i matches j is not how well j matches i (so 'sat' "
         "can look for a subject while 'cat' looks for something else).",
         f"mean ‖S − Sᵀ‖/‖S‖ of separate: {sep.asymmetry_mean:.3f} (shared K = V: {by['shared_kv'].asymmetry_mean:.3f})",
@@ -414,7 +409,7 @@ def symmetry_claims(summaries: Sequence[VariantSummary]) -> list[ClaimRow]:
     return rows
 
 
-def self_claim(qk: VariantSummary, none: VariantSummary, sep: VariantSummary) -> ClaimRow:
+def self_claim(qk: VariantSummary, none: VariantSummary, sep: VariantSummary) -> Fact:
     """Reformer's point: with Q = K a token's best match is itself. Holds when shared Q = K's self weight is above
     separate's by SELF_MARGIN and its diagonal is the row max in more than MOST_ROWS of the rows."""
     gap = qk.self_share - sep.self_share
@@ -427,7 +422,7 @@ def self_claim(qk: VariantSummary, none: VariantSummary, sep: VariantSummary) ->
     else:
         note = (f"Shared Q = K does lean on itself more than separate ({gap:+.3f}), but itself is the largest weight "
                 f"in only {qk.diag_max_rate:.0%} of rows: not most of them.")
-    return ClaimRow(
+    return _verdict(
         "With Q = K a token's best match is itself: it puts more weight on itself than with separate projections, "
         "and itself is its largest weight in most rows (Reformer masks it).",
         f"mean self weight: shared Q = K {qk.self_share:.3f}, raw X {none.self_share:.3f}, separate "
@@ -437,7 +432,7 @@ def self_claim(qk: VariantSummary, none: VariantSummary, sep: VariantSummary) ->
                     f"more than {MOST_ROWS:.0%} of rows", note)
 
 
-def pair_claims(kv: VariantSummary, sep: VariantSummary) -> list[ClaimRow]:
+def pair_claims(kv: VariantSummary, sep: VariantSummary) -> list[Fact]:
     """Claim (c) in two measured parts: K = V makes the minimal pair's shared word more alike than separate does
     (by more than COSINE_MARGIN), and 'nearly the same' (a cosine of NEARLY_SAME or more)."""
     gap = kv.pair_cos_attn - sep.pair_cos_attn
@@ -449,13 +444,13 @@ def pair_claims(kv: VariantSummary, sep: VariantSummary) -> list[ClaimRow]:
     blurrier = gap > COSINE_MARGIN
     same = kv.pair_cos_attn >= NEARLY_SAME
     return [
-        ClaimRow("K reused as V blurs the roles: the shared word of a minimal pair ('the cat sat' / 'the mat sat') "
+        _verdict("K reused as V blurs the roles: the shared word of a minimal pair ('the cat sat' / 'the mat sat') "
                  "comes out more alike than with separate projections.",
                  measured + f"; K = V is the more alike in {wins} of {n} pairs", gap, blurrier,
                  f"shared K = V's cosine > separate's + {COSINE_MARGIN:g}",
                  "" if blurrier else f"Measured, not assumed: here K = V does not make the two outputs more alike "
                                      f"({gap:+.3f})."),
-        ClaimRow("With K = V, 'the cat sat' and 'the mat sat' give nearly the same output for 'sat'.",
+        _verdict("With K = V, 'the cat sat' and 'the mat sat' give nearly the same output for 'sat'.",
                  measured, kv.pair_cos_attn, same, f"shared K = V's cosine ≥ {NEARLY_SAME:g} (1 = the same direction)",
                  "" if same else f"A cosine of {kv.pair_cos_attn:.2f} is far from 'nearly the same': on this small "
                                  "model the two sentences still give clearly different outputs."),
@@ -467,27 +462,27 @@ def _noise(gap: float) -> str:
             if abs(gap) < LOSS_TOL else "")
 
 
-def loss_claims(losses: Mapping[str, float]) -> list[ClaimRow]:
+def loss_claims(losses: Mapping[str, float]) -> list[Fact]:
     """Claim (d) from {variant: held-out loss}. 'Lowest' and 'the most' are read literally (any gap counts); a
     gap under LOSS_TOL is named as within run-to-run noise (one seed each: seed-to-seed noise is not measured)."""
     text = ", ".join(f"{VARIANT_LABELS[m]} {losses[m]:.4f}" for m in QKV_MODES)
     best, worst = min(losses, key=losses.get), max(losses, key=losses.get)
     gap = losses["separate"] - losses[best]
     holds = best == "separate"
-    rows = [ClaimRow("Separate Q, K and V are worth their parameters: they give the lowest held-out loss.",
+    rows = [_verdict("Separate Q, K and V are worth their parameters: they give the lowest held-out loss.",
                      f"held-out loss (nats/token): {text}", gap, holds, "separate has the lowest loss of the four",
                      "" if holds else f"On this small model {VARIANT_LABELS[best]} is lower, by {gap:.4f} nats."
                      + _noise(gap))]
     cost = losses["shared_qk"] - losses["separate"]
     holds = cost <= LOSS_TOL
-    rows.append(ClaimRow("Reformer (Kitaev et al., 2020): shared-QK attention 'does not perform worse'.",
+    rows.append(_verdict("Reformer (Kitaev et al., 2020): shared-QK attention 'does not perform worse'.",
                          f"shared Q = K − separate: {cost:+.4f} nats", cost, holds,
                          f"at most {LOSS_TOL:g} nats above separate (run-to-run noise)",
                          "" if holds else f"On this small model shared Q = K costs {cost:.3f} nats of held-out "
                                           "loss; Reformer's report is on larger models and other tasks."))
     cost = losses["none"] - losses["separate"]
     holds = worst == "none"
-    rows.append(ClaimRow("Without projections (raw XXᵀ) attention cannot choose what to look for: it costs the most.",
+    rows.append(_verdict("Without projections (raw XXᵀ) attention cannot choose what to look for: it costs the most.",
                          f"held-out loss (nats/token): {text}; raw X − separate: {cost:+.4f} nats",
                          cost, holds, "raw X has the highest loss of the four",
                          "" if holds else f"On this small model raw X's loss is {abs(cost):.4f} nats "
@@ -496,7 +491,7 @@ def loss_claims(losses: Mapping[str, float]) -> list[ClaimRow]:
     return rows
 
 
-def role_claims(summaries: Sequence[VariantSummary]) -> list[ClaimRow]:
+def role_claims(summaries: Sequence[VariantSummary]) -> list[Fact]:
     """Claims (c) and (d): K = V blurs roles (minimal pairs), and the held-out loss of each variant (left out when a
     loss was not measured)."""
     by = _by_variant(summaries)
@@ -505,15 +500,15 @@ def role_claims(summaries: Sequence[VariantSummary]) -> list[ClaimRow]:
     return [*pair_claims(by["shared_kv"], by["separate"]), *loss_rows]
 
 
-def claims(summaries: Sequence[VariantSummary]) -> list[ClaimRow]:
+def claims(summaries: Sequence[VariantSummary]) -> list[Fact]:
     """The lecture's claims as measured rows, in the page's order."""
     return symmetry_claims(summaries) + role_claims(summaries)
 
 
-def claims_intro(rows: Sequence[ClaimRow], model: TinyTransformer, steps: int | None) -> str:
+def claims_intro(rows: Sequence[Fact], model: TinyTransformer, steps: int | None) -> str:
     """How many claims hold, and the size of the models they were measured on."""
     size = sum(p.numel() for p in model.parameters())
-    return (f"**{sum(r.holds for r in rows)} of {len(rows)}** claims hold on these small models. Where one does not, "
+    return (f"**{sum(r.ok for r in rows)} of {len(rows)}** claims hold on these small models. Where one does not, "
             f"the page says so: the lecture speaks of large trained models; these have {model.config.n_layers} layers "
             f"and {size:,} parameters" + (f", trained for {steps:,} steps." if steps else "."))
 

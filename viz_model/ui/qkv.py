@@ -10,7 +10,6 @@ from viz_model.config import QKV_MODES
 from viz_model.figures.explorer import value_mix
 from viz_model.figures.qkv import lookup_bars, loss_bars, pair_cosine_bars, score_panels, self_attention_bars
 from viz_model.lessons import qkv as lesson
-from viz_model.model_text import md_text
 from viz_model.tokenizer import typed_specials
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, input_key, model_id
@@ -184,13 +183,4 @@ def claims_view() -> None:
     rows = lesson.claims(summaries({v: models[v] for v in QKV_MODES}))
     ref = models["separate"]
     st.markdown(lesson.claims_intro(rows, ref.model, (ref.metadata or {}).get("steps")))
-    for r in rows:
-        with st.container(border=True):
-            if r.holds:
-                st.success(f"✓ {r.claim}")
-            else:
-                st.warning(f"✗ {r.claim}", icon=":material/science:")
-            st.markdown(f"**Measured:** {md_text(r.measurement)}")
-            st.caption(f"Holds when: {r.tolerance}.")
-            if r.note:
-                st.info(r.note, icon=":material/lightbulb:")
+    show_checks(rows)

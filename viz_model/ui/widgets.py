@@ -20,6 +20,7 @@ from viz_model.model_text import (
     case_note,
     encode_for,
     is_folder_model,
+    md_text,
     reading_note,
     specials_text,
     tokenizer_columns,
@@ -188,6 +189,15 @@ def show_check(check: Claim) -> None:
             st.info(f"**What goes wrong:** {check.claim}", icon=":material/science:")
         else:
             st.warning(f"This was meant to show a method going wrong, but on this input it did not: {check.claim}")
+        return
+    if isinstance(check, Fact) and check.measurement:  # a lecture's claim measured here: a finding either way
+        with st.container(border=True):
+            (st.success if check.ok else st.warning)(("✓ " if check.ok else "✗ ") + check.claim,
+                                                     icon=None if check.ok else ":material/science:")
+            st.markdown(f"**Measured:** {md_text(check.measurement)}")
+            st.caption(f"Holds when: {check.tolerance}.")
+            if check.note:
+                st.info(check.note, icon=":material/lightbulb:")
         return
     if isinstance(check, Fact):
         text = check.claim
