@@ -6,34 +6,12 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from viz_model.pages import PAGES
 from viz_model.ui import class_mode, lecture, share, sidebar
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import status_badge
 
 ROOT = Path(__file__).parent
-
-# (section, file, title, icon, url path). Only pages whose file exists are listed. The folder is not called
-# "pages/": with that name Streamlit runs a page opened by URL as a v1 multipage app, skipping this file.
-PAGES = [
-    ("Start", "app_pages/start.py", "Start", ":material/home:", "start"),
-    ("Attention", "app_pages/explorer.py", "Explorer", ":material/grid_on:", "explorer"),
-    ("Attention", "app_pages/masks.py", "Masks", ":material/filter_alt:", "masks"),
-    ("Attention", "app_pages/qkv.py", "Q, K and V", ":material/key:", "qkv"),
-    ("Position", "app_pages/sinusoidal.py", "Sinusoidal", ":material/waves:", "sinusoidal"),
-    ("Position", "app_pages/rope.py", "RoPE", ":material/rotate_right:", "rope"),
-    ("Architectures", "app_pages/encoder.py", "Encoder", ":material/join_inner:", "encoder"),
-    ("Architectures", "app_pages/encoder_decoder.py", "Encoder–decoder", ":material/translate:", "encoder-decoder"),
-    ("Why it trains", "app_pages/recurrence.py", "RNN vs Transformer", ":material/timeline:", "recurrence"),
-    ("Why it trains", "app_pages/normalization.py", "Normalization", ":material/equalizer:", "normalization"),
-    # #40: what attention is, and what it is not (a page is listed once its file exists)
-    ("Inside the model", "app_pages/lens.py", "Logit lens", ":material/layers:", "logit-lens"),
-    ("Inside the model", "app_pages/attribution.py", "Attention vs attribution", ":material/compare_arrows:",
-     "attribution"),
-    ("Inside the model", "app_pages/sinks.py", "Attention sinks", ":material/anchor:", "sinks"),
-    ("Lab", "app_pages/train.py", "Train", ":material/model_training:", "train"),
-    ("Lab", "app_pages/generate.py", "Generate", ":material/edit_note:", "generate"),
-    ("Lab", "app_pages/cost.py", "Cost", ":material/speed:", "cost"),
-]
 
 # Many small requests from many users: one torch thread each beats threads fighting over 2 cores
 # (measured: 512 cached generation steps took 14.8 s with 2 threads, 0.87 s with 1, on a busy 2-core server).
@@ -41,13 +19,12 @@ torch.set_num_threads(int(os.environ.get("ATTENTION_LAB_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
 
-# Old URLs still open their page: a hidden page at the old path runs the same file (url -> old paths). /start: the
-# default page is served at "/" only (#26); /rnn-vs-transformer: the lesson's URL before it took its one name (#27).
-OLD_URLS = {"start": ("start",), "recurrence": ("rnn-vs-transformer",)}
-ALIASES = {old for olds in OLD_URLS.values() for old in olds}
+# Old URLs still open their page: a hidden page at the old path runs the same file (viz_model.pages: a row's old_urls)
+ALIASES = {old for p in PAGES for old in p.old_urls}
 
 sections: dict[str, list] = {}
-for section, file, title, icon, url in PAGES:
+for row in PAGES:  # the page table (viz_model.pages): only pages whose file exists are listed
+    section, file, title, icon, url = row.section, row.file, row.title, row.icon, row.url
     if (ROOT / file).exists():
         # The default page is served at "/" only, so Streamlit answered "/start" with "Page not found" (#26). It
         # keeps a reserved name ("home") and a hidden page at "start" runs the same file: old /start links open it.
@@ -55,7 +32,7 @@ for section, file, title, icon, url in PAGES:
             st.Page(str(ROOT / file), title=title, icon=icon, url_path="home" if url == "start" else url,
                     default=(url == "start"))
         )
-        for old in OLD_URLS.get(url, ()):
+        for old in row.old_urls:
             sections[section].append(st.Page(str(ROOT / file), title=title, icon=icon, url_path=old,
                                               visibility="hidden"))
 # Streamlit's own sidebar menu puts each section's <li> items in <div>s inside its <ul> (axe: "list", "listitem",

@@ -6,12 +6,13 @@ axe does not look inside Plotly's SVG: the chart colours are checked in Python (
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 from axe_walk import AXE, _audit, walk_tabs
 from conftest import open_page, screenshot
+
+from viz_model.pages import page_urls
 
 pytestmark = pytest.mark.browser
 
@@ -19,10 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _page_urls() -> list[str]:
-    """The url path of each page, from app.py's PAGES (read, not imported: importing it would run the app)."""
-    tree = ast.parse((ROOT / "app.py").read_text())
-    pages = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "PAGES")
-    return [url for _, file, _, _, url in ast.literal_eval(pages) if (ROOT / file).exists()]
+    """The url path of each page (viz_model.pages, the table app.py draws)."""
+    return page_urls()
 
 
 @pytest.mark.parametrize("url", _page_urls())

@@ -6,12 +6,13 @@ focus ring (viz_model/ui/presenter.py's CSS)."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from urllib.parse import unquote_plus
 
 import pytest
 from conftest import open_page, settled
+
+from viz_model.pages import page_urls
 
 pytestmark = pytest.mark.browser
 
@@ -43,9 +44,7 @@ _FOCUS = """async () => {
 
 
 def _page_urls() -> list[str]:
-    tree = ast.parse((ROOT / "app.py").read_text())
-    pages = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "PAGES")
-    return [url for _, file, _, _, url in ast.literal_eval(pages) if (ROOT / file).exists()]
+    return page_urls()
 
 
 def tab_to(page, wanted, what: str) -> dict:

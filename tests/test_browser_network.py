@@ -1,20 +1,16 @@
 """Offline and safe by construction: touring every page contacts only the local server."""
 
-from pathlib import Path
 
 import pytest
 from conftest import ROOT, wait_idle
+
+from viz_model.pages import page_urls
 
 pytestmark = pytest.mark.browser
 
 
 def _page_urls() -> list[str]:
-    import ast
-
-    tree = ast.parse((ROOT / "app.py").read_text())
-    pages = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "PAGES")
-    rows = ast.literal_eval(pages)
-    return [url for _, file, _, _, url in rows if Path(ROOT / file).exists()]
+    return page_urls()
 
 
 def test_touring_all_pages_contacts_only_the_local_server(page):

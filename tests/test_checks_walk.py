@@ -4,21 +4,19 @@ The walk opens each page of app.py, then each of its tabs, and reads every succe
 ✗. A box that states its measurement as "max error E, tolerance T", "max error E (tolerance T)" or "E (≤ T)" must
 carry ✓ exactly when E ≤ T; a ✓ must sit in a success box and a ✗ in an error box."""
 
-import ast
 import re
-from pathlib import Path
 
 import pytest
 from conftest import ROOT
+
+from viz_model.pages import page_files
 
 NUMBER = r"([0-9][0-9.]*(?:e[+-]?[0-9]+)?)"
 STATED = [re.compile(rf"max error {NUMBER},? \(?tolerance {NUMBER}\)?"), re.compile(rf"{NUMBER} \(≤ {NUMBER}\)")]
 
 
 def _pages() -> list[str]:
-    tree = ast.parse((ROOT / "app.py").read_text())
-    node = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "PAGES")
-    return [file for _, file, *_ in ast.literal_eval(node) if Path(ROOT / file).exists()]
+    return page_files()
 
 
 def stated_checks(text: str) -> list[tuple[float, float]]:

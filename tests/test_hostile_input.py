@@ -1,10 +1,10 @@
 """Hostile and odd input on every page: a clear message, nothing lost, never a traceback."""
 
-import ast
-from pathlib import Path
 
 import pytest
 from conftest import ROOT, texts
+
+from viz_model.pages import page_files
 
 HOSTILE = [
     "",
@@ -21,9 +21,7 @@ HOSTILE = [
 
 
 def _pages() -> list[str]:
-    tree = ast.parse((ROOT / "app.py").read_text())
-    node = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "PAGES")
-    return [file for _, file, *_ in ast.literal_eval(node) if Path(ROOT / file).exists()]
+    return page_files()
 
 
 @pytest.mark.parametrize("page_file", _pages())

@@ -4,6 +4,8 @@ module of viz_model must be named in the contracts, or the tool would silently n
 import tomllib
 from pathlib import Path
 
+from viz_model.pages import PAGES, Page
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -47,7 +49,33 @@ def test_every_lesson_module_is_in_its_layers_independence_contract():
     for package, shared in SHARED.items():
         folder = ROOT / Path(*package.split("."))
         lessons = {f"{package}.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__" and p.stem not in shared}
+        lessons |= {f"{package}.{p.parent.name}" for p in folder.glob("*/__init__.py")}  # a lesson split into a package
         assert lessons <= independent, f"add to the independence contract: {sorted(lessons - independent)}"
+
+
+def unlisted(row: Page, root: Path = ROOT) -> list[str]:
+    """The modules a page's row names (its own and its parts', in every layer) that no independence contract lists."""
+    independent = {m for c in contracts() if c["type"] == "independence" for m in c["modules"]}
+    return [m for m in row.modules(root) if m not in independent]
+
+
+def test_every_module_of_a_pages_row_is_in_its_layers_independence_contract():
+    """#41 item 6: a lesson is its modules plus one row of viz_model.pages; its modules' contracts are checked here."""
+    for row in PAGES:
+        assert (ROOT / row.file).exists(), f"{row.title}: no page script {row.file}"
+        parts = [n for n in row.parts if not any(m.endswith(f".{n}") for m in row.modules())]
+        assert not parts, f"{row.title}: no module for its parts {parts}"
+        assert not unlisted(row), f"{row.title}: add to pyproject.toml's independence contracts: {unlisted(row)}"
+
+
+def test_a_new_rows_modules_missing_from_the_contracts_are_named(tmp_path):
+    for folder in ("app_pages", "viz_model/ui", "viz_model/lessons/novel"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "app_pages" / "novel.py").touch()
+    (tmp_path / "viz_model" / "ui" / "novel.py").touch()
+    (tmp_path / "viz_model" / "lessons" / "novel" / "__init__.py").touch()  # a lesson split into a package (#41)
+    row = Page("Lab", "novel", "Novel", ":material/star:", "novel", ("novel_",), parts=("explorer",))
+    assert unlisted(row, tmp_path) == ["app_pages.novel", "viz_model.ui.novel", "viz_model.lessons.novel"]
 
 
 # #27's quality bars, kept: the Streamlit layer stays thin (lessons compute, ui shows; it was 6,622 lines when the

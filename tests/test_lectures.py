@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
 from viz_model import lectures
 from viz_model.lectures import LectureError, builtin_lectures, load_lecture
+from viz_model.pages import PAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -222,14 +222,16 @@ def test_every_error_of_a_file_is_listed_with_its_line():
 
 
 def _app_pages() -> list[tuple[str, str]]:
-    """(URL path, page file) of app.py's PAGES, read without running app.py."""
-    tree = ast.parse((ROOT / "app.py").read_text())
-    pages = next(n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PAGES")
-    return [(url, file) for _, file, _, _, url in ast.literal_eval(pages)]
+    """(URL path, page file) of the app's pages (viz_model.pages, the table app.py draws)."""
+    return [(p.url, p.file) for p in PAGES]
 
 
-def test_the_page_table_is_app_pys_pages():
+def test_the_page_table_is_the_apps_pages():
     assert list(lectures.PAGE_PARAMS) == [url for url, _ in _app_pages()]
+    assert all((ROOT / file).exists() for _, file in _app_pages())
+    prefixes = [p for ps in lectures.PAGE_PARAMS.values() for p in ps]
+    assert len(prefixes) == len(set(prefixes)) and not set(lectures.PAGE_ALIASES) & set(lectures.PAGE_PARAMS)
+    assert lectures.PAGE_ALIASES["rnn-vs-transformer"] == "recurrence"  # #27's old link, from the row's old_urls
 
 
 def test_every_page_prefix_and_on_off_setting_is_a_widget_key_in_the_app():

@@ -54,7 +54,6 @@ Regenerate (only when a change of numbers is intended):
 
 from __future__ import annotations
 
-import ast
 import base64
 import json
 import math
@@ -64,6 +63,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from viz_model.pages import page_files
 
 pytestmark = pytest.mark.float_sensitive  # run again under ATEN_CPU_CAPABILITY=default by `make test` (#38)
 
@@ -103,10 +104,8 @@ EXCLUDED = {
 }
 
 
-def _pages(root: Path = ROOT) -> list[str]:
-    tree = ast.parse((root / "app.py").read_text())
-    node = next(n.value for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PAGES")
-    return [file for _, file, *_ in ast.literal_eval(node) if Path(root / file).exists()]
+def _pages() -> list[str]:
+    return page_files()  # viz_model.pages, the table app.py draws
 
 
 def _tab_keys(root: Path = ROOT) -> list[str]:

@@ -5,7 +5,6 @@ token, a custom mask) says why in a sentence (ValueError), never a traceback."""
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from functools import cache
@@ -13,12 +12,12 @@ from functools import cache
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT
 
 from viz_model import ASSETS_DIR
 from viz_model.checkpoint import load_checkpoint
 from viz_model.lessons import presets as P
 from viz_model.model_text import encode_for
+from viz_model.pages import PAGES
 from viz_model.runtime.class_mode import MAX_CHOICE_CHARS, MAX_CHOICES, MAX_PROMPT_CHARS, fit_choice
 
 MODELS = ASSETS_DIR / "models"
@@ -40,10 +39,8 @@ def chosen(p: P.Preset) -> list[str]:
 
 
 def app_pages() -> list[str]:
-    """The URL paths of app.py's PAGES (read from its source: importing app.py would run the app)."""
-    tree = ast.parse((ROOT / "app.py").read_text())
-    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PAGES")
-    return [ast.literal_eval(row)[-1] for row in node.value.elts]
+    """The URL paths of the app's pages (viz_model.pages, the table app.py draws)."""
+    return [p.url for p in PAGES]
 
 
 def test_every_page_of_the_app_has_a_preset_and_every_name_is_unique_and_stable():

@@ -64,6 +64,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from viz_model import ASSETS_DIR
+from viz_model.pages import PAGES
 
 LECTURES_DIR = ASSETS_DIR / "lectures"
 MAX_BYTES = 200_000        # a long lecture is ~20 kB; anything far bigger is not a lecture
@@ -79,28 +80,10 @@ _PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}")
 _ARG = re.compile(r'\s+([A-Za-z_]+)=(?:"([^"]*)"|([^\s"]+))')
 _CHART = re.compile(r"[A-Za-z0-9_-]{1,100}")  # a chart's key, as ui.chart.show gets it
 
-# The page table: URL path -> the prefixes of its share parameters (app.py's PAGES, in its order; core cannot
-# import app.py, so tests/test_lectures.py checks that the paths are the same).
-PAGE_PARAMS: dict[str, tuple[str, ...]] = {
-    "start": ("start_",),
-    "explorer": ("explorer_",),
-    "masks": ("masks_",),
-    "qkv": ("qkv_",),
-    "sinusoidal": ("sinusoidal_",),
-    "rope": ("rope_",),
-    "encoder": ("encoder_",),
-    "encoder-decoder": ("ed_",),
-    "recurrence": ("recurrence_",),
-    "normalization": ("norm_",),
-    "logit-lens": ("lens_",),
-    "attribution": ("attribution_",),
-    "sinks": ("sinks_",),
-    "train": ("train_",),
-    "generate": ("generate_",),
-    "cost": ("cost_",),
-}
-# Old or other paths of a page (app.py serves Start at "/", "/home" and "/start"; OLD_URLS keeps an old path)
-PAGE_ALIASES = {"": "start", "home": "start", "rnn-vs-transformer": "recurrence"}
+# The page table: URL path -> the prefixes of its share parameters (viz_model.pages' rows, in the sidebar's order)
+PAGE_PARAMS: dict[str, tuple[str, ...]] = {p.url: p.params for p in PAGES}
+# Old or other paths of a page (app.py serves Start at "/", "/home" and "/start"; a row's old_urls keeps an old path)
+PAGE_ALIASES = {"": "start", "home": "start", **{old: p.url for p in PAGES for old in p.old_urls if old != p.url}}
 # Parameters every page takes: the sidebar's model, device and presenter toggle, and the lecture's own place
 GLOBAL_PARAMS = frozenset({"model_key", "device_key", "presenter_mode", "lecture", "step"})
 # On/off settings (toggles and checkboxes): their link value is "true" or "false"
