@@ -16,8 +16,8 @@ from viz_model.model import TinyTransformer
 
 def absolute_rotation(monkeypatch):
     """Make every rotation also scale by the position: an encoding that is no longer relative."""
-    real = rl.rotate_at
-    monkeypatch.setattr(rl, "rotate_at", lambda x, p, f, a=1.0: real(x, p, f, a) * (1.0 + float(p)))
+    real = rl.rotation.rotate_at
+    monkeypatch.setattr(rl.rotation, "rotate_at", lambda x, p, f, a=1.0: real(x, p, f, a) * (1.0 + float(p)))
 
 
 @pytest.fixture(scope="module")

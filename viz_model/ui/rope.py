@@ -23,8 +23,10 @@ from viz_model.ui.models import available_models, load_model
 from viz_model.ui.sidebar import DEVICE_KEY, model_with
 from viz_model.ui.widgets import answer_line, encode_text, show_check, show_checks
 
-EXTRA_PARAMS = (("beta_fast", 1024.0, 32.0, "rope_ext_bf"), ("beta_slow", 1024.0, 1.0, "rope_ext_bs"),
-                ("low_freq_factor", 64.0, 1.0, "rope_ext_lo"), ("high_freq_factor", 64.0, 4.0, "rope_ext_hi"))
+PARAM_KEYS = {"beta_fast": "rope_ext_bf", "beta_slow": "rope_ext_bs", "low_freq_factor": "rope_ext_lo",
+              "high_freq_factor": "rope_ext_hi"}  # the shared links' names; a new panel parameter gets rope_ext_NAME
+EXTRA_PARAMS = tuple((name, p.panel_top, p.default, PARAM_KEYS.get(name, f"rope_ext_{name}"))
+                     for name, p in rope.panel_params().items())  # the scalings' rows that the panel offers
 EXT_KEYS = {"d_k": "rope_ext_dk", "base": "rope_ext_base", "L": "rope_ext_L", "Lp": "rope_ext_Lp",
             "method": "rope_ext_method", **{name: key for name, *_, key in EXTRA_PARAMS}}  # YaRN's and Llama 3's
 HELP = {"angle from q to k in this pair": "(s − t)·θ_i, wrapped to (−180°, 180°]"}
@@ -133,8 +135,8 @@ def context_extension(d: dict, ckpt=None) -> None:
                               format_func=lambda b: f"{b:,.0f}")
     L = c[2].number_input("training length L", 16, lesson.L_MAX, d["L"], step=16, key="rope_ext_L", **share.URL)
     Lp = c[3].number_input("target length L′", 16, lesson.LP_MAX, d["Lp"], step=16, key="rope_ext_Lp", **share.URL)
-    methods = list(rope.ROPE_INIT_FUNCTIONS)
-    method = st.radio("method", methods, format_func=rope.ROPE_SCALING_LABELS.get, horizontal=True,
+    methods = list(rope.SCALINGS)
+    method = st.radio("method", methods, format_func=lambda m: rope.SCALINGS[m].label, horizontal=True,
                       key="rope_ext_method", **share.URL, index=methods.index("ntk"))
     with st.expander("YaRN and Llama 3 parameters"):
         extra = {name: col.number_input(name, 0.0, top, value, key=key, **share.URL)
