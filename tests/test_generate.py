@@ -287,7 +287,7 @@ def test_the_teacher_forcing_table_pads_the_shorter_side(model):
     from viz_model.lessons import generate as lesson
 
     tf = lesson.teacher_forcing(model, PROMPT, [9, 14, 3], None, 3)
-    columns = tf.rows(len(PROMPT), [9, 14, 3], labels)
+    columns = lesson.forcing_table(tf, len(PROMPT), [9, 14, 3], labels)
     n = max(3, len(tf.free))
     assert columns["position"] == list(range(4, 4 + n)) and columns["true token"][:3] == ["#9", "#14", "#3"]
     assert columns["p(true | true prefix)"][:3] == pytest.approx(tf.forced.exp().tolist())

@@ -20,7 +20,7 @@ def test_every_comparison_varies_one_thing_and_labels_each_run(kind):
     assert len(specs) >= 2 and len({s.label() for s in specs}) == len(specs)
     changed = {f for a, b in itertools.combinations(specs, 2) for f in a.__dataclass_fields__
                if getattr(a, f) != getattr(b, f)}
-    assert changed and changed <= {"pos_encoding", "causal", "qkv", "norm_position", "warmup", "norm", "residual",
+    assert changed and changed <= {"pos_encoding", "mask", "qkv", "norm_position", "warmup", "norm", "residual",
                                    "arch"}
     for s in specs:
         T.validate(s, VOCAB)  # each is a model the server may train
@@ -72,7 +72,7 @@ def test_translation_builds_an_encoder_decoder_and_masked_lm_an_encoder():
     from viz_model.seq2seq import Seq2SeqTransformer
 
     assert isinstance(T.Run(T.TrainSpec(task="translate", steps=10, every=5)).model, Seq2SeqTransformer)
-    assert T.TrainSpec(task="mlm", causal=True).model_config(VOCAB).causal is False
+    assert T.TrainSpec(task="mlm", mask="causal").model_config(VOCAB).causal is False
     with pytest.raises(ValueError, match="reads left to right"):
         T.TrainSpec(arch="rnn", task="translate").model_config(VOCAB)
 
@@ -108,25 +108,26 @@ def test_only_a_translation_run_can_guide_a_head_and_its_label_says_so():
 def test_teacher_forcing_claim_holds_for_a_causal_run_and_fails_under_a_bidirectional_mask():
     run = T.Run(T.TrainSpec(steps=10))
     tf = T.teacher_forcing_check(run, "the cat sat on the mat")
-    assert tf.claim.ok and tf.claim.claim.startswith("Each row equals running its prefix alone")
-    mean = sum(r["loss"] for r in tf.rows) / len(tf.rows)
-    assert tf.summary == f"{len(tf.rows)} predictions from one pass; mean loss {mean:.3f} nats."
+    assert tf.check.ok and tf.check.claim.startswith("Each row equals running its prefix alone")
+    rows = T.forcing_rows(run, tf, "the cat sat on the mat")
+    mean = sum(r["loss"] for r in rows) / len(rows)
+    assert tf.summary == f"{len(rows)} predictions from one pass; mean loss {mean:.3f} nats."
     ids = torch.tensor(encode(run.tok, "the cat sat on the mat", bos=True).ids)
     err = float(prefix_errors(run.model, ids, attn_mask=torch.ones(len(ids), len(ids))).max())  # the future visible
     bad = T.prefix_claim(err)
     assert not bad.ok and bad.claim.startswith("One-pass predictions differ from prefix runs by")
-    assert T.teacher_forcing_check(T.Run(T.TrainSpec(steps=10, causal=False)), "the cat sat").claim is None
+    assert T.teacher_forcing_check(T.Run(T.TrainSpec(steps=10, mask="bidirectional")), "the cat sat").check is None
 
 
 def test_a_batchnorm_runs_prefix_check_runs_in_eval_mode():
     """In training mode BatchNorm refuses a one-token prefix (torch raises); the check runs as the table does."""
     run = T.Run(T.TrainSpec(steps=10, norm="batchnorm"))
     run.model.train()
-    assert T.teacher_forcing_check(run, "the cat sat on the mat").claim.ok and run.model.training
+    assert T.teacher_forcing_check(run, "the cat sat on the mat").check.ok and run.model.training
 
 
 def test_the_no_mask_demo_fails_before_any_training_and_holds_past_the_gap():
-    d = T.mask_demo(T.Run(T.TrainSpec(steps=10)), T.Run(T.TrainSpec(steps=10, causal=False)))
+    d = T.mask_demo(T.Run(T.TrainSpec(steps=10)), T.Run(T.TrainSpec(steps=10, mask="bidirectional")))
     untrained = T.mask_demo_claim(d)  # nothing learned to copy yet: hiding the future changes almost nothing
     assert not untrained.ok and untrained.claim.endswith("train longer (300+ steps on the tiny model).")
     copied = {**d, "free_peeking": 0.4, "free_no_future": 0.4 + T.MASK_GAP + 0.01}
@@ -167,7 +168,7 @@ def test_a_recurrent_runs_teacher_forcing_claim_is_measured(arch, monkeypatch):
     that read the future would give another number, and the claim fails."""
     run = T.Run(T.TrainSpec(steps=10, arch=arch))
     tf = T.teacher_forcing_check(run, "the cat sat on the mat")
-    assert tf.claim.ok and tf.claim.claim.startswith("Each row equals running its prefix alone")
+    assert tf.check.ok and tf.check.claim.startswith("Each row equals running its prefix alone")
     real = type(run.model).forward
 
     def peeking(self, ids, *a, **k):  # every position also reads the sequence's last token: the future leaks in
@@ -177,4 +178,4 @@ def test_a_recurrent_runs_teacher_forcing_claim_is_measured(arch, monkeypatch):
 
     monkeypatch.setattr(type(run.model), "forward", peeking)
     bad = T.teacher_forcing_check(run, "the cat sat on the mat")
-    assert not bad.claim.ok and bad.claim.claim.startswith("One-pass predictions differ")
+    assert not bad.check.ok and bad.check.claim.startswith("One-pass predictions differ")

@@ -340,11 +340,19 @@ def score(model: TinyTransformer, context: Sequence[int], continuation: Sequence
         raise ValueError("scoring needs at least one context token and one token to score.")
     if len(full) - 1 > model.config.max_len:
         raise ValueError(f"the sentence is longer than this model's context of {model.config.max_len} tokens.")
-    x = torch.tensor([full[:-1]], device=model.device)  # (1, T): predict full[1:]
-    with torch.no_grad():
-        logp = torch.log_softmax(model(x).logits[0].double(), -1)  # (T, V)
-    targets = torch.tensor(full[1:], device=logp.device)
-    return logp[torch.arange(len(targets)), targets][len(context) - 1:].cpu()
+    logp = teacher_forced(model, full[:-1])  # (T, V): row t predicts full[t + 1]
+    return logp[torch.arange(len(full) - 1), torch.tensor(full[1:])][len(context) - 1:]
+
+
+@torch.no_grad()
+def teacher_forced(model, ids: Sequence[int]) -> torch.Tensor:
+    """Teacher forcing, the one body every page uses: ONE pass over the true tokens `ids`, in eval mode, gives every
+    position's next-token distribution at once: (len(ids), V) float64 log-probabilities on the CPU, row t predicting
+    the token after ids[t] from ids[..t] (a causal model's row t reads nothing after t)."""
+    x = torch.tensor([[int(i) for i in ids]], device=model.device)
+    with eval_mode(model):
+        logits = model(x).logits[0]
+    return torch.log_softmax(logits.double(), -1).cpu()
 
 
 def score_stepwise(model: TinyTransformer, context: Sequence[int], continuation: Sequence[int]) -> torch.Tensor:
@@ -384,6 +392,6 @@ def strategy_scores(samples: Sequence[Sequence[int]], logprobs: Sequence[Sequenc
 __all__ = [
     "EOS_ID", "GREEDY", "GenStep", "STOP_MESSAGES", "Sampling", "as_sampling", "average_logprob", "decode_loop",
     "distinct_n", "filter_distribution", "generate", "last_rows", "sci_from_log", "score", "score_stepwise",
-    "sequence_logprob", "sequence_prob", "sequence_sentence", "stop_message", "strategy_scores", "top_k_mask",
-    "top_p_mask"
+    "sequence_logprob", "sequence_prob", "sequence_sentence", "stop_message", "strategy_scores", "teacher_forced",
+    "top_k_mask", "top_p_mask"
 ]

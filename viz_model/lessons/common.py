@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from viz_model import generate as G
+from viz_model.masks import causal_mask
 from viz_model.rnn import RecurrentLM
 
 ROW_SUM_TOL = 1e-5  # float32 softmax rows: |sum - 1| is about 1e-7; a ✓ beyond this tolerance would be false
@@ -64,6 +66,30 @@ Claim = Check | Fact | WrongWay  # what a lesson's claims(...) returns a list of
 
 
 @dataclass
+class TeacherForcing:
+    """Teacher forcing, one idea for every page: ONE pass over the true tokens (core generate.teacher_forced) gives
+    every position's prediction at once. forced[i] = log p(truth[i] | context + truth[:i]), top[i] the model's pick
+    there; check: the claim that the one pass equals a run per true prefix (None: nothing to check, the model reads
+    both directions); free: the model's own greedy continuation, where a page shows it beside (Generate)."""
+
+    forced: torch.Tensor                        # (n,) float64
+    top: list[int]                              # (n,)
+    check: Check | Fact | None = None
+    free: list = field(default_factory=list)    # generate.GenStep, one per token of its own continuation
+
+    @classmethod
+    def of(cls, model, context: Sequence[int], truth: Sequence[int]) -> TeacherForcing:
+        """forced and top from one pass over context + truth[:-1] (check and free are the lesson's to add)."""
+        ids = [*context, *truth]
+        logp = G.teacher_forced(model, ids[:-1])[len(context) - 1:]  # (n, V): the rows that predict truth
+        return cls(logp[torch.arange(len(truth)), torch.tensor(list(truth))], [int(i) for i in logp.argmax(-1)])
+
+    @property
+    def summary(self) -> str:
+        return f"{len(self.forced)} predictions from one pass; mean loss {-float(self.forced.mean()):.3f} nats."
+
+
+@dataclass
 class StepView:
     """One decoding step as a page keeps it: the chosen token and its log-probability, the top-N bars (p the model's,
     q after the strategy's filter, `chosen` the chosen token's bar) and the step's attention, not the vocab vectors."""
@@ -95,10 +121,19 @@ def top_ids(probs, chosen: int, n: int) -> np.ndarray:
     return top if chosen in top else np.append(top, chosen)
 
 
-def row_sums(probs, claim: str, tol: float = 1e-5) -> Check:
-    """Softmax rows sum to 1: the largest |sum - 1| over every row of `probs` (any array, rows on the last axis)."""
-    err = float(np.nanmax(np.abs(np.asarray(probs, dtype=np.float64).sum(-1) - 1))) if np.size(probs) else 0.0
-    return Check(err, tol, claim)
+def row_sum_error(probs) -> float:
+    """The one row-sum check: the largest |sum - 1| over every row of `probs` (a numpy array or a tensor, rows on
+    the last axis), summed in its own dtype as the model's softmax is (float32: about 1e-7). A NaN row gives NaN,
+    which no tolerance passes; no rows give 0.0."""
+    if isinstance(probs, torch.Tensor):
+        return float((probs.detach().sum(-1) - 1).abs().max()) if probs.numel() else 0.0
+    a = np.asarray(probs)
+    return float(np.abs(a.sum(-1) - 1).max()) if a.size else 0.0
+
+
+def row_sums(probs, claim: str, tol: float = ROW_SUM_TOL) -> Check:
+    """Softmax rows sum to 1, as a Check: row_sum_error(probs) within tol."""
+    return Check(row_sum_error(probs), tol, claim)
 
 
 def measured_ago(when: float) -> str:
@@ -131,7 +166,7 @@ def prefix_check(model, ids, attn_mask: torch.Tensor | None = None) -> torch.Ten
     ids = torch.as_tensor(ids, dtype=torch.long)
     ids = (ids[None] if ids.ndim == 1 else ids[:1]).to(model.device)  # (1, T): the first sequence
     T = ids.shape[1]
-    mask = torch.ones(T, T, dtype=torch.bool).tril() if attn_mask is None else attn_mask.bool()
+    mask = causal_mask(T) if attn_mask is None else attn_mask.bool()
     masked = not isinstance(model, RecurrentLM)
     run = lambda t: model(ids[:, :t], **({"attn_mask": mask[:t, :t]} if masked else {})).logits[0]  # noqa: E731
     full = run(T)                                                           # (T, vocab)

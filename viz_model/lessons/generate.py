@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from viz_model import generate as G
-from viz_model.lessons.common import Check, Fact, StepView, measured_ago
+from viz_model.lessons.common import Check, Fact, StepView, TeacherForcing, measured_ago, row_sum_error
 from viz_model.model import eval_mode
 from viz_model.model_text import end_token, is_folder_model, md_token, uses_bos
 
@@ -110,7 +110,7 @@ def end_logprob(model, seq: list[int], eos_id: int) -> float:
 
 
 def row_sum_check(steps: list[StepView], layer: int, head: int, tol: float) -> Check:
-    err = max(abs(float(s.attention[layer, head].sum()) - 1) for s in steps)
+    err = max(row_sum_error(s.attention[layer, head]) for s in steps)  # each step's row over its own prefix
     return Check(err, tol, "Every row sums to 1 over the prefix; grey cells did not exist yet")
 
 
@@ -212,51 +212,39 @@ def strategies_caption(n_samples: int) -> str:
 
 
 # -- teacher forcing ------------------------------------------------------------------------------------------
-@dataclass
-class TeacherForcing:
-    forced: torch.Tensor      # (n,) log p(truth[i] | context + truth[:i]) from one pass
-    separate: torch.Tensor    # (n,) the same, one run per true prefix
-    top: list[int]            # (n,) the model's top pick at each position of the true prefix
-    free: list[G.GenStep]     # the model's own continuation from the context (greedy)
-
-    @property
-    def check(self) -> Check:
-        n = len(self.forced)
-        return Check(float((self.forced - self.separate).abs().max()), 1e-5,
+def teacher_forcing(model, context: list[int], truth: list[int], tokenizer, eos_id: int | None) -> TeacherForcing:
+    """Score `truth` after `context` with the true prefix (one pass, checked against one run per prefix), the top
+    pick at each of its positions, and the model's own greedy continuation of the same length."""
+    tf = TeacherForcing.of(model, context, truth)
+    separate = G.score_stepwise(model, context, truth)
+    n = len(truth)
+    tf.check = Check(float((tf.forced - separate).abs().max()), 1e-5,
                      f"One teacher-forced pass (all {n} predictions at once) equals {n} separate runs on each "
                      "true prefix, in log p")
-
-    def rows(self, start: int, truth: list[int], texts: Callable[[list[int]], list[str]]) -> dict[str, list]:
-        """The table's columns from position `start`: the true tokens beside the free-running ones (None where one
-        of the two is shorter)."""
-        n = max(len(truth), len(self.free))
-        pad = lambda xs: [*xs, *[None] * (n - len(xs))]  # noqa: E731
-        return {"position": list(range(start, start + n)),
-                "true token": pad(texts(truth)),
-                "p(true | true prefix)": pad(self.forced.exp().tolist()),
-                "model's top pick (true prefix)": pad(texts(self.top)),
-                "free running: own token": pad(texts([x.token_id for x in self.free])),
-                "p(own | own prefix)": pad([math.exp(x.logprob) for x in self.free])}
-
-    def caption(self, end: str) -> str:
-        return (f"Teacher forcing: log p(sentence incl. {end} | context) = Σ log p = {self.forced.sum().item():.2f}. "
-                f"Free running feeds the model its own choices: Σ log p = "
-                f"{sum(x.logprob for x in self.free):.2f} over {len(self.free)} tokens. Training uses teacher "
-                "forcing; generation must run free, so an early mistake changes everything after it.")
+    tf.free = list(G.generate(model, context, strategy="greedy", max_new_tokens=n, tokenizer=tokenizer,
+                              attention=False, eos_id=eos_id))
+    return tf
 
 
-@torch.no_grad()
-def teacher_forcing(model, context: list[int], truth: list[int], tokenizer, eos_id: int | None) -> TeacherForcing:
-    """Score `truth` after `context` with the true prefix (one pass and one run per prefix), the top pick at each of
-    its positions, and the model's own greedy continuation of the same length."""
-    forced = G.score(model, context, truth)
-    separate = G.score_stepwise(model, context, truth)
-    with eval_mode(model):
-        logits = model(torch.tensor([context + truth[:-1]], device=model.device)).logits[0]  # (T, vocab)
-    top = [int(i) for i in logits[len(context) - 1:].argmax(-1)]  # the rows that predict truth[0], truth[1], ...
-    free = list(G.generate(model, context, strategy="greedy", max_new_tokens=len(truth), tokenizer=tokenizer,
-                           attention=False, eos_id=eos_id))
-    return TeacherForcing(forced, separate, top, free)
+def forcing_table(tf: TeacherForcing, start: int, truth: list[int],
+                  texts: Callable[[list[int]], list[str]]) -> dict[str, list]:
+    """The table's columns from position `start`: the true tokens beside the free-running ones (None where one of
+    the two is shorter)."""
+    n = max(len(truth), len(tf.free))
+    pad = lambda xs: [*xs, *[None] * (n - len(xs))]  # noqa: E731
+    return {"position": list(range(start, start + n)),
+            "true token": pad(texts(truth)),
+            "p(true | true prefix)": pad(tf.forced.exp().tolist()),
+            "model's top pick (true prefix)": pad(texts(tf.top)),
+            "free running: own token": pad(texts([x.token_id for x in tf.free])),
+            "p(own | own prefix)": pad([math.exp(x.logprob) for x in tf.free])}
+
+
+def forcing_caption(tf: TeacherForcing, end: str) -> str:
+    return (f"Teacher forcing: log p(sentence incl. {end} | context) = Σ log p = {tf.forced.sum().item():.2f}. "
+            f"Free running feeds the model its own choices: Σ log p = "
+            f"{sum(x.logprob for x in tf.free):.2f} over {len(tf.free)} tokens. Training uses teacher "
+            "forcing; generation must run free, so an early mistake changes everything after it.")
 
 
 # -- the context limit ----------------------------------------------------------------------------------------

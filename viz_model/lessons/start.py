@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from viz_model.hf import human_bytes
-from viz_model.lessons.common import ROW_SUM_TOL, Check, behaviour_words, roles_measured_on
+from viz_model.lessons.common import Check, behaviour_words, roles_measured_on, row_sums
 from viz_model.model import TinyTransformer
 
 
@@ -55,8 +53,7 @@ def role_line(meta: dict[str, Any] | None, layer: int, head: int, behaviour: dic
 def row_sum_check(probs, causal: bool) -> Check:
     """The head's softmax rows sum to 1 (probs (T, T)); the sentence says what the grey cells are."""
     note = "grey cells (×) are blocked by the causal mask" if causal else "this model attends in both directions"
-    err = float(np.abs(probs.sum(-1) - 1).max())  # summed in the weights' own float32, as the model's softmax is
-    return Check(err, ROW_SUM_TOL, f"Every row sums to 1; {note}")
+    return row_sums(probs, f"Every row sums to 1; {note}")
 
 
 # -- what the page says --------------------------------------------------------------------------------------------

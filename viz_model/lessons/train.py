@@ -22,7 +22,7 @@ from viz_model.config import POS_ENCODINGS, PRESETS, ModelConfig
 from viz_model.data import TASKS, TaskData, probe_text, sample_prompt
 from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
-from viz_model.lessons.common import Fact
+from viz_model.lessons.common import Fact, TeacherForcing
 from viz_model.lessons.common import prefix_check as prefix_errors
 from viz_model.model import TinyTransformer, eval_mode
 from viz_model.rnn import RECURRENT_KINDS, RecurrentConfig
@@ -169,15 +169,13 @@ def greedy(model: TinyTransformer, tok, prompt: str, n: int = 12) -> str:
 
 @torch.no_grad()
 def heldout_loss(model: TinyTransformer, data: TaskData, attn_mask: torch.Tensor | None = None) -> float:
-    was = model.training
-    model.eval()
     total, n = 0.0, 0
-    for b in data.heldout_batches(128)[:2]:
-        ids, tg = b.ids.to(model.device), b.targets.to(model.device)
-        mask = attn_mask[: ids.shape[1], : ids.shape[1]] if attn_mask is not None else None
-        total += float(model(ids, targets=tg, attn_mask=mask).loss) * len(ids)
-        n += len(ids)
-    model.train(was)
+    with eval_mode(model):
+        for b in data.heldout_batches(128)[:2]:
+            ids, tg = b.ids.to(model.device), b.targets.to(model.device)
+            mask = attn_mask[: ids.shape[1], : ids.shape[1]] if attn_mask is not None else None
+            total += float(model(ids, targets=tg, attn_mask=mask).loss) * len(ids)
+            n += len(ids)
     return total / max(n, 1)
 
 
@@ -250,24 +248,12 @@ def ablation_specs(spec: TrainSpec, kind: str) -> list[TrainSpec]:
     raise ValueError(f"unknown ablation {kind!r}.")
 
 
-@torch.no_grad()
-def teacher_forcing(model: TinyTransformer, tok, text: str) -> list[dict]:
-    """One forward pass over '<bos> text' gives T next-token predictions at once."""
-    enc = encode(tok, text, max_len=model.config.max_len, bos=True)
-    if len(enc.ids) < 2:
-        raise ValueError("type at least one word to predict.")
-    was = model.training
-    model.eval()
-    ids = torch.tensor([enc.ids], device=model.device)
-    logp = torch.log_softmax(model(ids).logits[0].float(), -1).cpu()  # (T, V)
-    model.train(was)
-    rows = []
-    for t in range(len(enc.ids) - 1):
-        target = enc.ids[t + 1]
-        rows.append({"position": t, "prefix": " ".join(enc.tokens[: t + 1]), "target": enc.tokens[t + 1],
-                     "prediction": tok.id_to_token(int(logp[t].argmax())),
-                     "p(target)": float(logp[t, target].exp()), "loss": float(-logp[t, target])})
-    return rows
+def forcing_rows(run: Run, tf: TeacherForcing, text: str) -> list[dict]:
+    """teacher_forcing_check's table: one prediction per position of '<bos> text'."""
+    tokens = encode(run.tok, text, max_len=run.model.config.max_len, bos=True).tokens
+    return [{"position": t, "prefix": " ".join(tokens[: t + 1]), "target": tokens[t + 1],
+             "prediction": run.tok.id_to_token(tf.top[t]), "p(target)": float(tf.forced[t].exp()),
+             "loss": float(-tf.forced[t])} for t in range(len(tf.top))]
 
 
 @dataclass
@@ -319,7 +305,7 @@ def history(events: list[dict]) -> History:
 
 def prefix_check(model: TinyTransformer, tok, text: str) -> float:
     """Max |logit difference| between the one-pass prediction at t and running the prefix 0..t alone, in eval mode
-    as teacher_forcing runs (a BatchNorm model in training mode refuses the one-token prefix)."""
+    as teacher_forcing_check runs (a BatchNorm model in training mode refuses the one-token prefix)."""
     with eval_mode(model):
         return float(prefix_errors(model, encode(tok, text, max_len=model.config.max_len, bos=True).ids).max())
 
@@ -381,22 +367,16 @@ def evolution_notes(spec: TrainSpec, n_snaps: int, active: bool, translation: bo
     return notes
 
 
-@dataclass
-class TeacherForcing:
-    rows: list[dict]         # teacher_forcing's table: one prediction per position
-    summary: str             # how many predictions one pass gave, and their mean loss
-    claim: Fact | None       # each row equals running its prefix alone; None: no causal mask, nothing to check
-
-
 def teacher_forcing_check(run: Run, text: str) -> TeacherForcing:
-    """Teacher forcing on the run's model, and the claim that one pass gives what T prefix runs give. Read it under
-    the job's model_lock."""
-    rows = teacher_forcing(run.model, run.tok, text)
+    """Teacher forcing on the run's model (one pass over '<bos> text'), and the claim that one pass gives what T
+    prefix runs give (check None: no causal mask, nothing to check). Read it under the job's model_lock."""
+    ids = encode(run.tok, text, max_len=run.model.config.max_len, bos=True).ids
+    if len(ids) < 2:
+        raise ValueError("type at least one word to predict.")
+    tf = TeacherForcing.of(run.model, ids[:1], ids[1:])
     recurrent = run.spec.kind in RECURRENT_KINDS  # measured too: an RNN's ✓ was once a 0.0 nobody computed
-    err = prefix_check(run.model, run.tok, text) if recurrent or run.config.causal else None
-    mean = sum(r["loss"] for r in rows) / len(rows)
-    summary = f"{len(rows)} predictions from one pass; mean loss {mean:.3f} nats."
-    return TeacherForcing(rows, summary, None if err is None else prefix_claim(err))
+    tf.check = prefix_claim(prefix_check(run.model, run.tok, text)) if recurrent or run.config.causal else None
+    return tf
 
 
 def prefix_claim(err: float) -> Fact:

@@ -225,13 +225,13 @@ def teacher_forcing(ckpt, ids: list[int] | None = None, s: Settings | None = Non
     k = 1 if most == 1 else st.slider("Context words given to the model", 1, most, 1, key="generate_tf_k", **share.URL)
     end = [lesson.eos_id(ckpt)] if end_token(ckpt) is not None else []
     context, truth = enc.ids[:first + k], [*enc.ids[first + k:], *end]
-    run = cached("generate_teacher_forcing", (input_key(model_id(ckpt), context, truth),),  # 2 + n passes
+    run = cached("generate_teacher_forcing", (input_key(model_id(ckpt), context, truth),),  # 1 + 2n passes
                  lambda: lesson.teacher_forcing(ckpt.model, context, truth, ckpt.tokenizer, lesson.eos_id(ckpt)),
                  model_pass=True)
-    st.dataframe(pd.DataFrame(run.rows(first + k, truth, partial(token_texts, ckpt))), hide_index=True,
+    st.dataframe(pd.DataFrame(lesson.forcing_table(run, first + k, truth, partial(token_texts, ckpt))), hide_index=True,
                  key="generate_tf_table")
     show_check(run.check)
-    st.caption(run.caption(end_name(ckpt)))
+    st.caption(lesson.forcing_caption(run, end_name(ckpt)))
 
 
 def context_window(ckpt, ids: list[int], s: Settings | None = None) -> None:

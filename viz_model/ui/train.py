@@ -269,12 +269,13 @@ def teacher_forcing(job) -> None:
     specials_notice(None, typed_specials(run.tok, text))  # typed text is literal: "<eos>" is not the end token
     with job.model_lock:  # the worker mutates the model between steps; read a consistent copy
         tf = lesson.teacher_forcing_check(run, text)
-    st.dataframe(pd.DataFrame(tf.rows).round({"p(target)": 3, "loss": 3}), hide_index=True, key="train_tf_table")
+    rows = lesson.forcing_rows(run, tf, text)
+    st.dataframe(pd.DataFrame(rows).round({"p(target)": 3, "loss": 3}), hide_index=True, key="train_tf_table")
     st.caption(tf.summary)
-    if tf.claim is None:
+    if tf.check is None:
         st.warning(lesson.TF_NO_MASK)
     else:
-        show_check(tf.claim)
+        show_check(tf.check)
 
 
 def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
