@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from viz_model import model_text
+from viz_model import masks, model_text
 from viz_model.lessons import explorer as lesson
 from viz_model.lessons.common import roles_measured_on
 from viz_model.ui import cache, share, widgets
@@ -26,18 +26,18 @@ with st.expander("Knobs that re-run the model", expanded=False):
     scale_on = k1.toggle("Scale scores by 1/√d_k", value=True, key="explorer_scale", **share.URL)
     temperature = k2.slider("Attention temperature", 0.1, 5.0, 1.0, 0.1, key="explorer_temp", **share.URL,
                             help="Scores are divided by this before the softmax.")
-    default_mask = "causal" if cfg.causal else "bidirectional"
-    mask_kind = k3.radio("Mask", ["causal", "bidirectional"], index=0 if cfg.causal else 1, key="explorer_mask",
-                         **share.URL)
+    mask_kind = k3.radio("Mask", masks.MODEL_MASKS, index=masks.MODEL_MASKS.index(cfg.mask), key="explorer_mask",
+                         format_func=masks.short_name, **share.URL)
     average = k4.toggle("Average of all heads", value=False, key="explorer_avg", **share.URL)
-    if mask_kind != default_mask:
-        st.warning(f"This model was trained {default_mask}. Running it {mask_kind} is off-distribution: the pattern "
-                   "shows what the weights do with inputs they never saw, not what they learned.")
+    if (warning := lesson.off_distribution(cfg.mask, mask_kind)) is not None:
+        st.warning(warning)
     if not scale_on:
         st.caption(f"Without 1/√d_k (= 1/{np.sqrt(cfg.d_k):.3g}) the scores are larger, so softmax rows saturate: "
                    "watch the row entropies drop in the tab “How sharp is each row?”.")
 
-mask = np.tri(T, dtype=bool) if mask_kind == "causal" else np.ones((T, T), dtype=bool)
+mask, mask_note = lesson.knob_mask(mask_kind, T)
+if mask_note is not None:
+    st.caption(mask_note)
 bits = cache.mask_bits(mask)
 mid = cache.model_id(ckpt)
 tkey = cache.input_key(mid, enc.ids, tokens, bits, scale_on, float(temperature))  # figure cache key

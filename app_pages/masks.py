@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from viz_model import masks
 from viz_model.model_text import pad_token
 from viz_model.tokenizer import PAD
 from viz_model.ui import masks as ui
@@ -30,8 +31,8 @@ def gallery() -> None:
     c1, c2, _ = st.columns([1, 1, 2])
     layer, head = layer_head("masks", cfg.n_layers, cfg.n_heads, where=(c1, c2))
     allowed = ui.gallery_mask(kind, T, "masks", ids, *pad_token(ckpt), tokens=tokens)
-    model_mask = cfg.mask_kind.replace("_", " ")  # the kind in the model's config (causal or bidirectional before)
-    if kind not in (cfg.mask_kind, "padding"):
+    model_mask = masks.short_name(cfg.mask)  # the kind in the model's config
+    if kind not in (cfg.mask, "padding"):
         st.caption(f"This model was trained with a {model_mask} mask; under another mask it runs off-distribution. "
                    "The mask mechanics (exact zeros, rows summing to 1) hold for any mask.")
     ui.gallery(ckpt, ids, tokens, kind, allowed, layer, head)

@@ -58,20 +58,20 @@ def test_old_configs_name_no_mask_and_save_the_json_they_saved_before():
             continue
         cfg = ModelConfig.from_dict(doc["config"])
         saved = cfg.to_dict()
-        assert cfg.mask is None and "mask" not in saved and "mask_params" not in saved, path.name
+        assert "mask" not in saved and "mask_params" not in saved, path.name
         assert {k: saved[k] for k in doc["config"]} == doc["config"], path.name
-        assert cfg.mask_kind == ("causal" if doc["config"]["causal"] else "bidirectional")
+        assert cfg.mask == ("causal" if doc["config"]["causal"] else "bidirectional")
 
 
 def test_a_named_mask_sets_causal_and_round_trips():
     cfg = ModelConfig.preset("tiny", mask="strided", mask_params={"stride": 3})
-    assert cfg.causal is True and cfg.mask_kind == "strided"
+    assert cfg.causal is True and cfg.mask == "strided"
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
     assert ModelConfig.preset("tiny", mask="bidirectional").causal is False
     for bad, match in ((dict(mask="custom"), "a model's mask must be one of"),
                        (dict(mask="strided", mask_params={"window": 2}), "has no parameter 'window'"),
                        (dict(mask="strided", mask_params={"stride": 0}), "must be a whole number >= 1"),
-                       (dict(mask_params={"stride": 2}), "needs a named mask")):
+                       (dict(mask_params={"stride": 2}), "the 'causal' mask has no parameter 'stride'")):
         with pytest.raises(ValueError, match=match):
             ModelConfig.preset("tiny", **bad)
 

@@ -38,7 +38,6 @@ class ModelConfig:
     rope_base: float = 10000.0
     rope_scaling: dict[str, Any] | None = None  # HF-style {"type": ..., "factor": ..., ...}
     norm_position: str = "pre"     # LayerNorm before ("pre") or after ("post") each sublayer
-    causal: bool = True            # decoder (causal) or encoder (bidirectional) attention; follows `mask` if named
     tie_weights: bool = True       # output projection shares the token-embedding matrix
     pad_id: int = 0                # id of <pad>; targets equal to -100 are ignored by the loss
     # Architecture options (defaults = the original model; GPT-2 / Llama checkpoints set them).
@@ -52,10 +51,10 @@ class ModelConfig:
     attn_bias: bool = True         # bias on the Q/K/V projections
     out_bias: bool = True          # bias on W_O
     mlp_bias: bool = True          # bias on the MLP's linear layers
-    # The attention mask by name, a kind of viz_model.masks.MASKS a model can use ("causal", "bidirectional",
-    # "sliding_window", "prefix_lm", "strided"). None (every checkpoint before #27): "causal" if causal else
-    # "bidirectional". When named, `causal` is set from the kind (whether a query never reads a later key).
-    mask: str | None = None
+    # The attention mask by name: a kind of viz_model.masks.MASKS a model can use (its MODEL_MASKS: "causal",
+    # "bidirectional", "sliding_window", ...). `causal` is read from the kind; in a checkpoint's JSON the key
+    # "causal": true / false (every checkpoint before #27) still names "causal" / "bidirectional" (from_dict).
+    mask: str = "causal"
     mask_params: dict[str, int] | None = None  # that kind's parameters, e.g. {"stride": 4} (None: its defaults)
 
     def __post_init__(self) -> None:
@@ -103,14 +102,9 @@ class ModelConfig:
         self._check_mask()
 
     def _check_mask(self) -> None:
-        if self.mask is None:
-            if self.mask_params is not None:
-                raise ValueError("mask_params needs a named mask (e.g. mask='strided').")
-            return
-        from viz_model.masks import MASKS, validate_model_mask  # local: masks imports torch, config stays light
+        from viz_model.masks import validate_model_mask  # local: masks imports torch, config stays light
 
         self.mask_params = validate_model_mask(self.mask, self.mask_params)
-        self.causal = MASKS[self.mask].causal
 
     def _check_architecture(self) -> None:
         for name, value, allowed in (("qkv", self.qkv, QKV_MODES), ("norm", self.norm, NORMS),
@@ -143,32 +137,51 @@ class ModelConfig:
         return self.d_model // self.n_heads
 
     @property
-    def mask_kind(self) -> str:
-        """The attention mask's kind in viz_model.masks.MASKS, named or read from `causal`."""
-        return self.mask or ("causal" if self.causal else "bidirectional")
+    def causal(self) -> bool:
+        """Whether a query never reads a later key: the mask kind's row in viz_model.masks.MASKS says."""
+        from viz_model.masks import MASKS
+
+        return MASKS[self.mask].causal
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field; an unnamed mask is left out, so a model saved as before writes the JSON it wrote before."""
-        out = dataclasses.asdict(self)
-        if self.mask is None:
-            del out["mask"], out["mask_params"]
+        """Every field, the mask as the JSON wrote it before #27: "causal" after norm_position, and "mask" /
+        "mask_params" only for a kind that "causal" cannot name, so a causal or bidirectional model saved now writes
+        the JSON it wrote before."""
+        out: dict[str, Any] = {}
+        for name, value in dataclasses.asdict(self).items():
+            if name not in ("mask", "mask_params"):
+                out[name] = value
+            if name == "norm_position":
+                out["causal"] = self.causal
+        if self.mask_params is not None or self.mask not in JSON_ALIAS.values():
+            out.update(mask=self.mask, mask_params=self.mask_params)
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+        """A config from its JSON; "causal": true / false is the alias of mask "causal" / "bidirectional"."""
         if not isinstance(data, dict):
             raise ValueError("config must be a JSON object.")
         known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - known - {"causal"})
         if unknown:
             raise ValueError(f"unknown config field(s): {', '.join(unknown)}.")
+        data = dict(data)
+        if "causal" in data:
+            causal = data.pop("causal")
+            if not isinstance(causal, bool):
+                raise ValueError(f"causal must be true or false, got {causal!r}.")
+            data["mask"] = data.get("mask") or JSON_ALIAS[causal]
+            if cls(**data).causal != causal:
+                raise ValueError(f"the config says causal: {str(causal).lower()} but mask {data['mask']!r}, which "
+                                 f"is {'not ' if causal else ''}causal.")
         return cls(**data)
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> "ModelConfig":
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}.")
-        return cls(**{**PRESETS[name], **overrides})
+        return cls.from_dict({**PRESETS[name], **overrides})  # a recipe's JSON may say "causal": false
 
 
 def _check_int(name: str, value: Any, lo: int, hi: int) -> None:
@@ -177,6 +190,8 @@ def _check_int(name: str, value: Any, lo: int, hi: int) -> None:
     if not lo <= value <= hi:
         raise ValueError(f"{name} must be between {lo} and {hi}, got {value}.")
 
+
+JSON_ALIAS = {True: "causal", False: "bidirectional"}  # a checkpoint's "causal": true / false -> its mask kind
 
 # Presets are data, not code paths (minGPT's model_type idea).
 PRESETS: dict[str, dict[str, Any]] = {

@@ -56,6 +56,17 @@ def strided_mask(T: int, stride: int, device: torch.device | str | None = None) 
     return (offset >= 0) & ((offset < stride) | (offset % stride == 0))
 
 
+def sink_window_mask(T: int, window: int, sinks: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """StreamingLLM's cache as a mask (Xiao et al. 2023, "Efficient Streaming Language Models with Attention Sinks"):
+    query t sees the first `sinks` tokens (the attention sinks) and the causal window of the last `window` tokens,
+    itself included. sinks 0 is the sliding window; window >= T is the causal mask.  (T, T) bool."""
+    if sinks < 0:
+        raise ValueError(f"the number of sink tokens must be at least 0, got {sinks}.")
+    keys = torch.arange(T, device=device)
+    sink_keys = causal_mask(T, device) & (keys < sinks)[None, :]  # (T, T): the first `sinks` keys, never the future
+    return sliding_window_mask(T, window, causal=True, device=device) | sink_keys
+
+
 def key_padding_causal_mask(T: int, real, device: torch.device | str | None = None) -> torch.Tensor:
     """The causal mask with the pad keys' columns blocked: real (T,) bool, True for real tokens.  (T, T) bool."""
     real = torch.as_tensor(real, dtype=torch.bool, device=device)
@@ -139,6 +150,9 @@ _STRIDE = MaskParam("stride", "stride", "Stride", 1, 3,
                     "Each query sees itself, the stride − 1 tokens before it, and every stride-th token further back "
                     "(the Sparse Transformer's strided pattern).")
 
+_SINKS = MaskParam("sinks", "sinks", "Sink tokens", 0, 1,
+                   "The first tokens every query keeps reading, however far back (StreamingLLM's attention sinks).")
+
 
 def _prefix_lm(T: int, prefix_len: int, device=None) -> torch.Tensor:
     return prefix_lm_mask(T, min(prefix_len, T), device)
@@ -163,6 +177,8 @@ MASKS: dict[str, MaskKind] = {
     "prefix_lm": MaskKind("Prefix-LM", _prefix_lm, params=(_PREFIX,), causal=False),
     "strided": MaskKind("Strided (sparse)", lambda T, stride, device=None: strided_mask(T, stride, device),
                         params=(_STRIDE,)),
+    "sink_window": MaskKind("Sliding window + sinks", lambda T, window, sinks, device=None: sink_window_mask(
+        T, window, sinks, device), params=(_WINDOW, _SINKS)),
     "custom": MaskKind("Custom (edit cells)", _custom, causal=False, needs="cells", model=False),
 }
 MASK_KINDS = tuple(MASKS)
@@ -173,6 +189,19 @@ def mask_kind(kind: str) -> MaskKind:
     if kind not in MASKS:
         raise ValueError(f"unknown mask kind {kind!r}; choose one of {MASK_KINDS}.")
     return MASKS[kind]
+
+
+def short_name(kind: str) -> str:
+    """A kind as a picker and a link name it: "sliding window" for "sliding_window"."""
+    return kind.replace("_", " ")
+
+
+def kind_named(name: str) -> str:
+    """The kind a link or a picker names: its key, its short name ("sliding window") or its label ("Sliding window")."""
+    for kind, row in MASKS.items():
+        if name in (kind, short_name(kind), row.label):
+            return kind
+    raise ValueError(f"unknown mask {name!r}; choose one of {tuple(map(short_name, MASK_KINDS))}.")
 
 
 def build_mask(kind: str, T: int, *, device: torch.device | str | None = None, **inputs: Any) -> torch.Tensor:
@@ -202,11 +231,7 @@ def validate_model_mask(kind: str, params: dict[str, Any] | None) -> dict[str, i
     return dict(params)
 
 
-def model_mask(config, T: int, past_len: int = 0, device: torch.device | str | None = None) -> torch.Tensor | None:
-    """The (T, past_len + T) mask of a model whose config names a mask kind, for T queries after past_len cached
-    keys; None for causal and bidirectional, which the model builds itself (its fast path)."""
-    kind = getattr(config, "mask", None)
-    if kind is None or kind in ("causal", "bidirectional"):
-        return None
+def model_mask(config, T: int, past_len: int = 0, device: torch.device | str | None = None) -> torch.Tensor:
+    """The (T, past_len + T) bool mask of a model's kind (config.mask), for T queries after past_len cached keys."""
     Tk = past_len + T
-    return build_mask(kind, Tk, device=device, **(config.mask_params or {}))[past_len:]
+    return build_mask(config.mask, Tk, device=device, **(config.mask_params or {}))[past_len:]

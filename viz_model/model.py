@@ -1,7 +1,7 @@
 """TinyTransformer: a small decoder (or encoder) whose every attention internal can be traced.
 
-forward(ids, targets=None, *, key_padding_mask=None, trace=False, ...) -> ModelOutput(logits, loss, trace): after ids and
-targets every option is named (as nanoGPT's model(idx, targets) reads).
+forward(ids, targets=None, *, key_padding_mask=None, trace=False, ...) -> ModelOutput(logits, loss, trace): after
+ids and targets every option is named, so a call reads as nanoGPT's model(idx, targets) does.
 
 A view that shows some layers traces only those: trace_layers=(2,) keeps layer 2's internals and runs every other
 layer on the fast path (trace.layers[l] is None there); logits=False also skips the LM head and every block after
@@ -154,7 +154,8 @@ class Block(nn.Module):
         attention internals; scale: the scores' factor (None: 1/sqrt(d_k)); memory: this layer's cross-attention
         K, V of the encoder output; memory_mask: the source padding; bias: ALiBi's (1, H, T, Tk) added to the
         self-attention scores (None without it)."""
-        a, rec, kv = self.attn(self._in(x, self.ln1), mask, rope_cs, past, trace, scale, is_causal, bias=bias)
+        a, rec, kv = self.attn(self._in(x, self.ln1), mask, rope=rope_cs, past=past, trace=trace, scale=scale,
+                               is_causal=is_causal, bias=bias)
         x = self._out(x, a, self.ln1)
         cross_rec = None
         if self.cross is not None:

@@ -131,7 +131,7 @@ class Seq2SeqTransformer(SequenceModel):
         record = Seq2SeqTrace() if trace else None
         bias = self.position_bias(torch.arange(T, device=self.device))  # ALiBi (symmetric |i - j|) or None
         for block in self.encoder:
-            x, layer, _, _ = block(x, mask, rope_cs, None, trace, None, False, bias=bias)  # (B, T_src, d_model)
+            x, layer, _, _ = block(x, mask=mask, rope_cs=rope_cs, trace=trace, bias=bias)  # (B, T_src, d_model)
             if record is not None:
                 record.encoder.append(layer)
                 record.encoder_residual.append(x)
@@ -155,8 +155,9 @@ class Seq2SeqTransformer(SequenceModel):
         cache = []
         bias = self.position_bias(torch.arange(past_len, past_len + tgt.shape[1], device=self.device))  # or None
         for i, block in enumerate(self.decoder):
-            x, rec, kv, crec = block(x, mask, rope_cs, past[i] if past else None, trace, None, is_causal,
-                                     memory=state.cross_kv[i], memory_mask=state.cross_mask, bias=bias)
+            x, rec, kv, crec = block(x, mask=mask, rope_cs=rope_cs, past=past[i] if past else None, trace=trace,
+                                     is_causal=is_causal, memory=state.cross_kv[i], memory_mask=state.cross_mask,
+                                     bias=bias)
             cache.append(kv)
             if record is not None:
                 record.decoder.append(rec)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from viz_model import masks
 from viz_model.attention import LayerTrace
 from viz_model.lessons.common import ROW_SUM_TOL, Fact
 from viz_model.model import TinyTransformer, Trace
@@ -302,7 +303,29 @@ def sharpness(data: dict, layer: int, head: int, average: bool) -> tuple[np.ndar
                           "Turn off the 1/√d_k scaling or lower the temperature: rows saturate towards one key.")
 
 
+# -- the mask knob ------------------------------------------------------------------------------
+def knob_mask(kind: str, T: int) -> tuple[np.ndarray, str | None]:
+    """The Explorer's mask: a kind of masks.MODEL_MASKS at its default parameters (cut to T), (T, T) bool, and the
+    sentence that names those parameters (None for a kind without any)."""
+    row = masks.mask_kind(kind)
+    allowed = masks.build_mask(kind, T).numpy()
+    if not row.params:
+        return allowed, None
+    values = ", ".join(f"{p.label.lower()} {min(p.default, T)}" for p in row.params)
+    return allowed, MASK_PARAMS.format(label=row.label, values=values)
+
+
+def off_distribution(trained: str, run: str) -> str | None:
+    """The warning when the Explorer runs a model under a mask kind it was not trained with (None when it was)."""
+    if trained == run:
+        return None
+    return OFF_DISTRIBUTION.format(trained=masks.short_name(trained), run=masks.short_name(run))
+
+
 # -- what the page says ----------------------------------------------------------------------------------
+MASK_PARAMS = "{label} at its default parameters: {values} (the Masks page varies them)."
+OFF_DISTRIBUTION = ("This model was trained {trained}. Running it {run} is off-distribution: the pattern shows what "
+                    "the weights do with inputs they never saw, not what they learned.")
 ROLE_LEGEND = ("previous-token: attends to t−1 · first-token: parks attention on <bos> (a sink) · self: attends "
                "to itself · coreference: a pronoun attends to its noun · induction: copies what followed the "
                "same token before · broad: no single pattern clears its bar.")
