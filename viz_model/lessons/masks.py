@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from viz_model.lessons.common import Claim, Fact, WrongWay, prefix_check
+from viz_model.masks import bidirectional_mask, causal_mask
 from viz_model.model import TinyTransformer
 from viz_model.tokenizer import PAD
 
@@ -123,9 +124,7 @@ def permutation_distances(model: TinyTransformer, ids_a: list[int], ids_b: list[
                           attn_mask: bool = False) -> torch.Tensor:
     """(T,) ||h_a[i] - h_b[perm(i)]|| for each token of a; attn_mask False = no mask, True = causal."""
     T = len(ids_a)
-    mask = torch.ones(T, T, dtype=torch.bool)
-    if attn_mask:
-        mask = mask.tril()
+    mask = causal_mask(T) if attn_mask else bidirectional_mask(T)
     ha, hb = final_hidden(model, ids_a, mask), final_hidden(model, ids_b, mask)
     pairs = match_positions(ids_a, ids_b)
     return torch.stack([(ha[i] - hb[j]).norm() for i, j in pairs])
@@ -205,7 +204,7 @@ def padding_tables(model: TinyTransformer, seqs: list[tuple[list[int], list[str]
 def prefix_runs(model: TinyTransformer, ids: list[int], masked: bool) -> np.ndarray:
     """prefix_check under the model's causal mask (masked) or none: (T,) max |full pass - prefix alone|."""
     T = len(ids)
-    return prefix_check(model, list(ids), None if masked else torch.ones(T, T, dtype=torch.bool)).numpy()
+    return prefix_check(model, list(ids), None if masked else bidirectional_mask(T)).numpy()
 
 
 def prefix_columns(tokens: list[str], causal: np.ndarray, free: np.ndarray) -> dict[str, list]:
@@ -232,8 +231,8 @@ def prefix_claims(causal: np.ndarray, free: np.ndarray) -> tuple[list[Claim], st
 
 def dependency_runs(model: TinyTransformer, ids: list[int], masked: bool) -> np.ndarray:
     """dependency_map under the causal mask (masked) or none, as an array (T, T)."""
-    mask = torch.ones(len(ids), len(ids), dtype=torch.bool)
-    return dependency_map(model, list(ids), mask.tril() if masked else mask).numpy()
+    mask = causal_mask(len(ids)) if masked else bidirectional_mask(len(ids))
+    return dependency_map(model, list(ids), mask).numpy()
 
 
 def causal_dependence(jac: np.ndarray) -> Claim:
