@@ -270,10 +270,11 @@ def test_a_training_setup_is_a_link(app_test):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.query_params.update({"train_preset": "tiny", "train_steps": "300", "train_batch": "8", "train_lr": "0.01",
-                            "train_pos": "sinusoidal", "train_qkv": "shared Q = K", "train_causal": "false"})  # a label
+                            "train_pos": "sinusoidal", "train_qkv": "shared Q = K",
+                            "train_mask": "Bidirectional (encoder)"})  # labels
     at.switch_page("app_pages/train.py").run()
     assert not at.exception
     got = {k: at.session_state[k] for k in ("train_steps", "train_batch", "train_lr", "train_pos", "train_qkv",
-                                            "train_causal", "train_seq")}
+                                            "train_mask", "train_seq")}
     assert got == {"train_steps": 300, "train_batch": 8, "train_lr": 0.01, "train_pos": "sinusoidal",
-                   "train_qkv": "shared_qk", "train_causal": False, "train_seq": 32}  # seq: the tiny preset's
+                   "train_qkv": "shared_qk", "train_mask": "bidirectional", "train_seq": 32}  # seq: the tiny preset's

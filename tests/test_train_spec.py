@@ -20,7 +20,7 @@ def test_every_comparison_varies_one_thing_and_labels_each_run(kind):
     assert len(specs) >= 2 and len({s.label() for s in specs}) == len(specs)
     changed = {f for a, b in itertools.combinations(specs, 2) for f in a.__dataclass_fields__
                if getattr(a, f) != getattr(b, f)}
-    assert changed and changed <= {"pos_encoding", "causal", "qkv", "norm_position", "warmup", "norm", "residual",
+    assert changed and changed <= {"pos_encoding", "mask", "qkv", "norm_position", "warmup", "norm", "residual",
                                    "arch"}
     for s in specs:
         T.validate(s, VOCAB)  # each is a model the server may train
@@ -72,7 +72,7 @@ def test_translation_builds_an_encoder_decoder_and_masked_lm_an_encoder():
     from viz_model.seq2seq import Seq2SeqTransformer
 
     assert isinstance(T.Run(T.TrainSpec(task="translate", steps=10, every=5)).model, Seq2SeqTransformer)
-    assert T.TrainSpec(task="mlm", causal=True).model_config(VOCAB).causal is False
+    assert T.TrainSpec(task="mlm", mask="causal").model_config(VOCAB).causal is False
     with pytest.raises(ValueError, match="reads left to right"):
         T.TrainSpec(arch="rnn", task="translate").model_config(VOCAB)
 
@@ -116,7 +116,7 @@ def test_teacher_forcing_claim_holds_for_a_causal_run_and_fails_under_a_bidirect
     err = float(prefix_errors(run.model, ids, attn_mask=torch.ones(len(ids), len(ids))).max())  # the future visible
     bad = T.prefix_claim(err)
     assert not bad.ok and bad.claim.startswith("One-pass predictions differ from prefix runs by")
-    assert T.teacher_forcing_check(T.Run(T.TrainSpec(steps=10, causal=False)), "the cat sat").check is None
+    assert T.teacher_forcing_check(T.Run(T.TrainSpec(steps=10, mask="bidirectional")), "the cat sat").check is None
 
 
 def test_a_batchnorm_runs_prefix_check_runs_in_eval_mode():
@@ -127,7 +127,7 @@ def test_a_batchnorm_runs_prefix_check_runs_in_eval_mode():
 
 
 def test_the_no_mask_demo_fails_before_any_training_and_holds_past_the_gap():
-    d = T.mask_demo(T.Run(T.TrainSpec(steps=10)), T.Run(T.TrainSpec(steps=10, causal=False)))
+    d = T.mask_demo(T.Run(T.TrainSpec(steps=10)), T.Run(T.TrainSpec(steps=10, mask="bidirectional")))
     untrained = T.mask_demo_claim(d)  # nothing learned to copy yet: hiding the future changes almost nothing
     assert not untrained.ok and untrained.claim.endswith("train longer (300+ steps on the tiny model).")
     copied = {**d, "free_peeking": 0.4, "free_no_future": 0.4 + T.MASK_GAP + 0.01}

@@ -24,12 +24,14 @@ from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
 from viz_model.lessons.common import Fact, TeacherForcing
 from viz_model.lessons.common import prefix_check as prefix_errors
+from viz_model.masks import MASKS, causal_mask
 from viz_model.model import TinyTransformer, eval_mode
 from viz_model.rnn import RECURRENT_KINDS, RecurrentConfig
 from viz_model.seq2seq import Seq2SeqConfig
 from viz_model.tokenizer import encode, load_tokenizer
 from viz_model.train import AttentionSnapshot, DivergedEvent, EvalEvent, SampleEvent, StepEvent, TrainConfig, Trainer
 
+MASK_NAMES = {"causal": "causal", "bidirectional": "no mask"}  # the run labels' words; other kinds: their label
 BUDGET = 4e12          # params x steps x batch x T: about 3x a 600-step classroom run
 ARCHS = ("transformer", *RECURRENT_KINDS)  # what the Train page can build; "translate" makes it an encoder-decoder
 
@@ -45,7 +47,7 @@ class TrainSpec:
     pos_encoding: str = "rope"
     rope_base: float = 10000.0
     norm_position: str = "pre"
-    causal: bool = True
+    mask: str = "causal"          # a kind of masks.MODEL_MASKS (the mask table's kinds a model can use)
     tie_weights: bool = True
     qkv: str = "separate"         # "separate" | "shared_qk" | "shared_kv" | "none" (the Q/K/V lesson)
     norm: str = "layernorm"       # "layernorm" | "batchnorm" | "rmsnorm"
@@ -59,6 +61,11 @@ class TrainSpec:
     device: str = "auto"
     every: int = 20               # eval / snapshot / sample interval
     align_weight: float = 0.0     # translate: guided alignment on one cross-attention head (TrainConfig.align_weight)
+
+    @property
+    def causal(self) -> bool:
+        """Whether the mask never lets a query read a later key (its row in masks.MASKS)."""
+        return MASKS[self.mask].causal
 
     @property
     def kind(self) -> str:
@@ -81,9 +88,9 @@ class TrainSpec:
                                  "translator here. Pick a transformer, or a next-token task.")
             return RecurrentConfig(kind=self.arch, vocab_size=vocab_size, d_model=size["d_model"],
                                    n_layers=size["n_layers"], max_len=self.seq_len)
-        causal = {"mlm": False, "translate": True}.get(self.task, self.causal)
+        mask = {"mlm": "bidirectional", "translate": "causal"}.get(self.task, self.mask)
         arch = dict(pos_encoding=self.pos_encoding, rope_base=self.rope_base, norm_position=self.norm_position,
-                    causal=causal, tie_weights=self.tie_weights, qkv=self.qkv, norm=self.norm,
+                    mask=mask, tie_weights=self.tie_weights, qkv=self.qkv, norm=self.norm,
                     residual=self.residual, vocab_size=vocab_size, max_len=self.seq_len)
         cls = Seq2SeqConfig if self.task == "translate" else ModelConfig
         if self.preset in PRESETS:
@@ -94,7 +101,7 @@ class TrainSpec:
         """Names every setting that differs from the default, so the curves of a comparison are told apart."""
         if self.arch != "transformer":
             return " · ".join([self.preset, self.task, self.arch.upper()])
-        parts = [self.preset, self.task, self.pos_encoding, "causal" if self.causal else "no mask"]
+        parts = [self.preset, self.task, self.pos_encoding, MASK_NAMES.get(self.mask, MASKS[self.mask].label)]
         extras = {"qkv": self.qkv != "separate", "norm": self.norm != "layernorm",
                   f"{self.norm_position}-norm": self.norm_position != "pre", "no residual": not self.residual,
                   "no warm-up": not self.warmup, f"guided ×{self.align_weight:g}": self.align_weight > 0}
@@ -236,7 +243,7 @@ def ablation_specs(spec: TrainSpec, kind: str) -> list[TrainSpec]:
     if kind == "positional encoding":
         return [replace(spec, pos_encoding=p) for p in POS_ENCODINGS]  # none, sinusoidal, learned, rope, alibi
     if kind == "causal mask":
-        return [replace(spec, causal=True), replace(spec, causal=False)]
+        return [replace(spec, mask="causal"), replace(spec, mask="bidirectional")]
     if kind == "Q, K and V":
         return [replace(spec, qkv=q) for q in ("separate", "shared_qk", "shared_kv", "none")]
     if kind == "pre/post-norm × warm-up":
@@ -314,10 +321,9 @@ def prefix_check(model: TinyTransformer, tok, text: str) -> float:
 def mask_demo(run_masked: Run, run_free: Run) -> dict:
     """Held-out loss of the no-mask model with the future visible vs hidden, next to the causal model."""
     T = run_free.config.max_len
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
     return {"causal": heldout_loss(run_masked.model, run_masked.data),
             "free_peeking": heldout_loss(run_free.model, run_free.data),
-            "free_no_future": heldout_loss(run_free.model, run_free.data, attn_mask=causal),
+            "free_no_future": heldout_loss(run_free.model, run_free.data, attn_mask=causal_mask(T)),
             "sample_causal": greedy(run_masked.model, run_masked.tok, sample_prompt(run_masked.spec.task)),
             "sample_free": greedy(run_free.model, run_free.tok, sample_prompt(run_free.spec.task))}
 
@@ -404,6 +410,10 @@ def no_attention(arch: str) -> str:
 
 
 # -- what the page says -------------------------------------------------------------------------------------------
+_MASK_DEFAULTS = {p.name: p for row in MASKS.values() if row.model for p in row.params}.values()
+MASK_HELP = ("Which keys each query may read: a kind of the mask table (the Masks page draws each one), with its "
+             "default parameters (" + ", ".join(f"{p.label.lower()} {p.default}" for p in _MASK_DEFAULTS) + "). "
+             "A masked-LM encoder is always bidirectional and a translator's decoder always causal.")
 TF_INTRO = ("One forward pass over a sentence gives a prediction at **every** position at once: the causal mask only "
             "restricts what each position may read.")
 TF_NOT_NEXT_TOKEN = ("This table is for next-token models. A masked-LM encoder predicts hidden words from both sides, "

@@ -15,6 +15,7 @@ from viz_model.device import available_devices
 from viz_model.figures.train import attention_now, attention_player, loss_curves, lr_curve, role_timeline
 from viz_model.lessons import train as lesson
 from viz_model.lessons.train import TrainSpec
+from viz_model.masks import MASKS, MODEL_MASKS
 from viz_model.runtime import jobs as J
 from viz_model.runtime.runs import checkpoint_zip, import_upload, model_key, runs_dir, safe_name, save_run
 from viz_model.runtime.train_process import make_events
@@ -53,7 +54,8 @@ def config_form() -> TrainSpec:
     pos = p1.selectbox("Positional encoding", POS_ENCODINGS, index=3, key="train_pos", **share.URL)
     base = p2.number_input("RoPE base", 2.0, 1e6, 10000.0, key="train_base", **share.URL, disabled=pos != "rope")
     norm = p3.radio("LayerNorm", ["pre", "post"], horizontal=True, key="train_norm", **share.URL)
-    causal = p4.toggle("Causal mask", True, key="train_causal", **share.URL)
+    mask = p4.selectbox("Mask", MODEL_MASKS, key="train_mask", format_func=lambda k: MASKS[k].label, **share.URL,
+                        help=lesson.MASK_HELP)
     tie = p4.toggle("Tie input/output weights", True, key="train_tie", **share.URL)
     q1, q2, q3, q4 = st.columns(4)
     qkv = q1.selectbox("Q, K and V", QKV_MODES, key="train_qkv", **share.URL, format_func=lesson.QKV_LABELS.get,
@@ -86,7 +88,7 @@ def config_form() -> TrainSpec:
             align = float(g2.select_slider("Guide weight", lesson.GUIDE_WEIGHTS, lesson.GUIDE_WEIGHT,
                                            key="train_guide_weight", **share.URL))
     return TrainSpec(preset=preset, task=task, arch=kind, pos_encoding=pos, rope_base=float(base), norm_position=norm,
-                     causal=causal, tie_weights=tie, qkv=qkv, norm=norm_kind, residual=residual, warmup=warmup,
+                     mask=mask, tie_weights=tie, qkv=qkv, norm=norm_kind, residual=residual, warmup=warmup,
                      lr=float(lr), batch_size=int(batch), seq_len=int(seq),
                      steps=int(steps), seed=int(seed), device=device, every=int(every), align_weight=align, **arch)
 
