@@ -71,7 +71,7 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
         SCORES, TOKENS, TOKENS, col_tokens=True, allowed=CAUSAL, title="S + M", value_name="S + M", col_title="key"),
     "explorer.additive_mask_heatmap": lambda: _f("explorer.additive_mask_heatmap")(CAUSAL, TOKENS, title="M <b>"),
     "explorer.query_bars": lambda: _f("explorer.query_bars")(probs()[2], TOKENS, TOKENS[2], allowed=CAUSAL[2]),
-    "explorer.value_mix": lambda: _f("explorer.value_mix")(probs()[2], rng(2).normal(size=(T, 4)), TOKENS, TOKENS[2]),
+    "attention.value_mix": lambda: _f("attention.value_mix")(probs()[2], rng(2).normal(size=(T, 4)), TOKENS, TOKENS[2]),
     "explorer.entropy_bars": lambda: _f("explorer.entropy_bars")(
         np.array([0.0, 0.5, 1.0, 1.2, 1.5]), TOKENS, max_entropy=np.log(np.arange(1, T + 1)), title="Entropy"),
     "masks.mask_panels": lambda: _f("masks.mask_panels")(
@@ -100,7 +100,7 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
         [StreamResult(8, 2, {m: rng(8).uniform(1, 9, size=40) for m in ("window", "sinks", "recompute")}),
          StreamResult(16, 2, {m: rng(9).uniform(1, 9, size=40) for m in ("window", "sinks", "recompute")})], 8,
         title="Stream"),
-    "generate.next_token_bars": lambda: _f("generate.next_token_bars")(
+    "next_token.next_token_bars": lambda: _f("next_token.next_token_bars")(
         ["<b>x</b>", "cat", "&lt;", " "], [0.4, 0.3, 0.2, 0.1], [4 / 7, 3 / 7, 0.0, 0.0], chosen=1,
         strategy="top-k=2", title="Step 1"),
     "generate.attention_rows": lambda: _f("generate.attention_rows")(
@@ -241,7 +241,7 @@ TRACE_TYPES = {
     "explorer.matrix_heatmap": ["heatmap"] * 2,
     "explorer.additive_mask_heatmap": ["heatmap"],
     "explorer.query_bars": ["bar"],
-    "explorer.value_mix": ["heatmap"],
+    "attention.value_mix": ["heatmap"],
     "explorer.entropy_bars": ["bar", "scatter"],
     "masks.mask_panels": ["heatmap"] * 6,
     "masks.dependency_figure": ["heatmap"] * 2,
@@ -254,7 +254,7 @@ TRACE_TYPES = {
     "sinks.share_heatmap": ["heatmap"],
     "sinks.loss_bars": ["bar"],
     "sinks.stream_lines": ["scatter"] * 6,
-    "generate.next_token_bars": ["bar"] * 2,
+    "next_token.next_token_bars": ["bar"] * 2,
     "generate.attention_rows": ["heatmap"] * 2,
     "generate.latency_chart": ["scatter"] * 2,
     "generate.strategy_scatter": ["scatter"],

@@ -37,7 +37,7 @@ def test_every_subpackage_has_its_layer():
 
 # What lessons of one layer share (not a lesson of its own): the independence contracts leave these out.
 SHARED = {"viz_model.lessons": {"common", "class_mode", "presets"},
-          "viz_model.figures": {"common", "attention", "colour", "describe", "export"},
+          "viz_model.figures": {"common", "attention", "colour", "describe", "export", "next_token"},
           "viz_model.ui": {"widgets", "share", "chart", "cache", "errors", "sidebar", "models", "presenter", "jobs",
                            "join", "lecture_record", "presets", "handout"},
           "app_pages": set()}
@@ -104,3 +104,25 @@ def test_no_function_is_longer_than_a_screen():
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
             and n.end_lineno - n.lineno + 1 > FUNCTION_LINES_MAX]
     assert not long, long
+
+
+def test_the_lessons_apart_contract_names_an_import_from_one_lesson_into_another_across_layers():
+    """#41's import contract (scripts/lesson_contract.py, run by lint-imports) on a made-up import graph."""
+    import importlib.util
+
+    import grimp
+
+    spec = importlib.util.spec_from_file_location("lesson_contract", ROOT / "scripts" / "lesson_contract.py")
+    contract = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(contract)
+    graph = grimp.ImportGraph()
+    imports = [("viz_model.ui.qkv", "viz_model.figures.explorer", 10),     # Q, K and V -> the Explorer's figure
+               ("viz_model.ui.qkv", "viz_model.figures.attention", 11),    # a shared module: allowed
+               ("viz_model.ui.rope", "viz_model.lessons.alibi", 12),       # a part of the RoPE page's row: allowed
+               ("viz_model.lessons.cost.memory", "viz_model.lessons.rope", 3),  # a lesson package's submodule
+               ("viz_model.ui.lecture", "viz_model.lessons.encoder_decoder", 17)]  # not a lesson (every page's)
+    for importer, imported, line in imports:
+        graph.add_import(importer=importer, imported=imported, line_number=line, line_contents="import")
+    owner = {**contract.lesson_of(PAGES), "viz_model.lessons.cost": "cost"}  # cost as a package, as split-a made it
+    assert contract.crossings(graph, owner) == [("viz_model.lessons.cost.memory", "viz_model.lessons.rope", [3]),
+                                                ("viz_model.ui.qkv", "viz_model.figures.explorer", [10])]

@@ -19,7 +19,9 @@ class Page:
     """One page of the app. `name`: its modules' name in every layer (app_pages/<name>.py is the page);
     `url`: its URL path; `params`: the prefixes of its share parameters (a link's settings, lectures.PAGE_PARAMS);
     `old_urls`: paths it was served at before, still opened by a hidden page; `parts`: other lessons drawn on this
-    page (their modules are named like `name`'s, e.g. ALiBi's tab on the RoPE page)."""
+    page (their modules are named like `name`'s: ALiBi's tab on the RoPE page, the English model's measured quality
+    on Start, a real model's paged grid on the Explorer). A lesson's modules import no other lesson's (the import
+    contract "lessons_apart", scripts/lesson_contract.py); what two lessons share lives in a layer's shared module."""
 
     section: str
     name: str
@@ -49,8 +51,8 @@ class Page:
 # v1 multipage app, skipping app.py. /start: the default page is served at "/" only (#26), a hidden page keeps
 # old /start links; /rnn-vs-transformer: the lesson's URL before it took its one name (#27).
 PAGES: tuple[Page, ...] = (
-    Page("Start", "start", "Start", ":material/home:", "start", ("start_",), old_urls=("start",)),
-    Page("Attention", "explorer", "Explorer", ":material/grid_on:", "explorer", ("explorer_",)),
+    Page("Start", "start", "Start", ":material/home:", "start", ("start_",), old_urls=("start",), parts=("english",)),
+    Page("Attention", "explorer", "Explorer", ":material/grid_on:", "explorer", ("explorer_",), parts=("real_models",)),
     Page("Attention", "masks", "Masks", ":material/filter_alt:", "masks", ("masks_",)),
     Page("Attention", "qkv", "Q, K and V", ":material/key:", "qkv", ("qkv_",)),
     Page("Position", "sinusoidal", "Sinusoidal", ":material/waves:", "sinusoidal", ("sinusoidal_",)),

@@ -1,4 +1,4 @@
-"""Attention heatmaps: one head large, or a layers x heads grid."""
+"""Attention heatmaps: one head large, or a layers x heads grid; and how one query mixes the value vectors."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz_model.figures.common import (
+    DIVERGING,
     SEQUENTIAL,
     allowed_cells,
     category_axis,
@@ -19,6 +20,7 @@ from viz_model.figures.common import (
     masked_trace,
     to_numpy,
     token_labels,
+    visible,
 )
 
 
@@ -132,3 +134,20 @@ def attention_grid_dicts(probs, tokens: Sequence[str], *, roles: list[list[str]]
     return data, layout_dict(title, height=(100 if title else 60) + (190 if roles else 150) * L,
                              top=(120 if roles else 100) if title else None, title_top=bool(title),
                              annotations=notes, **layout)
+
+
+def value_mix(weights, v, k_tokens: Sequence[str], query_token: str) -> go.Figure:
+    """Rows: a_j · v_j for each key j, then their sum (= this query's head output). Columns: d_k features."""
+    w, vv = to_numpy(weights).astype(float), to_numpy(v).astype(float)  # (Tk,), (Tk, d_k)
+    contrib = w[:, None] * vv                                             # (Tk, d_k)
+    mix = np.vstack([contrib, contrib.sum(0, keepdims=True)])              # (Tk + 1, d_k)
+    rows = [f"{w[j]:.2f} × v[{lab}]" for j, lab in enumerate(token_labels(k_tokens))] + ["= output"]
+    bound = float(np.abs(mix).max()) or 1.0
+    heat = dict(type="heatmap", z=mix.astype(np.float32), x=list(range(mix.shape[1])), y=rows, colorscale=DIVERGING,
+                zmin=-bound, zmax=bound, name="weighted values",
+                hovertemplate="%{y} · feature %{x}: %{z:.3f}<extra></extra>",
+                colorbar=dict(thickness=12, title=dict(text="a·v")))
+    title = f"Which value vectors '{escape(visible(query_token))}' mixes"
+    return fast_figure([heat], layout_dict(title, height=max(300, 110 + 24 * len(rows)),
+                                           yaxis=category_axis(rows, "weighted value vectors", autorange="reversed"),
+                                           xaxis=dict(title=dict(text="feature of the value vector (d_k)"))))

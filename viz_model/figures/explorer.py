@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from viz_model.figures.attention import value_mix  # noqa: F401 (shared with Q, K and V; its old home was here)
 from viz_model.figures.common import (
     DIVERGING,
     MASKED_COLOR,
@@ -128,23 +129,6 @@ def query_bars(weights, k_tokens: Sequence[str], query_token: str, *, allowed=No
     )], layout_dict(f"Where '{q}' looks", height=340, yaxis=dict(title=dict(text="attention weight"), range=[0, 1.1]),
                     xaxis=dict(tickmode="array", tickvals=ticks, ticktext=labels, title=dict(text="key"),
                                tickangle=-45)))
-
-
-def value_mix(weights, v, k_tokens: Sequence[str], query_token: str) -> go.Figure:
-    """Rows: a_j · v_j for each key j, then their sum (= this query's head output). Columns: d_k features."""
-    w, vv = to_numpy(weights).astype(float), to_numpy(v).astype(float)  # (Tk,), (Tk, d_k)
-    contrib = w[:, None] * vv                                             # (Tk, d_k)
-    mix = np.vstack([contrib, contrib.sum(0, keepdims=True)])              # (Tk + 1, d_k)
-    rows = [f"{w[j]:.2f} × v[{lab}]" for j, lab in enumerate(token_labels(k_tokens))] + ["= output"]
-    bound = float(np.abs(mix).max()) or 1.0
-    heat = dict(type="heatmap", z=mix.astype(np.float32), x=list(range(mix.shape[1])), y=rows, colorscale=DIVERGING,
-                zmin=-bound, zmax=bound, name="weighted values",
-                hovertemplate="%{y} · feature %{x}: %{z:.3f}<extra></extra>",
-                colorbar=dict(thickness=12, title=dict(text="a·v")))
-    title = f"Which value vectors '{escape(visible(query_token))}' mixes"
-    return fast_figure([heat], layout_dict(title, height=max(300, 110 + 24 * len(rows)),
-                                           yaxis=category_axis(rows, "weighted value vectors", autorange="reversed"),
-                                           xaxis=dict(title=dict(text="feature of the value vector (d_k)"))))
 
 
 def entropy_bars(entropy, tokens: Sequence[str], *, max_entropy=None, title: str | None = None) -> go.Figure:

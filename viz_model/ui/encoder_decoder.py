@@ -10,7 +10,7 @@ import streamlit as st
 
 from viz_model import generate as G
 from viz_model.figures import encoder_decoder as F
-from viz_model.figures.generate import next_token_bars
+from viz_model.figures.next_token import next_token_bars
 from viz_model.lessons import encoder_decoder as lesson
 from viz_model.lessons.common import StepView
 from viz_model.lessons.encoder_decoder import Source

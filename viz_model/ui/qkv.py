@@ -7,7 +7,7 @@ import streamlit as st
 
 from viz_model.checkpoint import Checkpoint
 from viz_model.config import QKV_MODES
-from viz_model.figures.explorer import value_mix
+from viz_model.figures.attention import value_mix
 from viz_model.figures.qkv import lookup_bars, loss_bars, pair_cosine_bars, score_panels, self_attention_bars
 from viz_model.lessons import qkv as lesson
 from viz_model.tokenizer import typed_specials
