@@ -69,7 +69,7 @@ def build_english(out: str | Path = english.MODEL_PATH, device: str = "auto", st
     cfg = TrainConfig(**{**R["train"], **({"steps": steps} if steps else {})}, device=device, eval_every=250,
                       snapshot_every=0, sample_every=0)
     torch.manual_seed(cfg.seed)
-    trainer = Trainer(TinyTransformer(ModelConfig(**R["model"])), tokenizer, cfg, data=data)
+    trainer = Trainer(TinyTransformer(ModelConfig.from_dict(R["model"])), tokenizer, cfg, data=data)
     log(f"training {trainer.model.num_params():,} parameters for {cfg.steps} steps on {trainer.device}")
     for ev in trainer:
         if isinstance(ev, StepEvent) and (ev.step % 100 == 0 or ev.step == 1):
@@ -111,7 +111,7 @@ def build_english_encoder(out: str | Path = english.ENCODER_PATH, device: str = 
     cfg = TrainConfig(**{**R["train"], **({"steps": steps} if steps else {})}, device=device, eval_every=400,
                       snapshot_every=0, sample_every=0)
     torch.manual_seed(cfg.seed)
-    trainer = english.MaskedLMTrainer(TinyTransformer(ModelConfig(**R["model"])), tokenizer, cfg, data=data)
+    trainer = english.MaskedLMTrainer(TinyTransformer(ModelConfig.from_dict(R["model"])), tokenizer, cfg, data=data)
     log(f"training {trainer.model.num_params():,} parameters for {cfg.steps} steps on {trainer.device} "
         f"({torch.get_num_threads()} thread(s))")
     for ev in trainer:

@@ -98,7 +98,7 @@ def test_model_bias_follows_absolute_positions_after_a_cache():
 @pytest.mark.parametrize("causal", [True, False])
 def test_attention_with_alibi_equals_a_hand_computation(causal):
     """Layer 0 of a tiny model by hand: LN, W_qkv, QK^T/sqrt(d_k) - m_h |i - j|, the mask, softmax, V, W_O."""
-    model = build(n_layers=1, causal=causal)
+    model = build(n_layers=1, mask="causal" if causal else "bidirectional")
     ids = IDS[:1, :6]
     with torch.no_grad():
         out = model(ids, trace=True)

@@ -24,7 +24,7 @@ def tiny_encoder(tmp_path_factory):
     one: the page is tested on it whether or not encoder-mlm is installed."""
     tok = load_tokenizer("word")
     torch.manual_seed(0)
-    model = build_model("tiny", tok, causal=False, pos_encoding="rope")
+    model = build_model("tiny", tok, mask="bidirectional", pos_encoding="rope")
     trainer = Trainer(model, tok, TrainConfig(task="mlm", steps=200, batch_size=32, lr=5e-3, warmup_steps=20,
                                               eval_every=0, snapshot_every=0, sample_every=0))
     for _ in trainer:

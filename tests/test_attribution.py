@@ -183,7 +183,7 @@ def test_an_encoder_has_no_prediction_to_attribute(classroom):
 
     from viz_model.model import TinyTransformer
 
-    enc = TinyTransformer(dataclasses.replace(classroom.model.config, causal=False)).eval()
+    enc = TinyTransformer(dataclasses.replace(classroom.model.config, mask="bidirectional")).eval()
     with pytest.raises(ValueError, match="encoder"):
         lesson.top_next(enc, [2, 5, 6])
 

@@ -20,7 +20,7 @@ def tiny_encoder(folder) -> list:
     """A tiny masked-LM encoder (100 seeded steps) as the .safetensors + .json pair the Train page accepts."""
     tok = load_tokenizer("word")
     torch.manual_seed(0)
-    model = build_model("tiny", tok, causal=False, pos_encoding="rope")
+    model = build_model("tiny", tok, mask="bidirectional", pos_encoding="rope")
     for _ in Trainer(model, tok, TrainConfig(task="mlm", steps=100, batch_size=32, lr=5e-3, warmup_steps=20,
                                              eval_every=0, snapshot_every=0, sample_every=0)):
         pass

@@ -84,7 +84,7 @@ def test_causal_row_matches_prefix_run(pos):
 
 @pytest.mark.parametrize("pos", ENCODINGS)
 def test_changing_ids_under_padding_leaves_real_positions_unchanged(pos):
-    model = make_model(pos, causal=False)  # bidirectional: every real token could see the pads
+    model = make_model(pos, mask="bidirectional")  # bidirectional: every real token could see the pads
     x = ids(B=1, T=10)
     real = torch.tensor([[True] * 7 + [False] * 3])
     a = model(x.masked_fill(~real, 0), key_padding_mask=real).logits
@@ -94,13 +94,13 @@ def test_changing_ids_under_padding_leaves_real_positions_unchanged(pos):
 
 
 def test_without_positions_or_mask_attention_is_permutation_equivariant():
-    model, x = make_model("none", causal=False), ids(B=1, T=9)
+    model, x = make_model("none", mask="bidirectional"), ids(B=1, T=9)
     perm = torch.randperm(9)
     assert (model(x).logits[0, perm] - model(x[:, perm]).logits[0]).abs().max() <= 1e-5
 
 
 def test_a_causal_mask_alone_breaks_permutation_equivariance():
-    model, x = make_model("none", causal=True), ids(B=1, T=9)
+    model, x = make_model("none", mask="causal"), ids(B=1, T=9)
     perm = torch.randperm(9)
     assert (model(x).logits[0, perm] - model(x[:, perm]).logits[0]).abs().max() > 1e-3
 
@@ -121,7 +121,7 @@ def test_loss_ignores_pad_targets():
 @pytest.mark.parametrize("norm", ["pre", "post"])
 @pytest.mark.parametrize("causal", [True, False])
 def test_traced_and_fast_path_give_the_same_logits(pos, norm, causal):
-    model, x = make_model(pos, norm_position=norm, causal=causal), ids()
+    model, x = make_model(pos, norm_position=norm, mask="causal" if causal else "bidirectional"), ids()
     fast, traced = model(x), model(x, trace=True)
     assert fast.trace is None
     assert (fast.logits - traced.logits).abs().max() <= 1e-5

@@ -319,7 +319,7 @@ def test_greedy_ids_is_the_one_sampling_loop_and_keeps_its_answers(causal):
     assert "decode_loop" in ast.unparse(fn)
     torch.manual_seed(0)
     model = TinyTransformer(ModelConfig(vocab_size=12, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=10,
-                                        causal=causal)).eval()
+                                        mask="causal" if causal else "bidirectional")).eval()
     eos_seen = 0
     for seed in range(12):
         g = torch.Generator().manual_seed(seed)

@@ -20,7 +20,7 @@ V = 300
 @pytest.fixture(scope="module")
 def tiny(tok):
     torch.manual_seed(0)
-    cfg = ModelConfig.preset("tiny", vocab_size=tok.get_vocab_size(), causal=False)
+    cfg = ModelConfig.preset("tiny", vocab_size=tok.get_vocab_size(), mask="bidirectional")
     return TinyTransformer(cfg).eval()
 
 

@@ -42,7 +42,7 @@ def test_the_encoder_reads_the_english_models_own_tokenizer_with_its_ids(english
 def test_masked_lm_loss_is_the_full_heads_loss(tok):
     """The LM head run only at the scored positions gives the loss of the whole (B, T, V) head."""
     torch.manual_seed(0)
-    model = TinyTransformer(ModelConfig.preset("tiny", vocab_size=tok.get_vocab_size(), causal=False)).eval()
+    model = TinyTransformer(ModelConfig.preset("tiny", vocab_size=tok.get_vocab_size(), mask="bidirectional")).eval()
     gen = torch.Generator().manual_seed(1)
     ids = torch.randint(N_SPECIAL, tok.get_vocab_size(), (6, 20), generator=gen)
     ids[:, 0], ids[3, 12:] = 2, 0  # <bos>, and a padded row

@@ -14,7 +14,8 @@ from viz_model.model import TinyTransformer
 
 def tiny(pos: str = "rope", causal: bool = True, norm: str = "pre", dtype=torch.float32) -> TinyTransformer:
     torch.manual_seed(0)
-    cfg = ModelConfig.preset("tiny", vocab_size=40, pos_encoding=pos, causal=causal, norm_position=norm)
+    cfg = ModelConfig.preset("tiny", vocab_size=40, pos_encoding=pos, mask="causal" if causal else "bidirectional",
+                             norm_position=norm)
     return TinyTransformer(cfg).eval().requires_grad_(False).to(dtype)
 
 

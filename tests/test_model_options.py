@@ -152,13 +152,13 @@ def test_batchnorm_state_round_trips_with_its_integer_counter(tok, tmp_path):
 @pytest.mark.parametrize("qkv", ["shared_qk", "none"])
 @pytest.mark.parametrize("pos", ["none", "rope"])
 def test_shared_qk_and_none_give_symmetric_scores(qkv, pos):
-    model = build(qkv=qkv, pos_encoding=pos, causal=False)
+    model = build(qkv=qkv, pos_encoding=pos, mask="bidirectional")
     with torch.no_grad():
         tr = model(IDS, trace=True).trace
     for layer in tr.layers:
         s = layer.scores                                              # (B, H, T, T) before the mask
         assert (s - s.transpose(-1, -2)).norm() <= 1e-6 * s.norm()
-    sep = build(qkv="separate", pos_encoding=pos, causal=False)
+    sep = build(qkv="separate", pos_encoding=pos, mask="bidirectional")
     with torch.no_grad():
         s = sep(IDS, trace=True).trace.layers[0].scores
     assert (s - s.transpose(-1, -2)).norm() > 1e-2 * s.norm()  # separate W_Q, W_K: not symmetric

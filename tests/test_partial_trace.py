@@ -28,7 +28,7 @@ def tiny(**kw) -> TinyTransformer:
 
 MODELS = {"learned": dict(pos_encoding="learned"),
           "rope-gqa-rmsnorm": dict(pos_encoding="rope", n_kv_heads=2, norm="rmsnorm", mlp="swiglu"),
-          "post-norm-encoder": dict(pos_encoding="sinusoidal", norm_position="post", causal=False)}
+          "post-norm-encoder": dict(pos_encoding="sinusoidal", norm_position="post", mask="bidirectional")}
 
 
 @pytest.fixture(params=list(MODELS), scope="module")

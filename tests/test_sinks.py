@@ -21,7 +21,7 @@ torch.set_num_threads(1)
 def build(pos: str = "rope", n_layers: int = 2, causal: bool = True, seed: int = 0, max_len: int = 48):
     torch.manual_seed(seed)
     cfg = ModelConfig(vocab_size=40, d_model=32, n_heads=4, n_layers=n_layers, d_ff=64, max_len=max_len,
-                      pos_encoding=pos, causal=causal)
+                      pos_encoding=pos, mask="causal" if causal else "bidirectional")
     model = TinyTransformer(cfg).eval()
     with torch.no_grad():  # larger weights than the init's 0.02: sharp, position-dependent attention
         for p in model.parameters():

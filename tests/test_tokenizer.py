@@ -108,7 +108,7 @@ def test_the_encoder_reads_a_typed_mask_and_not_a_typed_eos(word):
     from viz_model.model import TinyTransformer
 
     torch.manual_seed(0)
-    model = TinyTransformer(ModelConfig.preset("tiny", vocab_size=word.get_vocab_size(), causal=False)).eval()
+    model = TinyTransformer(ModelConfig.preset("tiny", vocab_size=word.get_vocab_size(), mask="bidirectional")).eval()
     run = run_masked(model, word, "the <mask> sat <eos> on the mat", trace=False)
     assert run.mask_positions == [2]
     assert run.ids.tolist().count(3) == 1 and run.ids[-1] == 3  # only the <eos> the encoder puts last

@@ -168,8 +168,9 @@ def explorer(p: Params, m: Models) -> Figures:
     cfg = ckpt.model.config
     enc = _sentence(ckpt, p, "explorer_text", EXAMPLES[1])
     T = len(enc.ids)
-    mask_kind = _str(p, "explorer_mask", "causal" if cfg.causal else "bidirectional")
-    mask = torch.from_numpy(np.tri(T, dtype=bool) if mask_kind == "causal" else np.ones((T, T), dtype=bool))
+    kind = _str(p, "explorer_mask", cfg.mask)  # the picker's short name ("sliding window"); an unknown one: the model's
+    kind = next((k for k in masks.MODEL_MASKS if kind in (k, masks.short_name(k))), cfg.mask)
+    mask = torch.from_numpy(exp_lesson.knob_mask(kind, T)[0])
     data = exp_lesson.trace_arrays(ckpt.model, tuple(enc.ids), mask, _bool(p, "explorer_scale", True),
                                    _float(p, "explorer_temp", 1.0))
     probs, tokens, allowed = data["probs"], enc.tokens, data["allowed"]

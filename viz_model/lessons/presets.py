@@ -259,9 +259,7 @@ def explorer_previous(inp: Inputs) -> Preset:
     enc = _encode(ckpt, s.get("explorer_text", EXAMPLES[1]), uses_bos(ckpt), page="the Explorer")
     layer, _ = _layer_head(cfg, s, "explorer")
     T = len(enc.ids)
-    causal = s.get("explorer_mask", "causal" if cfg.causal else "bidirectional") == "causal"
-    mask = torch.ones(T, T, dtype=torch.bool)
-    mask = torch.tril(mask) if causal else mask
+    mask = masks.build_mask(masks.kind_named(str(s.get("explorer_mask", cfg.mask))), T)  # the Explorer's mask knob
     with torch.no_grad(), eval_mode(model):
         tr = model(torch.tensor([enc.ids], device=model.device), trace=True, attn_mask=mask.to(model.device),
                    scale_scores=_flag(s.get("explorer_scale", True)), temperature=float(s.get("explorer_temp", 1.0)),
@@ -500,7 +498,7 @@ def train_tying(inp: Inputs) -> Preset:
         preset=preset, task=_option(f("train_task", next(iter(TASK_LABELS))), TASK_LABELS),
         arch=_option(f("train_arch", "transformer"), train_lesson.ARCH_LABELS),
         pos_encoding=str(f("train_pos", POS_ENCODINGS[3])), rope_base=float(f("train_base", 10000.0)),
-        causal=_flag(f("train_causal", True)), tie_weights=_flag(f("train_tie", True)),
+        mask=masks.kind_named(str(f("train_mask", "causal"))), tie_weights=_flag(f("train_tie", True)),
         qkv=_option(f("train_qkv", QKV_MODES[0]), train_lesson.QKV_LABELS), norm=str(f("train_norm_kind", NORMS[0])),
         norm_position=str(f("train_norm", "pre")), residual=_flag(f("train_residual", True)),
         n_layers=int(f("train_layers", 2)), n_heads=int(f("train_heads", 2)), d_model=int(f("train_dmodel", 64)),
