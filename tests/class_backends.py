@@ -49,13 +49,13 @@ def _missing() -> str | None:
 
 
 @contextlib.contextmanager
-def redis_server(timeout: float = 20.0) -> Iterator[str]:
-    """A real redis-server on a free 127.0.0.1 port, keeping nothing on disk (`--save '' --appendonly no`, in a temp
-    dir); yields its URL once it answers PING; stopped after."""
+def redis_server(timeout: float = 20.0, port: int | None = None) -> Iterator[str]:
+    """A real redis-server on a free 127.0.0.1 port (or `port`: a restart where the app looks for it), keeping nothing
+    on disk (`--save '' --appendonly no`, in a temp dir); yields its URL once it answers PING; stopped after."""
     import redis
 
     with tempfile.TemporaryDirectory(prefix="attention-lab-redis-") as tmp:
-        port = _free_port()
+        port = port or _free_port()
         log = open(Path(tmp) / "redis.log", "w")
         proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                  "--appendonly", "no", "--dir", tmp], stdout=log, stderr=subprocess.STDOUT)

@@ -2,7 +2,8 @@
 
 - which elements of a page answer its prediction questions, hidden on the students' screens until Reveal;
 - the lecture's sentence, carried from the page that set it to the next page that takes text;
-- the join link, with the server's network address where the instructor opened the app on this machine.
+- the join link, with the server's network address where the instructor opened the app on this machine;
+- what a student is told while the instructor reconnects, or while the class server cannot be reached (#42).
 """
 
 from __future__ import annotations
@@ -153,3 +154,31 @@ JOIN_TEXT = "Students open {link} or type the code."
 QR_CAPTION = "Scan to join: the QR code holds the link above."
 LOOPBACK_NOTE = ("This link names this computer only (no network address was found): students on other machines "
                  "need its network address instead.")
+
+
+# -- an instructor who reconnects, a class server that is away (#42, items 3 and 5) ---------------------------------
+# The leader's tab refreshes its heartbeat with its publish tick (runtime.class_mode.REPUBLISH_S, every 2 s). A leader
+# not seen for LEADER_RECONNECTING_S is on a flaky connection or reloading: the students keep their live page with a
+# line that says so. After LEADER_AWAY_S the tab is taken as closed or asleep. The class itself stays in the store far
+# longer (CLASS_TTL_S, 3 h), so a leader back after any of these finds it, by the page or by the key (led_by).
+LEADER_RECONNECTING_S = 5.0
+LEADER_AWAY_S = 60.0
+RECONNECTING_TEXT = ("The instructor is reconnecting… You stay on this view and can explore it; following goes on "
+                     "when they are back.")
+AWAY_TEXT = "The instructor's tab is closed or asleep: you stay on this view. Following goes on when they are back."
+PAUSED_TEXT = ("The class is paused: the class server can't be reached. Everything on this page still works; the "
+               "class resumes by itself when the server is back.")
+
+
+def leader_notice(leader: str | None, leader_seen: float, now: float) -> str | None:
+    """A student's line about the instructor: None while the leader was seen in the last LEADER_RECONNECTING_S,
+    RECONNECTING_TEXT up to LEADER_AWAY_S, AWAY_TEXT after that or when nobody leads the class."""
+    if leader is None or now - leader_seen > LEADER_AWAY_S:
+        return AWAY_TEXT
+    return RECONNECTING_TEXT if now - leader_seen > LEADER_RECONNECTING_S else None
+
+
+def lost_text(code: str) -> str:
+    """A class that did not come back with its server (Redis keeps classes in memory only)."""
+    return (f"Class {code} was lost while the class server was away: it keeps classes in memory only. Join again "
+            "with the instructor's new code, or start a new class.")

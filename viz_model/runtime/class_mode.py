@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from viz_model.lessons.class_summary import AskedQuestion
+from viz_model.lessons.classview import AWAY_TEXT, lost_text  # noqa: F401 (AWAY_TEXT: its old home was here)
 from viz_model.runtime import key_limit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -558,6 +559,7 @@ TAB, CODE, INSTRUCTOR, KEY_BAD = "_class_tab", "_class_code", "_class_instructor
 PAGE, APPLIED, PUBLISHED, ON_OWN = "_class_page", "_class_applied", "_class_published", "_class_on_own"
 GONE, ERROR, SEEN_AT, BEAT_AT = "_class_gone", "_class_error", "_class_seen_at", "_class_beat_at"
 LOST, DEMOTED, STUDENT = "_class_lost", "_class_demoted", "_class_student"
+PAUSED = "_class_paused"  # the store could not be reached on this tab's last try: the class is paused (#42)
 LEADS = "_class_leads"    # LEAD_KEY's value, kept where Streamlit does not keep a widget's (Tab.keep_lead)
 ECHO, DRAWING, REDRAWS = "_class_echo", "_class_drawing", "_class_redraws"
 PAGE_ECHO = "\0page"      # ECHO's entry for the page (no widget key starts with a NUL)
@@ -587,7 +589,6 @@ def xsrf_token(cookie: str | None) -> str | None:
 
 FOLLOWING_TEXT = ("You follow the instructor: they move the steps. Switch “Follow the instructor” off in the sidebar's "
                   "Class box to step on your own.")
-AWAY_TEXT = "The instructor's tab is closed or asleep: you stay on this view. Following goes on when they are back."
 
 
 def class_link(url: str, page: str | None, code: str) -> str:
@@ -683,7 +684,7 @@ def _told(callback):
         try:
             return callback(self, *args, **kwargs)
         except sqlite3.Error as e:  # ClassStoreDown included
-            self.state[ERROR] = store_error_text(e)
+            self.unreachable(e)
     return run
 
 
@@ -711,6 +712,23 @@ class Tab:
             self.state[STUDENT] = self.store.student_id(token) if token else self.id
         return self.state[STUDENT]
 
+    def unreachable(self, e: Exception) -> None:
+        """The one handler of a class store that cannot be reached (ClassStoreDown: Redis down or too slow; a locked
+        SQLite file), for the UI's runs (ui.class_mode.reachable) and the callbacks (`_told`): a tab in a class marks
+        it paused (the page runs on; lessons.classview.PAUSED_TEXT is shown); a tab in none is told in the Class box."""
+        if self.state.get(CODE):
+            self.state[PAUSED] = True
+        else:
+            self.state[ERROR] = store_error_text(e)
+
+    def view(self, code: str) -> ClassView | None:
+        """The class's view from the store; a class found again ends this tab's pause (it resumes). None: the class
+        is gone (Tab.leave says why: lost while the store was away, when this tab saw it paused)."""
+        view = self.store.get(code)
+        if view is not None:
+            self.state.pop(PAUSED, None)
+        return view
+
     def leading(self) -> bool:
         s = self.state
         return bool(s.get(INSTRUCTOR) and s.get(LEAD_KEY) and s.get(CODE) and not s.get(DEMOTED))
@@ -727,7 +745,7 @@ class Tab:
         the tab shows next), its code out of the URL."""
         if gone:
             self.state[GONE] = self.missing_text(gone)
-        for key in (CODE, APPLIED, ON_OWN, PUBLISHED, ECHO):
+        for key in (CODE, APPLIED, ON_OWN, PUBLISHED, ECHO, PAUSED):
             self.state.pop(key, None)
         self.state[FOLLOW_KEY] = False
         self.state[LEAD_KEY] = self.state[LEADS] = False
@@ -736,7 +754,10 @@ class Tab:
 
     def missing_text(self, code: str) -> str:
         """Why class `code` cannot be joined: it ended (the store remembers), it was this tab's class (the server
-        restarted since), or there never was such a class on this server (a mistyped code or link)."""
+        restarted since), or there never was such a class on this server (a mistyped code or link). A class this tab
+        saw paused (its store away) and that did not come back was lost with the store's memory (#42)."""
+        if self.state.get(PAUSED) and self.state.get(CODE) == code:
+            return lost_text(code)
         if self.store.ended(code):
             return f"Class {code} has ended. Your view stays as it is; ask for the new class code."
         if self.state.get(CODE) == code:
@@ -802,6 +823,7 @@ class Tab:
             s[ERROR] = str(e)
         except sqlite3.Error as e:  # the store cannot be reached: not leading, and told so
             s[LEAD_KEY] = False
+            self.unreachable(e)
             s[ERROR] = store_error_text(e)
         s[LEADS] = bool(s.get(LEAD_KEY))
 
@@ -842,7 +864,7 @@ class Tab:
                 return None
             self.join(linked, follow=True)
         code = s.get(CODE)
-        view = self.store.get(code) if code else None
+        view = self.view(code) if code else None
         if code and view is None:
             self.leave(query, gone=code)
         if view is None:
@@ -980,8 +1002,9 @@ class Tab:
         except ClassError as e:
             s[ERROR] = str(e)
             return
-        if version is None:
+        if version is None:  # another tab leads the class now; or the class is gone (a Redis restart): told next run
             s[DEMOTED] = True
-            s[LOST] = code
+            if self.view(code) is not None:
+                s[LOST] = code
             return
         s[PUBLISHED], s[BEAT_AT] = text, now

@@ -221,9 +221,15 @@ return 1
 }
 
 
+CONNECT_TIMEOUT_S = 0.25  # loopback or a LAN answers a connect in milliseconds: a dead host is told fast
+SOCKET_TIMEOUT_S = 0.5    # a script runs in well under a millisecond; a stopped or swamped server is told fast
+DOWN_RETRY_S = 1.0        # after a failure, calls fail at once (no network) for this long, then one try again
+
+
 def _client(url: str):
-    """A redis-py client for `url`, with short timeouts (a page never waits long on a class) and one retry (a pooled
-    connection that a Redis restart closed); a missing `redis` package is told as a store that cannot be reached."""
+    """A redis-py client for `url`, with short timeouts (a page never waits long on a class: at most two tries of
+    SOCKET_TIMEOUT_S) and one retry (a pooled connection that a Redis restart closed); a missing `redis` package is
+    told as a store that cannot be reached."""
     try:
         import redis
         from redis.backoff import NoBackoff
@@ -231,13 +237,16 @@ def _client(url: str):
     except ImportError as e:
         raise ClassStoreDown("ATTENTION_LAB_CLASS_STORE names Redis, but the `redis` client is not installed: "
                              "pip install 'attention-lab[hall]'") from e
-    return redis.Redis.from_url(url, decode_responses=True, socket_timeout=2.0, socket_connect_timeout=1.0,
+    return redis.Redis.from_url(url, decode_responses=True, socket_timeout=SOCKET_TIMEOUT_S,
+                                socket_connect_timeout=CONNECT_TIMEOUT_S,
                                 retry=Retry(NoBackoff(), 1), health_check_interval=30)
 
 
 class RedisClassStore(ClassStoreAPI):
     """The class store on a Redis server at `url` (redis://host:port/db). Thread-safe (redis-py's connection pool);
-    one per server process. Any Redis error becomes ClassStoreDown with the server's address."""
+    one per server process. Any Redis error becomes ClassStoreDown with the server's address. A server that failed
+    is not asked again for DOWN_RETRY_S (every call in between fails at once), so a dead Redis costs a page nothing
+    and no call retries forever; the first call after that window finds a server that is back."""
 
     def __init__(self, url: str, clock: Callable[[], float] | None = None, prefix: str = PREFIX):
         import time
@@ -256,11 +265,16 @@ class RedisClassStore(ClassStoreAPI):
 
     @contextlib.contextmanager
     def _reached(self):
+        import time
+
         import redis
 
+        if time.monotonic() < getattr(self, "_down_until", 0.0):
+            raise ClassStoreDown(f"Redis at {self.where} is not answering: it failed under {DOWN_RETRY_S:g} s ago")
         try:
             yield
         except redis.exceptions.RedisError as e:
+            self._down_until = time.monotonic() + DOWN_RETRY_S
             raise ClassStoreDown(f"Redis at {self.where} is not answering: {type(e).__name__}") from e
 
     def _run(self, name: str, code: str, *args: Any) -> Any:

@@ -16,10 +16,12 @@ of the leader's latest view (rt.Tab.follow_step: the browser's echoes, page swit
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -33,11 +35,11 @@ from viz_model.figures.class_mode import answer_histogram
 from viz_model.lectures import PAGE_PARAMS
 from viz_model.lessons import class_mode as lesson
 from viz_model.lessons import class_summary as summary
-from viz_model.lessons.classview import hidden_answers
+from viz_model.lessons.classview import PAUSED_TEXT, hidden_answers, leader_notice
 from viz_model.model_text import md_text
 from viz_model.runtime import class_mode as rt
 from viz_model.runtime import class_store
-from viz_model.ui import chart, join, presenter, share
+from viz_model.ui import chart, follow_lane, join, presenter, share
 from viz_model.ui.errors import guard
 from viz_model.ui.widgets import HIDDEN_KEYS
 
@@ -52,6 +54,19 @@ def store() -> rt.ClassStoreAPI:
     """This server process's connection to the class store: the SQLite file, or Redis where ATTENTION_LAB_CLASS_STORE
     names it (#42; runtime.class_store chooses)."""
     return class_store.open_for_server()
+
+
+@contextlib.contextmanager
+def reachable(say: bool = True) -> Iterator[None]:
+    """The one place a run catches a class store it cannot reach (#42: Redis down or too slow, a locked SQLite file):
+    the page runs on, a tab in a class is paused (rt.Tab.unreachable; the next store call that answers resumes it, or
+    finds the class lost) and `say`s so in one sentence. No traceback, no log line. Callbacks: rt._told."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        tab().unreachable(e)
+        if say and st.session_state.get(rt.CODE):
+            st.info(PAUSED_TEXT)
 
 
 def enabled() -> bool:
@@ -165,7 +180,7 @@ def begin(page_url: str, pages: dict[str, Any]) -> None:
     _pages.update(pages)
     if not enabled():
         return
-    try:
+    with reachable(say=False):  # the banner below says it
         tab().keep_lead()  # before anything reads it: a page switch from a lecture's button dropped the toggle's value
         tab().started(page_url if page_url in pages else "")
         student_id()  # this browser's anonymous id, before a callback needs it (a leader's browser is no student)
@@ -174,8 +189,6 @@ def begin(page_url: str, pages: dict[str, Any]) -> None:
         if view is not None:
             _student_seen(view.code)
             _follow_step(view, tick=False)
-    except sqlite3.Error as e:  # the page still runs; the expander says why the class is not reachable
-        st.session_state[rt.ERROR] = f"The class store cannot be read just now ({e}); your page is not affected."
     with guard("the class"):
         _banner()
 
@@ -185,10 +198,8 @@ def end() -> None:
     if enabled() and not isinstance(sys.exc_info()[1], RerunException):
         tab().drew()
     if enabled() and leading():
-        try:
+        with reachable(say=False):
             _publish()
-        except sqlite3.Error as e:
-            st.session_state[rt.ERROR] = f"The class store cannot be written just now ({e})."
 
 
 def _publish() -> None:
@@ -240,20 +251,23 @@ def _leader_panel(code: str) -> None:
 
 @st.fragment(run_every=LEAD_POLL_S)
 def _leader_publish() -> None:
-    """Republish the view (a picker inside a page's fragment does not rerun app.py) and keep the heartbeat."""
-    with guard("the class"):
+    """Republish the view (a picker inside a page's fragment does not rerun app.py) and keep the heartbeat. Refused
+    (another tab leads, or the class was lost with its store): the next full run tells it (rt.Tab.enter)."""
+    with guard("the class"), reachable(say=False):
         if leading():
             _publish()
+    if st.session_state.get(rt.DEMOTED) and not st.session_state.get(rt.LOST):  # lost: say so now
+        st.rerun()
 
 
 @st.fragment(run_every=STATUS_POLL_S)
 def _leader_status(code: str) -> None:
-    with guard("the class"):
+    with guard("the class"), reachable():
         _leader_status_body(code)
 
 
 def _leader_status_body(code: str) -> None:
-    view = store().get(code)
+    view = tab().view(code)
     if view is None:
         return
     following, present = store().counts(code)
@@ -317,8 +331,8 @@ def _ask(code: str, preset_fn, prompt: str, choices: list[str]) -> None:
         store().ask(code, tab_id(), preset.kind, preset.prompt, choices, answer)
     except ValueError as e:  # a ClassError, or a preset the view cannot ask
         st.session_state[rt.ERROR] = str(e)
-    except sqlite3.Error as e:  # the class store cannot be reached (a Redis that is down): told, no traceback
-        st.session_state[rt.ERROR] = rt.store_error_text(e)
+    except sqlite3.Error as e:  # the class store cannot be reached (a Redis that is down): paused, no traceback
+        tab().unreachable(e)
 
 
 # -- a lecture, presented (#39, item 4) ---------------------------------------------------------------------------
@@ -361,7 +375,7 @@ def _summary(code: str, key: str, expanded: bool | None, title: str = "") -> Non
     expander (open when `expanded`), or a popover (`expanded` None)."""
     box = (st.popover(summary.SUMMARY_TITLE, icon=":material/summarize:") if expanded is None else
            st.expander(summary.SUMMARY_TITLE, expanded=expanded, icon=":material/summarize:"))
-    with box:
+    with box, reachable(say=False):
         asked = store().asked(code)
         if not asked:
             return st.caption(summary.NO_QUESTIONS)
@@ -404,15 +418,15 @@ def _student_panel(code: str) -> None:
 
 
 def _student_body(code: str) -> None:
-    view = store().get(code)
+    view = tab().view(code)
     if view is None:
         tab().leave(st.query_params, gone=code)
         st.rerun()
     following = bool(st.session_state.get(rt.FOLLOW_KEY))
     if not _student_seen(code):
         st.caption("The class is full.")
-    if not view.leader_active(time.time()):
-        st.info(rt.AWAY_TEXT)
+    if notice := leader_notice(view.leader, view.leader_seen, time.time()):
+        st.info(notice)  # reconnecting (a flaky connection, a reload) or away; the page stays live either way
     elif following:
         st.caption(f"Class {code} · you follow the instructor.")
     if following and get_script_run_ctx().fragment_ids_this_run:  # a tick (a full run took the view in begin)
@@ -424,13 +438,13 @@ def _student_body(code: str) -> None:
 
 @st.fragment(run_every=FOLLOW_POLL_S)
 def _student_poll(code: str) -> None:
-    with guard("the class"):
+    with follow_lane.follower_run(), guard("the class"), reachable():  # a tick goes through the class's lane (#42)
         _student_body(code)
 
 
 @st.fragment(run_every=STATUS_POLL_S)
 def _student_poll_slow(code: str) -> None:  # an exploring student: no view to follow, the question still comes
-    with guard("the class"):
+    with guard("the class"), reachable():
         _student_body(code)
 
 
