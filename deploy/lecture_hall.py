@@ -24,9 +24,13 @@ write it in the URL, redis://:PASSWORD@10.0.0.1:6379/0).
     deploy/lecture_hall.py --replicas 2 --address 10.0.0.1 --redis-bind 10.0.0.1 --bind 0.0.0.0:8080 \
         --servers 10.0.0.1:8501,10.0.0.1:8502,10.0.0.2:8501,10.0.0.2:8502
 
-`--print-config` prints the HAProxy config it would run and exits. `--ready-file F` writes the hall's addresses (JSON)
-to F once every part answers its health check (the test waits on it). Every process this script starts is stopped
-when it exits (Ctrl-C, SIGTERM, or any part dying).
+`--print-config` prints the HAProxy config it would run and exits. `--ready-file F` writes the hall's addresses and
+process ids (JSON) to F once every part answers its health check (the test and bench/hall_faults.py wait on it).
+
+Faults (#42, item 3): a replica that dies is reported and the hall goes on with the others; HAProxy's health check
+takes it out and `option redispatch` sends its students' reconnecting tabs to a live replica, where their URL's
+?class=CODE puts them back in the class. The hall stops when Redis (started here), HAProxy or every replica is gone.
+Every process this script starts is stopped when it exits (Ctrl-C, SIGTERM, or one of those).
 """
 
 from __future__ import annotations
@@ -181,16 +185,23 @@ def run(a) -> int:
             front = f"http://{'127.0.0.1' if host in ('0.0.0.0', '*', '') else host}:{port}"
             hall.wait("haproxy", lambda: http_ok(front + "/_stcore/health"), 30)
         info = {"front": front, "replicas": urls, "redis": redis_url, "run_dir": str(run_dir),
-                "stats_socket": None if a.no_front else str(run_dir / "haproxy.sock")}
+                "stats_socket": None if a.no_front else str(run_dir / "haproxy.sock"),
+                "pids": {p.name: p.pid for p in hall.procs}}
         if not os.environ.get("ATTENTION_LAB_INSTRUCTOR_KEY"):
             print("Note: ATTENTION_LAB_INSTRUCTOR_KEY is not set, so class mode is off on these replicas.")
         print(f"Lecture hall ready: {front or 'no front here'} -> {len(urls)} replica(s), class store {redis_url}. "
               f"Logs: {run_dir}. Ctrl-C stops it.", flush=True)
         if a.ready_file:
             Path(a.ready_file).write_text(json.dumps(info))
-        while True:  # until Ctrl-C / SIGTERM, or a part dies
-            if dead := [p.name for p in hall.procs if p.poll() is not None]:
-                print(f"{', '.join(dead)} exited; stopping the hall (see {run_dir}).", file=sys.stderr)
+        told: set[str] = set()
+        while True:  # until Ctrl-C / SIGTERM, or the hall cannot serve
+            dead = {p.name for p in hall.procs if p.poll() is not None}
+            for name in sorted(dead - told):
+                print(f"{name} exited (see {run_dir}/{name}.log).", file=sys.stderr, flush=True)
+            told |= dead
+            replicas = {f"replica{i}" for i in range(1, len(urls) + 1)}
+            if dead - replicas or (replicas and replicas <= dead):  # Redis or HAProxy gone, or every replica
+                print(f"The hall cannot serve without {', '.join(sorted(dead))}; stopping it.", file=sys.stderr)
                 return 1
             time.sleep(1.0)
     except KeyboardInterrupt:
