@@ -206,7 +206,7 @@ def test_encoder_decoder_with_alibi_decodes_with_the_cache_as_without():
 
 # -- training and checkpoints ---------------------------------------------------------------------------------
 def test_the_train_page_offers_alibi_and_a_short_run_with_it_learns():
-    specs = train_lesson.ablation_specs(train_lesson.TrainSpec(), "positional encoding")
+    specs = train_lesson.ablation_specs(train_lesson.TrainSpec(), "position")
     assert [s.pos_encoding for s in specs] == ["none", "sinusoidal", "learned", "rope", "alibi"]
     spec = dataclasses.replace(specs[-1], task="copy", steps=60, every=20, lr=1e-2, seq_len=32)
     run = train_lesson.Run(spec)

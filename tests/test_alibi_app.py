@@ -78,5 +78,5 @@ def test_train_page_offers_alibi_and_its_position_comparison_runs_five():
     assert "alibi" in app.selectbox(key="train_pos").options
     open_tab(app, "train_tab", "Compare setups")
     assert not app.exception and not app.error
-    assert app.radio(key="train_ablation_kind").value == "positional encoding"
+    assert app.radio(key="train_ablation_kind").value == "position"
     assert app.button(key="train_ablation_start").label == "Run 5 side by side"  # none … rope, alibi

@@ -165,7 +165,7 @@ def test_why_mlm_opens_the_train_pages_causal_mask_comparison(page):
     assert_clean(at)
     assert at.session_state["train_tab"] == "Compare setups"
     vary = next(r for r in at.radio if r.label == "Vary")  # drawn only inside the Compare setups tab
-    assert vary.value == "causal mask"
+    assert vary.value == "mask"
 
 
 def test_held_out_metrics_recorded_and_recomputed_live_agree(page, tiny_encoder):

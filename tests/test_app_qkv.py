@@ -247,7 +247,7 @@ def test_heldout_tab_matches_metadata_and_opens_the_train_ablation(at):
     clean(at)
     assert at.session_state["train_tab"] == "Compare setups"
     vary = next(r for r in at.radio if r.label == "Vary")  # drawn only inside the Compare setups tab
-    assert vary.value == "Q, K and V"
+    assert vary.value == "qkv"
     at.switch_page(PAGE).run()  # back, for the tests after this one
 
 

@@ -87,10 +87,10 @@ def test_a_translation_run_snapshots_cross_attention_with_its_row_labels():
 
 
 def test_model_kind_comparison_trains_all_three_and_other_comparisons_need_a_transformer():
-    specs = T.ablation_specs(T.TrainSpec(task="recall", seq_len=64), "RNN vs LSTM vs transformer")
+    specs = T.ablation_specs(T.TrainSpec(task="recall", seq_len=64), "kind")
     assert [s.arch for s in specs] == ["transformer", "rnn", "lstm"]
     with pytest.raises(ValueError, match="varies a part of a transformer"):
-        T.ablation_specs(T.TrainSpec(arch="lstm"), "Q, K and V")
+        T.ablation_specs(T.TrainSpec(arch="lstm"), "qkv")
 
 
 def test_only_a_translation_run_can_guide_a_head_and_its_label_says_so():

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,18 +31,54 @@ VERSION = 1
 MAX_WEIGHTS_BYTES = 256 * 1024 * 1024   # a classroom model is a few MB; refuse anything huge
 MAX_JSON_BYTES = 16 * 1024 * 1024
 
-# The JSON's "kind" names the model class; a JSON without one (every older checkpoint) is a TinyTransformer.
-# A model class other than TinyTransformer says its kind in a `kind` attribute. kind -> (config class, build).
-MODEL_KINDS: dict[str, tuple[type, Any]] = {
-    "transformer": (ModelConfig, TinyTransformer),
-    "rnn": (RecurrentConfig, RecurrentLM.from_config),
-    "lstm": (RecurrentConfig, RecurrentLM.from_config),
-    "seq2seq": (Seq2SeqConfig, Seq2SeqTransformer),
-}
+TRANSFORMER, SEQ2SEQ = "transformer", "seq2seq"  # the kind of a JSON without one (every older checkpoint); a translator
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """One model class the app builds and reads (a checkpoint JSON's "kind"): its config class, the one builder
+    (config -> model with random weights), its label on the Train page and its short name in sentences, whether it is
+    recurrent (no attention to watch; reads left to right only), and whether the Train page's Model kind box offers
+    it (the encoder-decoder comes with the translate task instead)."""
+    name: str
+    label: str
+    short: str
+    config_class: type
+    build: Callable[[Any], torch.nn.Module]
+    recurrent: bool = False
+    on_train_form: bool = True
+
+    def preset_config(self, preset: str, vocab_size: int, **overrides: Any) -> Any:
+        """A fresh model's config from a size preset and overrides (a recurrent model has no presets)."""
+        if self.recurrent:
+            return self.config_class(kind=self.name, vocab_size=vocab_size, **overrides)
+        return self.config_class.preset(preset, vocab_size=vocab_size, **overrides)
+
+
+# A model class other than TinyTransformer says its kind in a `kind` attribute.
+MODEL_KINDS: dict[str, ModelKind] = {k.name: k for k in (
+    ModelKind(TRANSFORMER, "transformer", "transformer", ModelConfig, TinyTransformer),
+    ModelKind("rnn", "RNN (nn.RNN, tanh)", "RNN", RecurrentConfig, RecurrentLM.from_config, recurrent=True),
+    ModelKind("lstm", "LSTM (nn.LSTM)", "LSTM", RecurrentConfig, RecurrentLM.from_config, recurrent=True),
+    ModelKind(SEQ2SEQ, "encoder-decoder", "encoder-decoder", Seq2SeqConfig, Seq2SeqTransformer, on_train_form=False),
+)}
+
+
+def model_kind_row(kind: str) -> ModelKind:
+    """The row of a kind; a ValueError that names the known ones otherwise."""
+    if kind not in MODEL_KINDS:
+        raise ValueError(f"the checkpoint holds a model of kind {kind!r}; this app reads "
+                         f"{', '.join(map(repr, MODEL_KINDS))}.")
+    return MODEL_KINDS[kind]
+
+
+def build_model(kind: str, config: Any) -> torch.nn.Module:
+    """The app's one model factory: a fresh model of this kind from its config (random weights, torch's seed)."""
+    return model_kind_row(kind).build(config)
 
 
 def model_kind(model: torch.nn.Module) -> str:
-    return getattr(model, "kind", "transformer")
+    return getattr(model, "kind", TRANSFORMER)
 
 
 @dataclass
@@ -137,18 +174,15 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
 
 def _read_config(doc: dict[str, Any]) -> tuple[Any, Any]:
     """(config, build) for the JSON's model kind; absent kind = a TinyTransformer (older checkpoints)."""
-    kind = doc.get("kind", "transformer")
-    if kind not in MODEL_KINDS:
-        raise ValueError(f"the checkpoint holds a model of kind {kind!r}; this app reads "
-                         f"{', '.join(map(repr, MODEL_KINDS))}.")
-    config_class, build = MODEL_KINDS[kind]
+    kind = doc.get("kind", TRANSFORMER)
+    row = model_kind_row(kind)
     try:
-        config = config_class.from_dict(doc.get("config"))
+        config = row.config_class.from_dict(doc.get("config"))
     except TypeError as e:
         raise ValueError(f"the checkpoint's config is invalid: {e}") from None
     if getattr(config, "kind", kind) != kind:
         raise ValueError(f"the checkpoint says kind {kind!r} but its config describes a {config.kind!r} model.")
-    return config, build
+    return config, row.build
 
 
 def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
@@ -207,4 +241,4 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     """The JSON side only (cheap: used by the model picker)."""
     doc = _read_json(json_path(path))
     return {"config": doc.get("config", {}), "metadata": doc.get("metadata", {}),
-            "kind": doc.get("kind", "transformer")}
+            "kind": doc.get("kind", TRANSFORMER)}

@@ -5,8 +5,9 @@ it is rotated by m * theta_i, theta_i = base^(-2i/d_k). Because R_t^T R_s = R_(s
 <R_t q, R_s k> = <q, R_(s-t) k>: scores depend only on the offset s - t.
 
 Scalings follow HF transformers' modeling_rope_utils: one table, SCALINGS, a row per type (its pure
-function, label, parameters and their ranges, HF name); each function returns (inv_freq, attention_factor). attention_factor multiplies cos AND sin,
-so attention logits are multiplied by attention_factor**2.
+function, label, parameters and their ranges, HF name); each function returns (inv_freq,
+attention_factor). attention_factor multiplies cos AND sin, so attention logits are multiplied by
+attention_factor**2.
 """
 
 from __future__ import annotations
@@ -199,9 +200,15 @@ SCALINGS: dict[str, Scaling] = {s.name: s for s in (
     }, hf_name="llama3", from_hf=_hf_original),
 )}
 
-# Views of SCALINGS for callers that want one column (HF's name for the first).
+
+def scaling_labels() -> dict[str, str]:
+    """name -> label of every row of SCALINGS, as the table holds them now."""
+    return {name: s.label for name, s in SCALINGS.items()}
+
+
+# Views of SCALINGS taken at import, for callers that want one column (HF's name for the first).
 ROPE_INIT_FUNCTIONS: dict[str, ScalingFn] = {name: s.init for name, s in SCALINGS.items()}
-ROPE_SCALING_LABELS: dict[str, str] = {name: s.label for name, s in SCALINGS.items()}
+ROPE_SCALING_LABELS: dict[str, str] = scaling_labels()
 
 
 def scaling_row(kind: str | None) -> Scaling:

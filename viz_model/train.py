@@ -24,7 +24,9 @@ from typing import Any
 
 import torch
 
-from viz_model.config import POS_ENCODINGS, ModelConfig
+from viz_model import checkpoint
+from viz_model.checkpoint import SEQ2SEQ, TRANSFORMER
+from viz_model.config import POS_ENCODINGS
 from viz_model.data import (
     GRAMMAR_POOL,
     SENTENCE_TASKS,
@@ -40,9 +42,7 @@ from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
 from viz_model.mlm import fill_mask
 from viz_model.model import TinyTransformer, eval_mode
-from viz_model.rnn import RECURRENT_KINDS, RecurrentLM
 from viz_model.seq2seq import (
-    Seq2SeqConfig,
     Seq2SeqTransformer,
     encode_source,
     guided_alignment_loss,
@@ -467,7 +467,7 @@ RECIPES["encoder-mlm"] = dict(
     description="2 layers x 4 heads, d_model 64, bidirectional attention, trained like BERT: 15% of the words "
                 "hidden and predicted from both sides; the corpus and 40,000 sentences of the toy grammar.")
 RECIPES["translate"] = dict(
-    preset="tiny", kind="seq2seq", model=dict(SMALL, n_encoder_layers=2, max_len=32, pos_encoding="learned"),
+    preset="tiny", kind=SEQ2SEQ, model=dict(SMALL, n_encoder_layers=2, max_len=32, pos_encoding="learned"),
     task="translate", steps=5000, lr=3e-3, batch_size=64, title="Encoder-decoder (toy translation)",
     description="Translates sentences of the toy grammar into the toy language (adjectives after nouns, verbs "
                 "last): the corpus's sentences and 40,000 drawn from every rule of the grammar.")
@@ -479,24 +479,20 @@ RECIPES["translate-guided"] = dict(
                 "of the last decoder layer toward the known word alignment; the other heads learn on their own.")
 
 
-def build_model(preset: str, tokenizer, kind: str = "transformer", **overrides: Any) -> torch.nn.Module:
-    """A fresh model: a TinyTransformer from a preset, or (kind "rnn" / "lstm") a RecurrentLM (preset unused)."""
-    if kind in RECURRENT_KINDS:
-        return RecurrentLM(kind, tokenizer.get_vocab_size(), **overrides)
-    if kind == "seq2seq":  # n_layers = decoder depth, n_encoder_layers in overrides
-        return Seq2SeqTransformer(Seq2SeqConfig.preset(preset, vocab_size=tokenizer.get_vocab_size(), **overrides))
-    cfg = ModelConfig.preset(preset, vocab_size=tokenizer.get_vocab_size(), **overrides)
-    return TinyTransformer(cfg)
+def build_model(preset: str, tokenizer, kind: str = TRANSFORMER, **overrides: Any) -> torch.nn.Module:
+    """A fresh model of a checkpoint.MODEL_KINDS kind from a size preset (a recurrent model uses none) and overrides."""
+    config = checkpoint.model_kind_row(kind).preset_config(preset, tokenizer.get_vocab_size(), **overrides)
+    return checkpoint.build_model(kind, config)
 
 
 def train_and_save(out: str | Path, *, preset: str = "classroom", model_overrides: dict | None = None,
                    train: TrainConfig, title: str = "", description: str = "", log=print,
-                   kind: str = "transformer", metrics=None) -> dict[str, Any]:
+                   kind: str = TRANSFORMER, metrics=None) -> dict[str, Any]:
     """Train a fresh model, score its heads, and save it with full metadata. Returns the metadata.
 
     metrics: optional (model, tokenizer) -> dict of held-out measurements merged into the metadata (the build
     script passes the lesson's, e.g. viz_model.lessons.encoder.heldout_metrics)."""
-    from viz_model import checkpoint, heads
+    from viz_model import heads
     from viz_model.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer("word")
@@ -527,7 +523,7 @@ def train_and_save(out: str | Path, *, preset: str = "classroom", model_override
         "params": model.num_params(), "tokenizer": "word", "bos": True,
         "train_config": asdict(replace(train, device="cpu")),
         "head_roles": (heads.head_roles(model, tokenizer, train.task)
-                       if kind == "transformer" and train.task not in SENTENCE_TASKS else []),
+                       if kind == TRANSFORMER and train.task not in SENTENCE_TASKS else []),
     }
     if train.task == "recall":  # where each model kind stops remembering: the lesson's table
         meta["accuracy_by_distance"] = {str(d): a for d, a in
@@ -570,7 +566,7 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or f"runs/{name or args.preset}.safetensors"
     train_and_save(out, preset=recipe["preset"], model_overrides=recipe["model"], train=train_cfg,
                    title=recipe.get("title", ""), description=recipe.get("description", ""),
-                   kind=recipe.get("kind", "transformer"))
+                   kind=recipe.get("kind", TRANSFORMER))
 
 
 if __name__ == "__main__":

@@ -11,36 +11,37 @@ Events (dicts) the page consumes, in order per step:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from viz_model import heads
-from viz_model.checkpoint import MODEL_KINDS
+from viz_model import checkpoint, heads
+from viz_model.checkpoint import MODEL_KINDS, SEQ2SEQ, TRANSFORMER
 from viz_model.config import POS_ENCODINGS, PRESETS, ModelConfig
 from viz_model.data import TASKS, TaskData, probe_text, sample_prompt
 from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
+from viz_model.lessons import common
 from viz_model.lessons.common import Fact, TeacherForcing
-from viz_model.lessons.common import prefix_check as prefix_errors
 from viz_model.masks import MASKS, causal_mask
 from viz_model.model import TinyTransformer, eval_mode
-from viz_model.rnn import RECURRENT_KINDS, RecurrentConfig
+from viz_model.rnn import RecurrentConfig
 from viz_model.seq2seq import Seq2SeqConfig
 from viz_model.tokenizer import encode, load_tokenizer
 from viz_model.train import AttentionSnapshot, DivergedEvent, EvalEvent, SampleEvent, StepEvent, TrainConfig, Trainer
 
 MASK_NAMES = {"causal": "causal", "bidirectional": "no mask"}  # the run labels' words; other kinds: their label
 BUDGET = 4e12          # params x steps x batch x T: about 3x a 600-step classroom run
-ARCHS = ("transformer", *RECURRENT_KINDS)  # what the Train page can build; "translate" makes it an encoder-decoder
+ARCHS = tuple(k for k, row in MODEL_KINDS.items() if row.on_train_form)  # "translate" makes it an encoder-decoder
 
 
 @dataclass(frozen=True)
 class TrainSpec:
     preset: str = "tiny"          # "tiny" | "classroom" | "custom"
     task: str = "lm"
-    arch: str = "transformer"     # "transformer" | "rnn" | "lstm" (torch's nn.RNN / nn.LSTM)
+    arch: str = TRANSFORMER       # a kind of ARCHS (checkpoint.MODEL_KINDS' rows on the Train form)
     n_layers: int = 2
     n_heads: int = 2
     d_model: int = 32
@@ -70,7 +71,12 @@ class TrainSpec:
     @property
     def kind(self) -> str:
         """The model class a run builds (checkpoint.MODEL_KINDS): translation needs an encoder-decoder."""
-        return "seq2seq" if self.task == "translate" else self.arch
+        return SEQ2SEQ if self.task == "translate" else self.arch
+
+    @property
+    def recurrent(self) -> bool:
+        """An RNN or LSTM (its row in checkpoint.MODEL_KINDS): no attention, left to right only."""
+        return MODEL_KINDS[self.kind].recurrent
 
     def size(self) -> dict:
         """n_layers, n_heads, d_model of the preset, or the custom choice."""
@@ -82,9 +88,9 @@ class TrainSpec:
         """Preset or custom config (the config classes raise ValueError with a sentence if impossible). An encoder
         (masked LM) is never causal and an encoder-decoder's decoder always is, whatever the causal switch says."""
         size = self.size()
-        if self.arch != "transformer":
+        if MODEL_KINDS[self.arch].recurrent:
             if self.task in ("mlm", "translate"):
-                raise ValueError(f"an {self.arch.upper()} reads left to right: it cannot be an encoder or a "
+                raise ValueError(f"an {MODEL_KINDS[self.arch].short} reads left to right: it cannot be an encoder or a "
                                  "translator here. Pick a transformer, or a next-token task.")
             return RecurrentConfig(kind=self.arch, vocab_size=vocab_size, d_model=size["d_model"],
                                    n_layers=size["n_layers"], max_len=self.seq_len)
@@ -99,8 +105,8 @@ class TrainSpec:
 
     def label(self) -> str:
         """Names every setting that differs from the default, so the curves of a comparison are told apart."""
-        if self.arch != "transformer":
-            return " · ".join([self.preset, self.task, self.arch.upper()])
+        if self.recurrent:
+            return " · ".join([self.preset, self.task, MODEL_KINDS[self.arch].short])
         parts = [self.preset, self.task, self.pos_encoding, MASK_NAMES.get(self.mask, MASKS[self.mask].label)]
         extras = {"qkv": self.qkv != "separate", "norm": self.norm != "layernorm",
                   f"{self.norm_position}-norm": self.norm_position != "pre", "no residual": not self.residual,
@@ -127,7 +133,7 @@ def clamp_steps(steps: int) -> tuple[int, str | None]:
 
 def build_model(spec: TrainSpec, config: ModelConfig | RecurrentConfig) -> torch.nn.Module:
     """A fresh model of the spec's kind from its config (random weights from torch's current seed)."""
-    return MODEL_KINDS[spec.kind][1](config)
+    return checkpoint.build_model(spec.kind, config)
 
 
 def validate(spec: TrainSpec, vocab_size: int) -> tuple[ModelConfig, int]:
@@ -217,7 +223,7 @@ class Run:
                 yield {"kind": "eval", "step": ev.step, "heldout_loss": ev.heldout_loss, "accuracy": ev.accuracy}
             elif isinstance(ev, AttentionSnapshot) and ev.probs:  # an RNN has no attention to snapshot
                 probs = torch.stack(ev.probs).numpy()  # (L, H, T, T); translate: cross-attention (L, H, Tt, Ts)
-                roles = role_scores(self.model, self.tok, probs, self.spec.task) if self.spec.kind == "transformer" \
+                roles = role_scores(self.model, self.tok, probs, self.spec.task) if self.spec.kind == TRANSFORMER \
                     else {}
                 yield {"kind": "snapshot", "step": ev.step, "tokens": ev.tokens, "probs": probs, "roles": roles,
                        "query_tokens": ev.query_tokens}
@@ -227,32 +233,49 @@ class Run:
                 yield {"kind": "diverged", "step": ev.restored_step, "message": ev.message}
 
 
-ABLATIONS = ("positional encoding", "causal mask", "Q, K and V", "pre/post-norm × warm-up", "norm kind",
-             "residual", "RNN vs LSTM vs transformer")
+def _kinds(spec: TrainSpec) -> list[TrainSpec]:
+    if spec.task in ("mlm", "translate"):
+        raise ValueError("an RNN cannot be an encoder or a translator here: pick a next-token task (recall "
+                         "shows where each model kind stops remembering).")
+    return [replace(spec, arch=a) for a in ARCHS]
 
 
-def ablation_specs(spec: TrainSpec, kind: str) -> list[TrainSpec]:
-    """Copies of `spec` that differ in one thing (same data, seed and steps), for the compare-setups tab."""
-    if kind == "RNN vs LSTM vs transformer":
-        if spec.task in ("mlm", "translate"):
-            raise ValueError("an RNN cannot be an encoder or a translator here: pick a next-token task (recall "
-                             "shows where each model kind stops remembering).")
-        return [replace(spec, arch=a) for a in ARCHS]
-    if spec.arch != "transformer":
-        raise ValueError(f"“{kind}” varies a part of a transformer; this setup is an {spec.arch.upper()}.")
-    if kind == "positional encoding":
-        return [replace(spec, pos_encoding=p) for p in POS_ENCODINGS]  # none, sinusoidal, learned, rope, alibi
-    if kind == "causal mask":
-        return [replace(spec, mask="causal"), replace(spec, mask="bidirectional")]
-    if kind == "Q, K and V":
-        return [replace(spec, qkv=q) for q in ("separate", "shared_qk", "shared_kv", "none")]
-    if kind == "pre/post-norm × warm-up":
-        return [replace(spec, norm_position=n, warmup=w) for n in ("pre", "post") for w in (True, False)]
-    if kind == "norm kind":
-        return [replace(spec, norm=n) for n in ("layernorm", "batchnorm", "rmsnorm")]
-    if kind == "residual":
-        return [replace(spec, residual=True), replace(spec, residual=False)]
-    raise ValueError(f"unknown ablation {kind!r}.")
+@dataclass(frozen=True)
+class Ablation:
+    """One comparison of the Compare setups tab, keyed by name: its label under Vary, and the copies of a spec it
+    trains (same data, seed and steps; they differ in one thing). any_kind: it varies the model kind itself, so
+    it runs from any setup; the others vary a part of a transformer."""
+    name: str
+    label: str
+    variants: Callable[[TrainSpec], list[TrainSpec]]
+    any_kind: bool = False
+
+
+ABLATIONS: dict[str, Ablation] = {a.name: a for a in (
+    Ablation("position", "positional encoding",  # none, sinusoidal, learned, rope, alibi
+             lambda s: [replace(s, pos_encoding=p) for p in POS_ENCODINGS]),
+    Ablation("mask", "causal mask", lambda s: [replace(s, mask="causal"), replace(s, mask="bidirectional")]),
+    Ablation("qkv", "Q, K and V", lambda s: [replace(s, qkv=q) for q in QKV_LABELS]),
+    Ablation("norm_warmup", "pre/post-norm × warm-up",
+             lambda s: [replace(s, norm_position=n, warmup=w) for n in ("pre", "post") for w in (True, False)]),
+    Ablation("norm", "norm kind", lambda s: [replace(s, norm=n) for n in ("layernorm", "batchnorm", "rmsnorm")]),
+    Ablation("residual", "residual", lambda s: [replace(s, residual=True), replace(s, residual=False)]),
+    Ablation("kind", "RNN vs LSTM vs transformer", _kinds, any_kind=True),
+    # #40: ALiBi beside RoPE, the two relative position methods, in two runs (Press et al.'s comparison)
+    Ablation("rope_alibi", "RoPE vs ALiBi", lambda s: [replace(s, pos_encoding=p) for p in ("rope", "alibi")]),
+)}
+
+
+def ablation_specs(spec: TrainSpec, name: str) -> list[TrainSpec]:
+    """Copies of `spec` that differ in one thing (same data, seed and steps), for the compare-setups tab: the
+    variants of ABLATIONS[name]."""
+    if name not in ABLATIONS:
+        raise ValueError(f"unknown ablation {name!r}; choose one of {', '.join(ABLATIONS)}.")
+    row = ABLATIONS[name]
+    if spec.recurrent and not row.any_kind:
+        raise ValueError(f"“{row.label}” varies a part of a transformer; this setup is an "
+                         f"{MODEL_KINDS[spec.arch].short}.")
+    return row.variants(spec)
 
 
 def forcing_rows(run: Run, tf: TeacherForcing, text: str) -> list[dict]:
@@ -314,7 +337,7 @@ def prefix_check(model: TinyTransformer, tok, text: str) -> float:
     """Max |logit difference| between the one-pass prediction at t and running the prefix 0..t alone, in eval mode
     as teacher_forcing_check runs (a BatchNorm model in training mode refuses the one-token prefix)."""
     with eval_mode(model):
-        return float(prefix_errors(model, encode(tok, text, max_len=model.config.max_len, bos=True).ids).max())
+        return float(common.prefix_check(model, encode(tok, text, max_len=model.config.max_len, bos=True).ids).max())
 
 
 @torch.no_grad()
@@ -333,7 +356,7 @@ def mask_demo(run_masked: Run, run_free: Run) -> dict:
 PRESET_FORM = {"tiny": {"train_batch": 16, "train_seq": 32, "train_steps": 200},
                "classroom": {"train_batch": 32, "train_seq": 64, "train_steps": 600},
                "custom": {"train_batch": 32, "train_seq": 64, "train_steps": 600}}
-ARCH_LABELS = {"transformer": "transformer", "rnn": "RNN (nn.RNN, tanh)", "lstm": "LSTM (nn.LSTM)"}
+ARCH_LABELS = {k: MODEL_KINDS[k].label for k in ARCHS}  # the Model kind box's words (checkpoint.MODEL_KINDS)
 QKV_LABELS = {"separate": "separate W_Q, W_K, W_V", "shared_qk": "shared Q = K", "shared_kv": "shared K = V",
               "none": "none (raw XXᵀ)"}
 GUIDE_WEIGHTS, GUIDE_WEIGHT = [0.01, 0.05, 0.2, 1.0], 0.05  # 0.05: the "translate-guided" recipe (and Garg et al.)
@@ -343,7 +366,7 @@ MASK_GAP = 0.5      # nats: hiding the future must raise the no-mask model's hel
 
 def spec_summary(spec: TrainSpec, cfg, n_params: int) -> str:
     """The form's one-line summary of what Start would train."""
-    heads_ = f" × {cfg.n_heads} heads" if hasattr(cfg, "n_heads") else f" of {spec.arch.upper()}"
+    heads_ = f" × {cfg.n_heads} heads" if hasattr(cfg, "n_heads") else f" of {MODEL_KINDS[spec.arch].short}"
     return (f"{n_params:,} parameters · {cfg.n_layers} layers{heads_} · d_model {cfg.d_model}"
             f" · {spec.steps * spec.batch_size:,} sequences seen.")
 
@@ -380,7 +403,7 @@ def teacher_forcing_check(run: Run, text: str) -> TeacherForcing:
     if len(ids) < 2:
         raise ValueError("type at least one word to predict.")
     tf = TeacherForcing.of(run.model, ids[:1], ids[1:])
-    recurrent = run.spec.kind in RECURRENT_KINDS  # measured too: an RNN's ✓ was once a 0.0 nobody computed
+    recurrent = run.spec.recurrent  # measured too: an RNN's ✓ was once a 0.0 nobody computed
     tf.check = prefix_claim(prefix_check(run.model, run.tok, text)) if recurrent or run.config.causal else None
     return tf
 
@@ -405,8 +428,8 @@ def mask_demo_rows(d: dict) -> dict[str, list[str]]:
 
 
 def no_attention(arch: str) -> str:
-    return (f"An {arch.upper()} has no attention to watch: everything it knows about the past is squeezed into one "
-            "hidden state, handed from step to step.")
+    return (f"An {MODEL_KINDS[arch].short} has no attention to watch: everything it knows about the past is squeezed "
+            "into one hidden state, handed from step to step.")
 
 
 # -- what the page says -------------------------------------------------------------------------------------------

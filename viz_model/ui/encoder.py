@@ -201,7 +201,7 @@ def _look_checks(looks: dict[str, lesson.LookAhead], names: list[str]) -> None:
 # -- why masked LM ------------------------------------------------------------------------------------
 def why_mlm() -> None:
     st.markdown(lesson.WHY_MLM)
-    train_ablation_button("causal mask", "See it on the Train page: Compare setups → causal mask", "encoder_to_train")
+    train_ablation_button("mask", "See it on the Train page: Compare setups → causal mask", "encoder_to_train")
     st.caption(lesson.ABLATION_TEXT)
 
 

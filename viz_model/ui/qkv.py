@@ -171,7 +171,7 @@ def loss_view() -> None:
 
 def train_link() -> None:
     st.markdown(lesson.TRAIN_TEXT)
-    train_ablation_button("Q, K and V", "Open the Q, K and V ablation on the Train page", "qkv_to_train")
+    train_ablation_button("qkv", "Open the Q, K and V ablation on the Train page", "qkv_to_train")
 
 
 @section("the claims")

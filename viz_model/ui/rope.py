@@ -145,7 +145,7 @@ def context_extension(d: dict, ckpt=None) -> None:
 
 
 def _extension_views(d_k: int, base: float, L: int, Lp: int, method: str, extra: dict, ckpt) -> None:
-    labels = rope.ROPE_SCALING_LABELS
+    labels = rope.scaling_labels()
     if short := lesson.short_target(L, Lp):
         st.warning(short)
         return
@@ -204,7 +204,7 @@ def length_experiment() -> None:
     bar = st.progress(0.0, text="starting…")
     table = lesson.length_experiment(keys, _file_cell,
                                      lambda done, text: bar.progress(done, text=text))
-    show(rfigs.length_losses(table, rope.ROPE_SCALING_LABELS, "Held-out loss against context length"),
+    show(rfigs.length_losses(table, rope.scaling_labels(), "Held-out loss against context length"),
          key="rope_len_fig", name="rope_length_experiment")
     for note in [*lesson.length_notes(table), lesson.LOWER_IS_BETTER, lesson.NOT_FINE_TUNED]:
         st.caption(note)

@@ -207,7 +207,7 @@ def curves(job) -> None:
 def attention(job) -> None:
     """The latest probe attention, per-head role scores over time, and the greedy samples so far."""
     h, spec = lesson.history(job.events_since()), job.meta["spec"]
-    if spec.kind in ("rnn", "lstm"):
+    if spec.recurrent:
         st.caption(lesson.no_attention(spec.arch))
     if h.snaps:
         d1, d2 = st.columns(2)
@@ -241,7 +241,7 @@ def _evolution(jobs: list) -> None:
     h = lesson.history(job.events_since())
     run = job.result
     if not h.snaps:
-        st.caption("An RNN has no attention: there is nothing to snapshot." if run.spec.kind in ("rnn", "lstm")
+        st.caption("An RNN has no attention: there is nothing to snapshot." if run.spec.recurrent
                    else f"The first snapshot comes at step {run.spec.every}.")
         return
     for note in lesson.evolution_notes(run.spec, len(h.snaps), job.active, bool(h.query_tokens)):
@@ -281,7 +281,8 @@ def teacher_forcing(job) -> None:
 
 
 def ablation(reg, owner: str, spec: TrainSpec, vocab_size: int) -> None:
-    kind = st.radio("Vary", lesson.ABLATIONS, horizontal=True, key="train_ablation_kind", **share.URL)
+    kind = st.radio("Vary", list(lesson.ABLATIONS), horizontal=True, key="train_ablation_kind", **share.URL,
+                    format_func=lambda name: lesson.ABLATIONS[name].label)
     try:
         specs = lesson.ablation_specs(spec, kind)
     except ValueError as e:
@@ -316,7 +317,7 @@ def _compared(reg, kind: str, jobs: list) -> None:
     chart.show(loss_curves(runs, title="Same setup, one thing changed", total=max(j.total for j in jobs)),
                key="train_ablation_chart", name="train_ablation", exports=not any(j.active for j in jobs))
     done = [j for j in jobs if j.status == J.DONE]
-    if kind == "causal mask" and len(done) == 2:
+    if kind == "mask" and len(done) == 2:  # lesson.ABLATIONS["mask"]: the causal mask on and off
         masked, free = sorted(done, key=lambda j: not j.meta["spec"].causal)
         with masked.model_lock, free.model_lock:
             d = lesson.mask_demo(masked.result, free.result)

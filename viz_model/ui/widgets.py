@@ -243,7 +243,8 @@ TRAIN_PAGE = "app_pages/train.py"
 
 
 def train_ablation_button(kind: str, label: str, key: str) -> None:
-    """A button that opens the Train page on its Compare setups tab with `kind` chosen under Vary.
+    """A button that opens the Train page on its Compare setups tab with `kind` (a name of lessons.train.ABLATIONS)
+    chosen under Vary.
 
     A button, not st.page_link: a link cannot set the Train page's tab and Vary picker, so it opened on the
     first tab (#26). query_params={}: a plain switch_page clears the URL, which Streamlit 1.67 refuses while

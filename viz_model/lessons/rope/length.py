@@ -144,7 +144,7 @@ def length_table(table: pd.DataFrame) -> pd.DataFrame:
     """Loss per (model, method) and length, three decimals, "—" where a cell was not run; a model run under one
     method only is "as trained (not RoPE)"."""
     is_rope = table.groupby("model")["method"].transform("nunique") > 1
-    labels = table["method"].map(rope.ROPE_SCALING_LABELS).where(is_rope, "as trained (not RoPE)")
+    labels = table["method"].map(rope.scaling_labels()).where(is_rope, "as trained (not RoPE)")
     wide = table.assign(method=labels).pivot_table(index=["model", "method"], columns="length", values="loss",
                                                    sort=False)
     return wide.map(lambda v: "—" if pd.isna(v) else f"{v:.3f}")
