@@ -59,7 +59,7 @@ KEY = "bench-instructor-key"
 CHANGE_EVERY_S = 5.0
 OTHERS = 5
 THINK_S = (3.0, 8.0)
-LEADER_TICK_S, FOLLOW_TICK_S = 0.5, 1.0   # ui/classroom.py's LEAD_POLL_S and FOLLOW_POLL_S (read from auto_rerun)
+LEADER_TICK_S, FOLLOW_TICK_S = 0.5, 1.0   # ui/class_mode.py's LEAD_POLL_S and FOLLOW_POLL_S (read from auto_rerun)
 SHARED_DB = ""   # the SQLite class store every process of a sqlite scenario opens (set in main)
 TITLE = re.compile(r"Layer (\d+) · head (\d+)", re.I)
 

@@ -47,7 +47,7 @@ def question_page(answer: Mapping[str, Any], leader_page: str | None) -> str | N
 
 def hidden_answers(page: str, *, leading: bool, question: Any, leader_page: str | None) -> tuple[str, ...]:
     """The elements of `page` drawn hidden for this tab: a student's (never the leader's), while a class question
-    asked on this page is open and not revealed. `question`: the class's open question (runtime.classroom.Question
+    asked on this page is open and not revealed. `question`: the class's open question (runtime.class_mode.Question
     or None)."""
     if leading or question is None or question.revealed:
         return ()

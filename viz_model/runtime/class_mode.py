@@ -210,7 +210,7 @@ class ClassView:
 
 class ClassStoreAPI(ABC):
     """What a class store does, whichever backend keeps it (#42): the SQLite file (`ClassStore`) or Redis
-    (`class_redis.RedisClassStore`). The callers (ui.classroom, Tab, the benches) use only these; the store-level tests
+    (`class_redis.RedisClassStore`). The callers (ui.class_mode, Tab, the benches) use only these; the store-level tests
     run each against both. Times come from `clock` (tests move it). A backend that cannot be reached raises
     ClassStoreDown; a request the class cannot do raises ClassError with a sentence."""
 

@@ -1,7 +1,7 @@
 """The class store on Redis (#42): one class shared by app replicas on several machines.
 
 ATTENTION_LAB_CLASS_STORE=redis://host:6379/0 selects it (`class_store.open_for_server`). It keeps what the SQLite
-store keeps, with the same operations, answers and bounds (`classroom.ClassStoreAPI`; the store-level tests run on
+store keeps, with the same operations, answers and bounds (`class_mode.ClassStoreAPI`; the store-level tests run on
 both). Each operation that reads and writes is one Lua script, so it is atomic on the server as a SQLite transaction
 is; the times come from the store's `clock` (tests move it), never from the server's.
 

@@ -270,7 +270,7 @@ def sentence_text(where, label: str, default: str, key: str, limit: int, **kwarg
     return text
 
 
-HIDDEN_KEYS = "_class_hidden"  # the elements of the page drawn hidden in this run (ui.classroom.begin sets it)
+HIDDEN_KEYS = "_class_hidden"  # the elements of the page drawn hidden in this run (ui.class_mode.begin sets it)
 
 
 def answer_hidden(key: str) -> bool:
