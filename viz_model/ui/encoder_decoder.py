@@ -34,7 +34,7 @@ from viz_model.ui.widgets import (
 )
 
 SHIPPED = lesson.TRANSLATOR
-N_PAD = 2  # pads added to the source in the padding view (as a shorter sentence in a batch would get)
+N_PAD = lesson.N_PAD  # the handout pads as the page does
 
 
 @dataclass(frozen=True)
