@@ -113,6 +113,17 @@ def test_residual_stream_gradient_vanishes_toward_the_input_without_the_bypass(t
         without.losses)
 
 
+def test_layer_gradient_norms_restore_the_models_mode(tok):
+    """#41 (item 2): the gradients are taken in train mode inside eval_mode(training=True); a model handed in eval
+    mode comes back in eval mode (the old code called model.train() and left it so)."""
+    from viz_model.config import ModelConfig
+    from viz_model.data import TaskData
+
+    net = TinyTransformer(ModelConfig.preset("tiny", vocab_size=tok.get_vocab_size(), n_layers=2)).eval()
+    grads = N.layer_gradient_norms(net, TaskData("lm", tok, seed=0, batch_size=4))
+    assert len(grads.params) == 2 and not net.training
+
+
 def test_norm_placement_runs_four_variants_from_the_same_initialisation(tok):
     runs = _short(tok, N.norm_placement, n_layers=2)
     assert [r.label for r in runs] == ["pre-norm, warm-up 20", "pre-norm, warm-up 0", "post-norm, warm-up 20",

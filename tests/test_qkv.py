@@ -140,6 +140,15 @@ def test_the_claims_are_the_one_claim_type(tiny, tok):
     assert not hasattr(qkv, "ClaimRow")
 
 
+def test_traced_restores_the_models_mode_even_when_the_pass_raises(tiny):
+    """#41 (item 2): traced runs in eval_mode, whose finally restores train mode also when the pass raises."""
+    model = tiny["separate"].train()
+    with pytest.raises(IndexError):
+        qkv.traced(model, [model.config.vocab_size + 5])  # an id past the vocabulary: the embedding raises
+    assert model.training
+    model.eval()
+
+
 def test_qkv_variants_replace_only_the_qkv_field():
     @dataclass(frozen=True)
     class Spec:

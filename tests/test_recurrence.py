@@ -274,6 +274,16 @@ def test_timing_table_has_every_model_and_length_with_ratio_to_the_shortest():
     assert seen == [0.5, 1.0]
 
 
+def test_timing_restores_each_models_own_mode():
+    """#41 (item 2): the timing runs in train mode inside eval_mode(training=True), so a model handed in eval mode
+    comes back in eval mode (the old code set .train() and left it so)."""
+    models = recurrence.comparable_models(vocab_size=50, d_model=16, n_layers=1, max_len=64)
+    for m in models.values():
+        m.eval()
+    recurrence.time_forward_backward(models, (8,), batch_size=2, device="cpu", repeats=1)
+    assert not any(m.training for m in models.values())
+
+
 def test_shipped_models_lstm_decays_slower_than_rnn(tok):
     ck = recurrence.load_shipped()
     ids = recurrence.recall_inputs(ck["rnn"].tokenizer, 40, n=8)
