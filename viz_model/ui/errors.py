@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import streamlit as st
 
+from viz_model.ui import follow_lane
+
 log = logging.getLogger("attention_lab")
 
 
@@ -34,7 +36,7 @@ def section(what: str):
         @st.fragment
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            with guard(what):
+            with follow_lane.follower_run(), guard(what):  # a follower's fragment rerun goes through the lane (#42)
                 fn(*args, **kwargs)
         return run
     return wrap
