@@ -182,6 +182,8 @@ class CorpusSplit:
     heldout: list[str]
 
 
+# lru_cache (core has no ui.cache.cached): the corpus is a pure function of immutable arguments (ints; it reads no
+# file), drawn once per recipe instead of per batch. The same for the three below. Results are shared: read-only.
 @lru_cache(maxsize=4)
 def corpus_split(seed: int = 0, n: int = 20_000, heldout_size: int = 256) -> CorpusSplit:
     """Unique sentences, split by content hash; heldout capped at heldout_size (first ones drawn)."""
@@ -580,7 +582,7 @@ SKELETON_HELDOUT = 0.15  # share of skeletons (whole shapes) kept out of trainin
 GRAMMAR_POOL = 40_000    # grammar sentences a sentence task trains on, beside the corpus
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1)  # pure: no argument, derived from corpus_split() (see there)
 def corpus_skeletons() -> frozenset[str]:
     """The shapes of the corpus's translatable sentences (its templates): always on the training side."""
     split = corpus_split()
@@ -593,7 +595,7 @@ def is_heldout_skeleton(shape: str) -> bool:
         shape not in corpus_skeletons()
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=2)  # pure function of immutable arguments (ints), as corpus_split
 def grammar_pool(size: int = GRAMMAR_POOL, seed: int = 0) -> tuple[str, ...]:
     """`size` distinct grammar sentences for training: none held out by text (is_heldout) or by shape."""
     rng, out = random.Random(10_007 + seed), {}
@@ -615,7 +617,7 @@ def sentence_pool(task: str, grammar_size: int = GRAMMAR_POOL, corpus_size: int 
     return [*corpus, *grammar_pool(grammar_size)] if grammar_size else corpus
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=2)  # pure function of an int, as corpus_split
 def pool_skeletons(grammar_size: int = GRAMMAR_POOL) -> frozenset[str]:
     """The skeletons of the translation training pool."""
     return frozenset(skeleton(t) for t in sentence_pool("translate", grammar_size))

@@ -64,6 +64,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from viz_model import ASSETS_DIR
+from viz_model.files import dir_stamp
 from viz_model.pages import PAGES
 
 LECTURES_DIR = ASSETS_DIR / "lectures"
@@ -240,13 +241,11 @@ def model_names() -> dict[str, tuple[int, int] | None]:
 
 def _shipped() -> dict[str, tuple[tuple[int, int] | None, str]]:
     folder = ASSETS_DIR / "models"
-    try:
-        stamp = tuple(sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.name.endswith(".json")))
-    except OSError:
-        stamp = ()
-    return _shipped_models(str(folder), stamp)
+    return _shipped_models(str(folder), dir_stamp(folder))
 
 
+# lru_cache (core has no ui.cache.cached): a pure function of immutable arguments, the folder's file identities among
+# them (files.dir_stamp: a new, removed or rewritten JSON or weight file is a new key). Read-only result: shared.
 @functools.lru_cache(maxsize=4)
 def _shipped_models(folder: str, stamp: tuple) -> dict[str, tuple[tuple[int, int] | None, str]]:
     """name -> ((layers, heads) or None, the picker's label: the metadata's title) of each shipped transformer."""

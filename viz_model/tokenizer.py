@@ -11,10 +11,9 @@ so a page can say so.
 
 from __future__ import annotations
 
+import functools
 import re
-import threading
 import unicodedata
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -172,44 +171,24 @@ def _literal_ids(tok: Tokenizer, text: str, keep: frozenset[str]
     return ids, offsets, list(dict.fromkeys(literal))
 
 
-_CACHE_LOCK = threading.Lock()
-_SPECIALS: OrderedDict[int, tuple[Tokenizer, dict[int, str], int | None]] = OrderedDict()
-_SPLITTERS: OrderedDict[int, tuple[Tokenizer, Tokenizer]] = OrderedDict()
-_CACHE_SIZE = 16  # tokenizers per process (the shipped two, a few model folders); each entry holds its tokenizer
-
-
-def _remember(cache: OrderedDict, tok: Tokenizer, build):
-    """cache[id(tok)] (the entry keeps tok alive, so its id cannot be reused while it is there), built once."""
-    with _CACHE_LOCK:
-        hit = cache.get(id(tok))
-        if hit is not None:
-            cache.move_to_end(id(tok))
-            return hit
-    value = (tok, *build())
-    with _CACHE_LOCK:
-        cache[id(tok)] = value
-        while len(cache) > _CACHE_SIZE:
-            cache.popitem(last=False)
-    return value
-
-
+# lru_cache on a tokenizer: the app's tokenizers are loaded once and never changed after (hf.py adds a folder's
+# special tokens before it is shared), so what is derived from one is a pure function of it; keyed by identity, each
+# entry keeps its tokenizer alive. 16: the shipped two and a few model folders per process.
+@functools.lru_cache(maxsize=16)
 def _special_tokens(tok: Tokenizer) -> tuple[dict[int, str], int | None]:
-    """({id: text} of the tokenizer's special tokens, the id unknown words get or None)."""
-    def build():
-        special = {i: t.content for i, t in tok.get_added_tokens_decoder().items() if t.special}
-        unk = getattr(tok.model, "unk_token", None)
-        return special, (tok.token_to_id(unk) if unk else None)
-    return _remember(_SPECIALS, tok, build)[1:]
+    """({id: text} of the tokenizer's special tokens, the id unknown words get or None). Shared: read-only."""
+    special = {i: t.content for i, t in tok.get_added_tokens_decoder().items() if t.special}
+    unk = getattr(tok.model, "unk_token", None)
+    return special, (tok.token_to_id(unk) if unk else None)
 
 
+@functools.lru_cache(maxsize=16)  # as _special_tokens: a pure function of a tokenizer that never changes
 def _split_specials(tok: Tokenizer) -> Tokenizer:
     """A copy of `tok` that reads special tokens' spellings as text (the shared tokenizer is never switched: other
     sessions encode with it at the same time)."""
-    def build():
-        copy = Tokenizer.from_str(tok.to_str())
-        copy.encode_special_tokens = True
-        return (copy,)
-    return _remember(_SPLITTERS, tok, build)[1]
+    copy = Tokenizer.from_str(tok.to_str())
+    copy.encode_special_tokens = True
+    return copy
 
 
 def lowercases(tok: Tokenizer) -> bool:

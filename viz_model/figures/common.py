@@ -162,6 +162,8 @@ def fast_figure(data: list[dict], layout: dict, *, frames: list[dict] | None = N
     return go.Figure(dict(data=data, layout=layout, **({"frames": frames} if frames else {})), _validate=False)
 
 
+# lru_cache (figures have no ui.cache.cached): a pure function of immutable arguments (a template's name, a frozenset
+# of trace types); the dict is shared: read-only.
 @functools.lru_cache(maxsize=32)
 def _template(name: str | None, trace_types: frozenset[str]) -> dict:
     """Template `name`'s layout part plus its data entries for these trace types (plain dict, shared: read-only)."""

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from viz_model.gradients import _SHARED_MODULE
-from viz_model.lessons.common import Check, Fact
+from viz_model.lessons.common import Check, Fact, row_sum_error
 from viz_model.model import eval_mode
 
 DEFAULT_TEXT = "The trophy didn't fit in the suitcase because it"  # lecture.PROMPTS[2]: its next word is a guess
@@ -270,7 +270,7 @@ def attribution_of(m: Passes, ids: Sequence[int], tokens: Sequence[str], *, laye
         target=target_text, logp=m.logp, scores=scores, rho=rank_matrix(scores),
         start_share=float(m.probs[layer, head, -1, 0]) if start else None, baseline=baseline[1],
         same_as_baseline=[i for i, p in enumerate(words) if ids[p] == baseline[0]],
-        rollout_row_error=float((m.rolled.sum(-1) - 1).abs().max()), self_occlusion=abs(m.unchanged - m.logp),
+        rollout_row_error=row_sum_error(m.rolled), self_occlusion=abs(m.unchanged - m.logp),
         own_output=abs(m.own - m.logp))
 
 

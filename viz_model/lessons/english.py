@@ -31,7 +31,7 @@ from viz_model.heads import (
     roles_json,
 )
 from viz_model.lessons.common import Fact
-from viz_model.model import TinyTransformer
+from viz_model.model import TinyTransformer, eval_mode
 
 BARS = {"perplexity_vs_bigram": 0.8, "order_vs_shuffled": 0.6, "induction_second_vs_first": 0.5,
         "previous_token_head": 0.6}
@@ -89,7 +89,6 @@ def bigram_perplexity(bigram: Bigram, seqs: Sequence[Sequence[int]]) -> float:
 @torch.no_grad()
 def token_losses(model: TinyTransformer, seqs: Sequence[Sequence[int]], batch_size: int = 64) -> list[np.ndarray]:
     """-log P(seq[t+1] | seq[..t]) for every sequence: one (len - 1,) array each (sequences cut to max_len)."""
-    model.eval()
     pad, out = model.config.pad_id, []
     seqs = [list(s[: model.config.max_len + 1]) for s in seqs]
     for i in range(0, len(seqs), batch_size):
@@ -98,7 +97,8 @@ def token_losses(model: TinyTransformer, seqs: Sequence[Sequence[int]], batch_si
         ids = torch.full((len(chunk), T), pad, dtype=torch.long)
         for j, s in enumerate(chunk):
             ids[j, : len(s) - 1] = torch.tensor(s[:-1])
-        logits = model(ids.to(model.device)).logits.float().cpu()         # (B, T, V)
+        with eval_mode(model):
+            logits = model(ids.to(model.device)).logits.float().cpu()     # (B, T, V)
         lp = torch.log_softmax(logits, -1)
         for j, s in enumerate(chunk):
             n = len(s) - 1
@@ -157,63 +157,63 @@ def random_token_roles(model: TinyTransformer, tokenizer, half: int = 24, n: int
 def measure(model: TinyTransformer, tokenizer, heldout: dict[str, list[str]], bigram: Bigram | None = None,
             n_repeats: int = 64, length: int = 24) -> dict[str, Any]:
     """Every measurement as JSON-ready numbers (the Start page and the build's metadata)."""
-    model.eval()
-    out: dict[str, Any] = {"heldout": {}}
-    for source, texts in heldout.items():
-        ids = encode_lines(tokenizer, texts)
-        real = perplexity(token_losses(model, ids))
-        row = {"texts": len(ids), "tokens": sum(len(s) - 1 for s in ids), "perplexity": real,
-               "shuffled_perplexity": perplexity(token_losses(model, shuffled(ids)))}
-        if bigram is not None:
-            row["bigram_perplexity"] = bigram_perplexity(bigram, ids)
-        out["heldout"][source] = row
-    bos = tokenizer.token_to_id("<bos>")
-    repeats = repeated_random(tokenizer.get_vocab_size(), n_repeats, length, bos_id=bos)
-    first, second = induction_losses(model, repeats, length)
-    out["induction"] = {"first_copy_loss": first, "second_copy_loss": second, "length": length, "n": n_repeats}
-    out["head_roles"] = random_token_roles(model, tokenizer)
-    out["text_roles"] = roles_json(text_head_scores(model, encode_lines(tokenizer, heldout["wordnet"][:128])),
-                                   TEXT_ROLES)
+    with eval_mode(model):  # the model's own mode (a training run's) comes back after
+        out: dict[str, Any] = {"heldout": {}}
+        for source, texts in heldout.items():
+            ids = encode_lines(tokenizer, texts)
+            real = perplexity(token_losses(model, ids))
+            row = {"texts": len(ids), "tokens": sum(len(s) - 1 for s in ids), "perplexity": real,
+                   "shuffled_perplexity": perplexity(token_losses(model, shuffled(ids)))}
+            if bigram is not None:
+                row["bigram_perplexity"] = bigram_perplexity(bigram, ids)
+            out["heldout"][source] = row
+        bos = tokenizer.token_to_id("<bos>")
+        repeats = repeated_random(tokenizer.get_vocab_size(), n_repeats, length, bos_id=bos)
+        first, second = induction_losses(model, repeats, length)
+        out["induction"] = {"first_copy_loss": first, "second_copy_loss": second, "length": length, "n": n_repeats}
+        out["head_roles"] = random_token_roles(model, tokenizer)
+        out["text_roles"] = roles_json(text_head_scores(model, encode_lines(tokenizer, heldout["wordnet"][:128])),
+                                       TEXT_ROLES)
     return out
 
 
-@dataclass(frozen=True)
-class Claim:
-    name: str
-    value: float      # the measured ratio or score
-    bar: float
-    higher_is_better: bool
-    text: str
-
-    @property
-    def ok(self) -> bool:
-        return self.value >= self.bar if self.higher_is_better else self.value <= self.bar
+HIGHER_IS_BETTER = {"previous_token_head"}  # a score to reach; the other bars are ratios to stay under
 
 
-def claims(meta: dict[str, Any], source: str = "wordnet") -> list[Claim]:
-    """The four bars, each from the measured numbers (a ✓ is computed, never typed)."""
+def passes(name: str, value: float) -> bool:
+    """A measured value against its bar in BARS (NaN passes none)."""
+    return value >= BARS[name] if name in HIGHER_IS_BETTER else value <= BARS[name]
+
+
+def _measured(meta: dict[str, Any], source: str) -> list[tuple[str, float, str]]:
+    """(name, measured value, sentence) of each bar, from the recorded numbers, in the page's order."""
     h, ind = meta["heldout"][source], meta["induction"]
     best = max(meta["head_roles"], key=lambda r: r["scores"]["previous-token"])
     prev = best["scores"]["previous-token"]
     on_text = max((r["scores"]["previous-token"] for r in meta.get("text_roles", [])), default=float("nan"))
     out = []
     if "bigram_perplexity" in h:
-        out.append(Claim("perplexity_vs_bigram", h["perplexity"] / h["bigram_perplexity"],
-                         BARS["perplexity_vs_bigram"], False, _vs_bigram(h["perplexity"], h["bigram_perplexity"])))
+        out.append(("perplexity_vs_bigram", h["perplexity"] / h["bigram_perplexity"],
+                    _vs_bigram(h["perplexity"], h["bigram_perplexity"])))
     order = h["perplexity"] / h["shuffled_perplexity"]
     copies = ind["second_copy_loss"] / ind["first_copy_loss"]
     out += [
-        Claim("order_vs_shuffled", order, BARS["order_vs_shuffled"], False,
-              f"Word order {'matters' if order < 1 else 'does not help'}: the same tokens shuffled surprise it "
-              f"{_times(1 / order)} (perplexity {h['shuffled_perplexity']:,.0f} against {h['perplexity']:.1f})"),
-        Claim("induction_second_vs_first", copies, BARS["induction_second_vs_first"], False,
-              f"It {'copies' if copies < 1 else 'does not copy'}: the second time it reads a random run of tokens, "
-              f"its loss is {ind['second_copy_loss']:.3g} against {ind['first_copy_loss']:.2f} the first time"),
-        Claim("previous_token_head", prev, BARS["previous_token_head"], True,
-              f"One head reads the token before: layer {best['layer']}, head {best['head']} puts {prev:.2f} of its "
-              f"weight there on repeated random tokens ({on_text:.2f} on held-out English text)"),
+        ("order_vs_shuffled", order,
+         f"Word order {'matters' if order < 1 else 'does not help'}: the same tokens shuffled surprise it "
+         f"{_times(1 / order)} (perplexity {h['shuffled_perplexity']:,.0f} against {h['perplexity']:.1f})"),
+        ("induction_second_vs_first", copies,
+         f"It {'copies' if copies < 1 else 'does not copy'}: the second time it reads a random run of tokens, "
+         f"its loss is {ind['second_copy_loss']:.3g} against {ind['first_copy_loss']:.2f} the first time"),
+        ("previous_token_head", prev,
+         f"One head reads the token before: layer {best['layer']}, head {best['head']} puts {prev:.2f} of its "
+         f"weight there on repeated random tokens ({on_text:.2f} on held-out English text)"),
     ]
     return out
+
+
+def measures(meta: dict[str, Any], source: str = "wordnet") -> dict[str, float]:
+    """The measured value of each bar (BARS' names)."""
+    return {name: value for name, value, _ in _measured(meta, source)}
 
 
 def _times(factor: float) -> str:
@@ -231,22 +231,24 @@ def _vs_bigram(ppl: float, bigram: float) -> str:
 
 
 def summary(meta: dict[str, Any]) -> dict[str, float]:
-    return {c.name: round(c.value, 3) for source in meta["heldout"] for c in claims(meta, source)
-            if source == "wordnet"} | {f"ppl_{s}": round(v["perplexity"], 2) for s, v in meta["heldout"].items()}
+    wordnet = measures(meta) if "wordnet" in meta["heldout"] else {}
+    return ({name: round(v, 3) for name, v in wordnet.items()}
+            | {f"ppl_{s}": round(v["perplexity"], 2) for s, v in meta["heldout"].items()})
 
 
 def facts(meta: dict[str, Any], source: str = "wordnet") -> list[Fact]:
     """The four measurements as the Start page shows them, in a student's words: ✓/✗ and the sentence with its
-    numbers, then the goal the build set, as the same kind of number."""
-    return [Fact(c.ok, f"{c.text} (goal: {_goal(c)})") for c in claims(meta, source)]
+    numbers, then the goal the build set, as the same kind of number (a ✓ is computed, never typed)."""
+    return [Fact(passes(name, v), f"{text} (goal: {_goal(name)})") for name, v, text in _measured(meta, source)]
 
 
-def _goal(c: Claim) -> str:
-    if c.name == "previous_token_head":
-        return f"at least {c.bar:g}"
-    if c.name == "induction_second_vs_first":
-        return f"at most {c.bar:g} of the first time's loss"
-    return f"{1 / c.bar:.3g}× or more"
+def _goal(name: str) -> str:
+    bar = BARS[name]
+    if name == "previous_token_head":
+        return f"at least {bar:g}"
+    if name == "induction_second_vs_first":
+        return f"at most {bar:g} of the first time's loss"
+    return f"{1 / bar:.3g}× or more"
 
 
 SOURCE_NAMES = {"wordnet": "WordNet test split (never trained on)", "python_docs": "Python's docs (another source)"}

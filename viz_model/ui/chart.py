@@ -179,6 +179,8 @@ def _as_validated(value):
     return value
 
 
+# lru_cache, not cached(): a pure function of an immutable argument (a colour scale's name), asked per heatmap while
+# a figure is built, inside or outside cached(); the list is shared: read-only.
 @functools.lru_cache(maxsize=64)
 def _scale(name: str) -> list:
     return go.Heatmap(colorscale=name).to_plotly_json()["colorscale"]

@@ -22,6 +22,7 @@ from viz_model import ASSETS_DIR, checkpoint, hf
 from viz_model.checkpoint import Checkpoint
 from viz_model.config import ModelConfig
 from viz_model.device import resolve_device
+from viz_model.files import dir_stamp, file_stamp
 from viz_model.model import TinyTransformer
 from viz_model.tokenizer import load_tokenizer
 
@@ -50,13 +51,11 @@ class ModelEntry:
 def _shipped() -> list[ModelEntry]:
     """Every page asks this (sidebar, current model, ...) several times a rerun: re-read the metadata only when a
     file in the folder changed (a directory listing with mtimes costs a fraction of parsing every JSON)."""
-    try:
-        stamp = tuple(sorted((e.name, i.st_mtime_ns, i.st_size) for e in os.scandir(MODELS_DIR) for i in [e.stat()]))
-    except OSError:
-        stamp = ()
-    return list(_read_shipped(str(MODELS_DIR), stamp))
+    return list(_read_shipped(str(MODELS_DIR), dir_stamp(MODELS_DIR)))
 
 
+# lru_cache, not ui.cache.cached: a pure function of immutable arguments, the folder's file identities among them
+# (files.dir_stamp), so a changed file is a new key; the sidebar asks it several times a rerun, outside any page.
 @functools.lru_cache(maxsize=8)
 def _read_shipped(folder: str, stamp: tuple) -> tuple[ModelEntry, ...]:
     entries = []
@@ -120,14 +119,6 @@ def params_text(n: int) -> str:
     return str(n)
 
 
-def _dir_stamp(folder: str) -> tuple:
-    try:
-        return tuple(sorted((e.name, i.st_mtime_ns, i.st_size) for e in os.scandir(folder) if not e.is_dir()
-                            for i in [e.stat()]))
-    except OSError:
-        return ()
-
-
 def _folders_stamp(raw: str) -> tuple:
     """Names, sizes and mtimes of the files in every listed folder (and its model sub-folders): a new, removed or
     rewritten file re-reads the list."""
@@ -137,16 +128,18 @@ def _folders_stamp(raw: str) -> tuple:
         if not root:
             continue
         root = str(Path(root).expanduser())
-        out.append((root, _dir_stamp(root)))
+        out.append((root, dir_stamp(root, files_only=True)))
         if not os.path.isfile(os.path.join(root, "config.json")):
             try:
                 subs = sorted(e.path for e in os.scandir(root) if e.is_dir())
             except OSError:
                 subs = []
-            out.extend((sub, _dir_stamp(sub)) for sub in subs)
+            out.extend((sub, dir_stamp(sub, files_only=True)) for sub in subs)
     return tuple(out)
 
 
+# lru_cache, not ui.cache.cached: a pure function of immutable arguments, the folders' file identities among them
+# (_folders_stamp), so a new, removed or rewritten file is a new key.
 @functools.lru_cache(maxsize=8)
 def _read_folders(raw: str, stamp: tuple) -> tuple[hf.ModelDir, ...]:
     try:
@@ -156,9 +149,16 @@ def _read_folders(raw: str, stamp: tuple) -> tuple[hf.ModelDir, ...]:
         return ()
 
 
-@functools.lru_cache(maxsize=256)
 def _kind(path: str) -> str:
-    """The model kind a checkpoint's JSON names (older ones name none: a transformer)."""
+    """The model kind a checkpoint's JSON names (older ones name none: a transformer), read again when the JSON
+    changes (a model retrained under the same name)."""
+    return _read_kind(path, file_stamp(checkpoint.json_path(path)))
+
+
+# lru_cache, not ui.cache.cached: a pure function of immutable arguments, the JSON's identity (path, mtime, size)
+# among them, so a rewritten file is read again; asked for every user model at every rerun.
+@functools.lru_cache(maxsize=256)
+def _read_kind(path: str, stamp: tuple | None) -> str:
     try:
         return checkpoint.read_metadata(path)["kind"]
     except (OSError, ValueError):
@@ -170,7 +170,7 @@ def register_user_model(key: str, path: str | Path) -> None:
 
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=16)
-def _load(path: str, mtime: float, device: str) -> Checkpoint:
+def _load(path: str, stamp: tuple | None, device: str) -> Checkpoint:  # stamp (files.file_stamp): a new file reloads
     ckpt = checkpoint.load_checkpoint(path, device=device)
     ckpt.model.requires_grad_(False)  # shared between all users: read-only
     return ckpt
@@ -195,14 +195,6 @@ def load_model(key: str, device: str = "auto") -> Checkpoint:
         raise ValueError(f"there is no model called {key!r}.")
     if entry.problem is not None:
         raise ValueError(f"“{entry.key}” cannot be loaded: {entry.problem}")
-    return _load(entry.path, _mtime(entry.path), dev)
-
-
-def _mtime(path: str) -> float:
-    """A checkpoint file's mtime; for a model folder the newest of its files (a replaced weight file reloads)."""
-    p = Path(path)
-    if p.is_dir():
-        return max((f.stat().st_mtime for f in p.iterdir() if f.is_file()), default=p.stat().st_mtime)
-    return p.stat().st_mtime
+    return _load(entry.path, file_stamp(entry.path), dev)
 
 
