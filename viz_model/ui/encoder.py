@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from viz_model.checkpoint import Checkpoint
+from viz_model.checkpoint import TRANSFORMER, Checkpoint
 from viz_model.figures.common import escape
 from viz_model.figures.encoder import fill_in_bars, look_ahead_bars, masked_attention_grid, masked_attention_heatmap
 from viz_model.lessons import encoder as lesson
@@ -33,7 +33,7 @@ def device() -> str:
 # -- which encoder ------------------------------------------------------------------------------------
 def encoder_entries() -> list[ModelEntry]:
     """Shipped and this user's models that are encoders (bidirectional): the English encoder, the toy one, the rest."""
-    found = [e for e in available_models(("transformer",))
+    found = [e for e in available_models((TRANSFORMER,))
              if e.path and Path(e.path).exists() and lesson.bidirectional(e.path, Path(e.path).stat().st_mtime)]
     return sorted(found, key=lambda e: (e.key != ENGLISH, e.key != SHIPPED))
 
@@ -236,5 +236,5 @@ def metrics(ckpt: Checkpoint) -> None:
 def decoder(key: str) -> tuple[str, Checkpoint | None]:
     """(its key, the shipped causal decoder this encoder is compared with), None when it is not installed."""
     dec = lesson.decoder_for(key)
-    keys = {e.key for e in available_models(("transformer",))}
+    keys = {e.key for e in available_models((TRANSFORMER,))}
     return dec, (load_model(dec, device()) if dec in keys else None)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from viz_model.checkpoint import Checkpoint
+from viz_model.checkpoint import TRANSFORMER, Checkpoint
 from viz_model.device import available_devices, describe, resolve_device
 from viz_model.ui import presenter, share
 from viz_model.ui.models import DEFAULT_MODEL, RANDOM_MODEL, available_models, load_model
 
 MODEL_KEY, DEVICE_KEY = "model_key", "device_key"
-SIDEBAR_KINDS = ("transformer",)  # the pages that read the sidebar's model run a TinyTransformer
+SIDEBAR_KINDS = (TRANSFORMER,)  # the pages that read the sidebar's model run a TinyTransformer
 _LAST_GOOD = "_model_last_good"   # the model shown before a refused pick (a folder that cannot be loaded)
 _REFUSED = "_model_refused"       # that refused pick, for its message
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from viz_model.checkpoint import Checkpoint
+from viz_model.checkpoint import TRANSFORMER, Checkpoint
 from viz_model.figures.classview import hidden_values
 from viz_model.lecture import EXAMPLES
 from viz_model.lessons import classview
@@ -86,7 +86,7 @@ def unknown_notice(words: list[str], verb: str = "become", offer_english: bool =
     st.caption(f"Words this model has never seen {verb} `<unk>`: {unknown_words_text(words)}")
     current = st.session_state.get(MODEL_KEY)
     if (offer_english and current != ENGLISH_MODEL
-            and any(e.key == ENGLISH_MODEL for e in available_models(("transformer",)))):
+            and any(e.key == ENGLISH_MODEL for e in available_models((TRANSFORMER,)))):
         st.button("Read it with the English model (knows any word)", key="unknown_to_english",
                   icon=":material/translate:", on_click=_pick_model, args=(ENGLISH_MODEL,),
                   help="Switches the sidebar's model to the English model; your sentence stays.")
