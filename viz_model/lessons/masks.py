@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from viz_model.lessons.common import Claim, Fact, WrongWay, prefix_check
+from viz_model.lessons.common import Claim, Fact, WrongWay, prefix_check, row_sum_error
 from viz_model.masks import bidirectional_mask, causal_mask
 from viz_model.model import TinyTransformer
 from viz_model.tokenizer import PAD
@@ -141,7 +141,7 @@ def report_distance(model: TinyTransformer, ids_a: list[int], ids_b: list[int], 
 def gallery_claims(probs: np.ndarray, allowed: np.ndarray) -> list[Claim]:
     """One head's traced weights (T, T) under the mask the model used: blocked cells exactly 0, rows summing to 1."""
     blocked = float(np.abs(np.where(allowed, 0.0, probs)).max())
-    rows = float(np.abs(probs.sum(-1) - 1).max())
+    rows = row_sum_error(probs)
     return [Fact(blocked == 0.0 and rows < 1e-5, f"Blocked cells get weight exactly {blocked:g}; every row still "
                                                  f"sums to 1 (max error {rows:.0e}).")]
 
@@ -235,15 +235,20 @@ def dependency_runs(model: TinyTransformer, ids: list[int], masked: bool) -> np.
     return dependency_map(model, list(ids), mask).numpy()
 
 
+def future_dependence(jac: np.ndarray) -> float:
+    """The largest dependence of an output on a later input: jac's cells the causal mask blocks (0.0 for T = 1)."""
+    return float(jac[~causal_mask(len(jac)).numpy()].max()) if len(jac) > 1 else 0.0
+
+
 def causal_dependence(jac: np.ndarray) -> Claim:
     """Under the causal mask no output depends on a later input: the largest such dependence is exactly 0."""
-    upper = float(np.triu(jac, 1).max()) if len(jac) > 1 else 0.0
+    upper = future_dependence(jac)
     return Fact(upper == 0.0, f"Causal: every output depends only on inputs at or before it (largest future "
                               f"dependence {upper:g}).")
 
 
 def free_dependence(jac: np.ndarray) -> str:
-    upper = float(np.triu(jac, 1).max()) if len(jac) > 1 else 0.0
+    upper = future_dependence(jac)
     return f"No mask: outputs depend on later inputs too (largest future dependence {upper:.3g})."
 
 
