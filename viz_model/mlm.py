@@ -3,7 +3,7 @@
     inputs, targets = mask_tokens(ids, mask_id=4, vocab_size=V)   # 80 % <mask>, 10 % random, 10 % unchanged
     fill_mask(model, tokenizer, "the keys near the dog <mask> ready")  # [[("are", 0.97), ...]]
 
-The encoder is a TinyTransformer with causal=False: every position attends to every real token.
+The encoder is a TinyTransformer with mask="bidirectional": every position attends to every real token.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def mask_tokens(ids: torch.Tensor, *, mask_id: int, vocab_size: int, p: float = 
 
 def masked_lm_loss(model: TinyTransformer, ids: torch.Tensor, targets: torch.Tensor,
                    key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """model(ids, key_padding_mask, targets=targets).loss, with the LM head run only where a token is scored.
+    """model(ids, targets, key_padding_mask=key_padding_mask).loss, with the LM head run only where a token is scored.
 
     Masked LM scores about 15 % of the positions, and with a large vocabulary the head (d_model x V per position) is
     most of a step's work: the same loss, the head's share cut by about 7 (targets: pad_id or -100 = not scored).
