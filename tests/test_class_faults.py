@@ -75,7 +75,7 @@ def test_a_redis_that_hangs_or_refuses_raises_class_store_down_fast_and_a_page_n
                 store.seen(code, "student", True)
         finally:
             os.kill(pid, signal.SIGCONT)
-        assert hung < 3.0  # two tries of SOCKET_TIMEOUT_S (0.5 s), generously bounded for a loaded machine
+        assert hung < 3.0  # one SOCKET_TIMEOUT_S (0.5 s, a timeout is not retried), bounded generously
         _until("the class read again once Redis answers", lambda: _answers(store, code), 10)  # its keys were kept
     with pytest.raises(ClassStoreDown, match="is not answering"):  # stopped: refused
         _until("the down window over", lambda: time.monotonic() > store._down_until, 5)

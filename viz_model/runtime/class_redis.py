@@ -227,9 +227,9 @@ DOWN_RETRY_S = 1.0        # after a failure, calls fail at once (no network) for
 
 
 def _client(url: str):
-    """A redis-py client for `url`, with short timeouts (a page never waits long on a class: at most two tries of
-    SOCKET_TIMEOUT_S) and one retry (a pooled connection that a Redis restart closed); a missing `redis` package is
-    told as a store that cannot be reached."""
+    """A redis-py client for `url`, with short timeouts (a page never waits long on a class: one SOCKET_TIMEOUT_S, a
+    timeout is not retried) and one retry of a refused or closed connection (a pooled connection that a Redis restart
+    closed); a missing `redis` package is told as a store that cannot be reached."""
     try:
         import redis
         from redis.backoff import NoBackoff
@@ -239,7 +239,8 @@ def _client(url: str):
                              "pip install 'attention-lab[hall]'") from e
     return redis.Redis.from_url(url, decode_responses=True, socket_timeout=SOCKET_TIMEOUT_S,
                                 socket_connect_timeout=CONNECT_TIMEOUT_S,
-                                retry=Retry(NoBackoff(), 1), health_check_interval=30)
+                                retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
+                                health_check_interval=30)
 
 
 class RedisClassStore(ClassStoreAPI):
