@@ -13,7 +13,7 @@ import torch
 
 from viz_model import masks
 from viz_model.attention import LayerTrace
-from viz_model.lessons.common import ROW_SUM_TOL, Fact
+from viz_model.lessons.common import ROW_SUM_TOL, Fact, row_sum_error
 from viz_model.model import TinyTransformer, Trace
 from viz_model.rope import rotate_interleaved
 
@@ -66,7 +66,7 @@ def layer_check(model: TinyTransformer, x: torch.Tensor, lt: LayerTrace, layer: 
         "qkv": max((a - b).abs().max().item() for a, b in ((q, lt.q), (k, lt.k), (v, lt.v))),
         "scores": (scores - lt.scores).abs().max().item(),
         "probs": (probs - lt.probs).abs().max().item(),
-        "row_sums": (lt.probs.sum(-1) - 1).abs().max().item(),
+        "row_sums": row_sum_error(lt.probs),
         "masked_weight": lt.probs.masked_fill(allowed, 0).abs().max().item(),
         "head_out": (head_out - lt.head_out).abs().max().item(),
         "attn_out": (out - lt.attn_out).abs().max().item(),
@@ -289,7 +289,7 @@ def concat_heads(head_out) -> tuple[np.ndarray, list[str]]:
 
 def head_rows_claim(probs) -> Fact:
     """The big heatmap's rows (T, T: one head, or a layer's average) sum to 1."""
-    err = float(np.abs(probs.sum(-1) - 1).max())
+    err = row_sum_error(probs)
     return Fact(err <= ROW_SUM_TOL, f"Rows sum to 1, max error {err:.0e} (tolerance {ROW_SUM_TOL:.0e}). Grey cells "
                                     "are blocked by the mask (weight exactly 0), not learned zeros.")
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from viz_model import english
 from viz_model.english import load_heldout
-from viz_model.lessons.common import Fact
+from viz_model.lessons.common import Fact, row_sum_error
 from viz_model.lessons.encoder.models import MAX_TOP_K, TWIN, is_byte_level
 from viz_model.lessons.encoder.toy_metrics import agreement_items, pronoun_items
 from viz_model.mlm import mask_words, run_masked, run_masked_ids
@@ -158,7 +158,7 @@ def both_sides_facts(attention: np.ndarray, layer: int, head: int, positions: li
 
 
 def row_sum_text(attention: np.ndarray) -> str:
-    return f"Row sums: max |1 − sum| = {float(np.abs(attention.sum(-1) - 1).max()):.0e} over every head and query."
+    return f"Row sums: max |1 − sum| = {row_sum_error(attention):.0e} over every head and query."
 
 
 # -- what the page says ------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from viz_model.lessons.common import Check, Claim, Fact, StepView
+from viz_model.lessons.common import Check, Claim, Fact, StepView, row_sums
 from viz_model.masks import causal_mask
 from viz_model.model import eval_mode
 from viz_model.seq2seq import Seq2SeqTransformer
@@ -51,8 +51,8 @@ def three_claims(run: dict, real: int, pad: int, steps: list[StepView], plain_cr
     over the real tokens, future and padded keys get exactly 0, the step-by-step rows equal the one pass, and
     (plain_cross: the same pass without pads) the pads change nothing."""
     (cp, ca), (dp, da) = run["cross"], run["decoder"]
-    claims: list[Claim] = [Check(float(np.abs(cp[..., :real].sum(-1) - 1).max()), 1e-5,
-                                 f"Every cross-attention row sums to 1 over the {real} real source tokens")]
+    claims: list[Claim] = [row_sums(cp[..., :real], f"Every cross-attention row sums to 1 over the {real} real "
+                                    "source tokens")]
     future = ~causal_mask(da.shape[0]).numpy()  # (T_tgt, T_tgt): key after the query
     zero = bool((dp[..., future] == 0).all()) and bool((cp[..., real:] == 0).all())
     masks_ok = bool((da == ~future).all()) and bool(ca[:, :real].all()) and not bool(ca[:, real:].any())

@@ -3,6 +3,7 @@ gradients per block and its residual stream at initialisation, then its loss per
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 import torch.nn.functional as F
+from tokenizers import Tokenizer
 from torch import nn
 
 from viz_model.config import ModelConfig
@@ -122,18 +124,16 @@ def _runs(variants: Sequence[tuple[str, ModelConfig, TrainConfig]], tokenizer, p
             for label, cfg, train in variants]
 
 
-_DATA: dict[tuple, TaskData] = {}
-
-
 def _task_data(tokenizer, train: TrainConfig) -> TaskData:
     """Encoding the corpus takes longer than a few training steps: one TaskData per tokenizer and task, reused
     (batch(step) is a pure function of the step, so sharing it between runs and calls changes nothing)."""
-    key = (tokenizer.to_str(), train.task, train.seed, train.batch_size)
-    if key not in _DATA:
-        if len(_DATA) >= 4:
-            _DATA.pop(next(iter(_DATA)))
-        _DATA[key] = TaskData(train.task, tokenizer, seed=train.seed, batch_size=train.batch_size)
-    return _DATA[key]
+    return _shared_task_data(tokenizer.to_str(), train.task, train.seed, train.batch_size)
+
+
+# lru_cache (lessons have no ui.cache.cached): a pure function of immutable arguments, the tokenizer as its JSON text.
+@functools.lru_cache(maxsize=4)
+def _shared_task_data(tokenizer_json: str, task: str, seed: int, batch_size: int) -> TaskData:
+    return TaskData(task, Tokenizer.from_str(tokenizer_json), seed=seed, batch_size=batch_size)
 
 
 def _base(tokenizer, n_layers: int, **overrides) -> ModelConfig:
