@@ -132,15 +132,14 @@ def test_explorer_pages_a_large_grid_and_names_the_shared_kv_heads(folders):
     at = app(folders, "tiny-llama", "app_pages/explorer.py")
     assert_clean(at)
     fig = grid(at)
-    heads = [t["name"] for t in fig["data"] if not t["name"].endswith("masked")]
-    assert heads == [f"L{lyr}H{h}" for lyr in range(4) for h in range(4)]  # 6 x 4 = 24 > 16: four layers a page
+    assert fig["layout"]["meta"]["tiles"] == [f"L{lyr}H{h}" for lyr in range(4) for h in range(4)]  # 24 > 16: paged
+    assert [t["name"] for t in fig["data"]] == ["masked", "attention"]  # one tiled heatmap on its grey (#42, 6)
     notes = [a["text"] for a in fig["layout"]["annotations"]]
     assert notes[2] == "L0·H2<br><sub>K/V 1</sub>" and notes[1].endswith("K/V 0</sub>")  # h // (4 / 2)
     first = fig["data"][1]["z"]
     at.segmented_control(key="explorer_grid_layers").set_value(4).run()
     fig = grid(at)
-    assert [t["name"] for t in fig["data"] if not t["name"].endswith("masked")] == [
-        f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)]
+    assert fig["layout"]["meta"]["tiles"] == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)]
     assert fig["data"][1]["z"] != first and "layers 4–5" in fig["layout"]["title"]["text"]
     assert any(s.startswith("✓ Heads in one group read the same keys and values (largest difference 0 ")
                for s in texts(at.success))

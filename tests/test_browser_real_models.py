@@ -67,8 +67,14 @@ def real_page(browser, folder_server):
         yield pg
 
 
-def _names(trace_list) -> list[str]:
-    return [t["name"] for t in trace_list if not t["name"].endswith("masked")]
+def _names(page) -> list[str]:
+    """The grid's tiles, row by row (one tiled heatmap since #42 item 6: its layout's meta names them)."""
+    return page.locator(CHART).first.evaluate("el => el._fullLayout.meta.tiles")
+
+
+def _has_tile(name: str) -> str:
+    return f"""() => {{ const el = document.querySelector('{CHART}');
+        return el && el._fullLayout && el._fullLayout.meta && el._fullLayout.meta.tiles.includes('{name}'); }}"""
 
 
 def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page, model_param):
@@ -77,21 +83,20 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page, model_para
     page.wait_for_selector("text=All heads at a glance")
     wait_idle(page)
     page.wait_for_selector(CHART)
-    page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
-        return el && el._fullData && el._fullData.some(t => t.name === 'L3H3'); }}""")
+    page.wait_for_function(_has_tile("L3H3"))
     grid = plot_data(page, 0)
-    assert _names(grid) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(4)]
+    assert _names(page) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(4)]
+    assert [t["name"] for t in grid] == ["masked", "attention"]
     notes = page.locator(CHART).first.evaluate("el => el._fullLayout.annotations.map(a => a.text)")
     assert notes[2] == "L0·H2<br><sub>K/V 1</sub>"
     assert "model_key=tiny-llama" in unquote_plus(location(page))
     screenshot(page, "real_models_explorer_llama")
     before = grid[1]["z"]
     page.get_by_text("layers 4–5", exact=True).click()
-    page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
-        return el && el._fullData && el._fullData.some(t => t.name === 'L5H3'); }}""")
+    page.wait_for_function(_has_tile("L5H3"))
     wait_idle(page)
     after = plot_data(page, 0)
-    assert _names(after) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)] and after[1]["z"] != before
+    assert _names(page) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)] and after[1]["z"] != before
     link = location(page)
     assert "explorer_grid_layers=layers 4–5" in unquote_plus(link)
     screenshot(page, "real_models_explorer_llama_layers_4_5")
@@ -100,10 +105,9 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page, model_para
     with browser_page(page.context.browser, page.base_url) as fresh:
         fresh.goto(link)
         fresh.wait_for_selector("text=All heads at a glance")
-        fresh.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
-            return el && el._fullData && el._fullData.some(t => /^L\\dH\\d$/.test(t.name)); }}""")
+        fresh.wait_for_function(_has_tile("L4H0"))
         wait_idle(fresh)
-        assert _names(plot_data(fresh, 0)) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)]
+        assert _names(fresh) == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)]
         assert "explorer_grid_layers=layers 4–5" in unquote_plus(location(fresh))
         assert fresh.console.errors() == []
 
@@ -140,8 +144,7 @@ def test_a_12_by_12_grid_stays_readable_in_pages_of_four_layers(real_page, model
     page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
         return el && el._fullLayout && el._fullLayout.annotations.some(a => a.text.includes('<sub>')); }}""")
     wait_idle(page)
-    grid = plot_data(page, 0)
-    assert _names(grid) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(12)]
+    assert _names(page) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(12)]
     assert page.get_by_text("layers 8–11", exact=True).count() == 1
     box = page.locator(CHART).first.bounding_box()
     assert box["width"] / 12 > 60  # each head's panel is wider than 60 px at a 1400 px window
