@@ -44,6 +44,16 @@ a[href^="#"]:focus-visible { opacity: 1 !important; transition: none !important;
    chart, set on the server, which does not know the screen's width, and Streamlit has no option for it: so it goes
    below 640 px by CSS. Each chart's Export menu and Streamlit's own fullscreen button still do what it did. */
 @media (max-width: 640px) { .js-plotly-plot .modebar-container { display: none !important; } }
+/* On a phone (#42) st.table, which has no wrap option, scrolled a table of several columns inside a box that takes no
+   keyboard focus (axe: scrollable-region-focusable, serious) and hid its last columns; st.page_link and st.button,
+   which have none either, cut a long label at the screen's edge. Below 640 px a table's cells may break inside a word
+   or a number and a link's or button's label wraps, so all of them fit the width. */
+@media (max-width: 640px) {
+  [data-testid="stTable"] table { font-size: 0.8rem; }
+  [data-testid="stTable"] :is(th, td, th *, td *) { white-space: normal; overflow-wrap: anywhere !important; }
+  [data-testid="stMain"] [data-testid="stPageLink-NavLink"] *,
+  [data-testid="stMain"] [data-testid="stButton"] button * { white-space: normal !important; }
+}
 </style>"""
 
 

@@ -1,0 +1,181 @@
+"""Every page on a phone (#42, item 4): at 390 × 844, mobile and touch, on every page and every tab (tabs inside tabs
+too) there is no page-wide horizontal scroll and no element of the page reaching past the screen's edge, no link's or
+button's label is cut, every Plotly chart fits the width, and axe-core finds no serious or critical violation,
+including WCAG 2.2's target size (a control at least 24 × 24 px, or spaced as if it were; axe's "target-size" rule,
+off by default). A student who opens a class's link on a phone answers its poll in two taps."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+import pytest
+from axe_walk import _audit, page_urls, walk_tabs
+from conftest import ConsoleLog, screenshot, settled, streamlit_server, wait_idle
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 1}
+TARGET_SIZE = {"target-size": {"enabled": True}}
+TABLESS = ("start", "explorer", "generate", "cost", "attribution", "logit-lens", "sinks")
+
+# What reaches past the screen's right (or left) edge: the page's own scroll width, the app's scrolling containers',
+# and each element of the main block whose box does so without a scrolling box (a table, st.tabs' tab list, a code
+# block) between it and the page: the outermost such elements, named.
+OVERFLOW = """() => { const w = window.innerWidth, out = [];
+  const se = document.scrollingElement;
+  if (se.scrollWidth > w + 1) out.push(`the page scrolls sideways: ${se.scrollWidth} px wide`);
+  document.querySelectorAll('[data-testid="stAppViewContainer"], [data-testid="stMain"]').forEach(e => {
+    if (e.scrollWidth > e.clientWidth + 1) out.push(`${e.dataset.testid} scrolls sideways: ${e.scrollWidth} px`); });
+  const main = document.querySelector('[data-testid="stMain"]');
+  const scrolls = e => ['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(e).overflowX);
+  const inScroller = e => { for (let a = e.parentElement; a && a !== main; a = a.parentElement)
+                              if (scrolls(a)) return true; return false; };
+  const name = e => e.dataset.testid || e.className?.baseVal || e.className || e.tagName;
+  const wide = [...main.querySelectorAll('*')].filter(e => { const r = e.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && (r.right > w + 1 || r.left < -1) && !inScroller(e); });
+  const span = r => `spans ${Math.round(r.left)}..${Math.round(r.right)} px`;
+  wide.filter(e => !wide.includes(e.parentElement)).slice(0, 5).forEach(e =>
+    out.push(`${e.tagName.toLowerCase()} ${String(name(e)).slice(0, 60)} ${span(e.getBoundingClientRect())}`));
+  main.querySelectorAll('[data-testid="stPageLink-NavLink"], button').forEach(e => {
+    const t = e.querySelector('[data-testid="stMarkdownContainer"]');  // a link's or button's label, cut short
+    if (t && t.scrollWidth > t.clientWidth + 1) out.push(`the label "${t.innerText.slice(0, 40)}" is cut`); });
+  main.querySelectorAll('.js-plotly-plot').forEach((p, i) => {
+    const r = p.getBoundingClientRect();
+    if (r.width > 0 && (r.left < -1 || r.right > w + 1))
+      out.push(`chart ${i} (${p.layout?.title?.text || ''}) ${span(r)}`); });
+  return out; }"""
+
+
+@contextlib.contextmanager
+def phone_page(browser, base_url: str):
+    """A fresh phone-size browser context and page; `page.console` collects console errors and page errors."""
+    ctx = browser.new_context(**PHONE)
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    pg.console = ConsoleLog()
+    pg.on("console", lambda m: m.type == "error" and pg.console.append(f"{m.text} @ {m.location.get('url', '')}"))
+    pg.on("pageerror", lambda e: pg.console.append(f"pageerror: {e}"))
+    pg.base_url = base_url
+    try:
+        yield pg
+    finally:
+        ctx.close()
+
+
+def _check(page, where: str) -> list[str]:
+    settled(page)
+    return [f"{where}: {line}" for line in page.evaluate(OVERFLOW)] + _audit(page, where, rules=TARGET_SIZE)
+
+
+@pytest.mark.parametrize("url", page_urls())
+def test_every_page_and_tab_fits_a_phone(browser, server_url, url):
+    with phone_page(browser, server_url) as pg:
+        pg.goto(f"{server_url}/{'' if url == 'start' else url}")
+        pg.wait_for_selector('[data-testid="stApp"]')
+        wait_idle(pg)
+        failing = _check(pg, url)
+        labels = []
+        for label in walk_tabs(pg):
+            labels.append(label)
+            failing += _check(pg, f"{url} › {label}")
+        assert url in TABLESS or labels, f"{url}: no tabs found"  # the walk ran
+        assert failing == [], "\n".join(failing)
+        assert pg.console.errors() == []
+
+
+def test_the_overflow_check_can_fail(browser, server_url):
+    """The check is not blind: a block 600 px wide in the main area is named, and so is a chart wider than the
+    screen."""
+    with phone_page(browser, server_url) as pg:
+        pg.goto(server_url)
+        pg.wait_for_selector('[data-testid="stMain"] .js-plotly-plot')
+        wait_idle(pg)
+        pg.evaluate("""() => { const p = document.querySelector('[data-testid="stMain"] p');
+                               p.style.width = '600px'; p.style.display = 'block';
+                               const chart = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
+                               chart.style.width = '700px'; }""")
+        found = pg.evaluate(OVERFLOW)
+        assert any("spans" in f and f.startswith("p ") for f in found), found
+        assert any(f.startswith("chart 0") for f in found), found
+
+
+# -- join a class on a phone, answer in two taps ----------------------------------------------------------------
+KEY = "phone-instructor-key"
+
+
+@pytest.fixture(scope="module")
+def class_url(tmp_path_factory):
+    db = tmp_path_factory.mktemp("class") / "class.sqlite"
+    with streamlit_server("streamlit_phone_class.log", env={"ATTENTION_LAB_INSTRUCTOR_KEY": KEY,
+                                                            "ATTENTION_LAB_CLASS_DB": str(db)}) as url:
+        yield url
+
+
+def _lead_and_ask(leader, prompt: str, choices: str) -> str:
+    """On a laptop: the instructor key, "Lead the class", then a free question from the sidebar. The class code."""
+    side = leader.locator('[data-testid="stSidebar"]')
+    box = side.locator('[data-testid="stExpander"]').filter(has=leader.locator("summary", has_text="Class"))
+    if box.locator("details").get_attribute("open") is None:
+        box.locator("summary").click()
+    key = side.get_by_role("textbox", name="Instructor key", exact=True)
+    key.fill(KEY)
+    key.press("Enter")
+    switch = side.get_by_role("switch", name="Lead the class", exact=True)
+    code = side.get_by_text(re.compile(r"Class code: [A-Z]{4}"))
+    for _ in range(3):  # a click that lands while a run redraws the sidebar can be lost: click again, once settled
+        if not switch.is_checked():
+            switch.click(force=True)
+        try:
+            code.wait_for(timeout=20_000)
+            break
+        except PlaywrightTimeout:
+            settled(leader)
+    ask = side.locator('input[aria-label="Ask the class"]')
+    for _ in range(3):
+        ask.click()
+        try:
+            leader.get_by_role("option", name="Free question", exact=True).wait_for(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            settled(leader)
+    leader.get_by_role("option", name="Free question", exact=True).click()
+    wait_idle(leader)
+    side.get_by_role("textbox", name="Question", exact=True).fill(prompt)
+    side.get_by_role("textbox", name="Question", exact=True).press("Enter")
+    wait_idle(leader)
+    side.get_by_role("textbox", name="Choices, one per line").fill(choices)
+    side.get_by_role("textbox", name="Choices, one per line").press("Control+Enter")
+    wait_idle(leader)
+    side.get_by_role("button", name="Ask", exact=True).click()
+    return code.inner_text().split(":")[1].strip()
+
+
+def test_a_student_joins_by_the_link_on_a_phone_and_answers_in_two_taps(browser, class_url):
+    with phone_page(browser, class_url) as leader:
+        leader.set_viewport_size({"width": 1400, "height": 1000})
+        leader.goto(class_url)
+        leader.wait_for_selector('[data-testid="stApp"]')
+        settled(leader)
+        code = _lead_and_ask(leader, "Which head looks back one token?", "layer 0 head 1\nlayer 1 head 3")
+        with phone_page(browser, class_url) as phone:
+            phone.goto(f"{class_url}/?class={code}")  # the page opens: taps are counted from here
+            banner = phone.locator('[data-testid="stMain"] .st-key-class_banner')
+            expect(banner.get_by_text("Which head looks back one token?")).to_be_visible()
+            wait_idle(phone)
+            taps = 0
+            for target in (banner.get_by_text("layer 1 head 3", exact=True),
+                           banner.get_by_role("button", name="Answer", exact=True)):
+                target.tap()
+                taps += 1
+            expect(banner.get_by_text("Your answer is in")).to_be_visible(timeout=30_000)
+            assert taps <= 2
+            leader.wait_for_function(
+                """() => { const el = document.querySelector('[data-testid="stSidebar"] .js-plotly-plot');
+                           return el && el._fullData && Array.from(el._fullData[0].x).join() === '1'; }""",
+                timeout=30_000)
+            screenshot(phone, "phone_class_answered")
+            assert _check(phone, "joined student") == []
+            assert phone.console.errors() == []
