@@ -51,9 +51,3 @@ def walk_tabs(page):
         yield label
         queue += [lb for lb in _tab_labels(page) if lb not in seen]  # tabs inside this tab
 
-
-def page_urls() -> list[str]:
-    """The url path of each page (viz_model.pages, the table app.py draws: #41 moved it out of app.py)."""
-    from viz_model.pages import page_urls as urls
-
-    return urls()

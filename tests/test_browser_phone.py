@@ -10,10 +10,12 @@ import contextlib
 import re
 
 import pytest
-from axe_walk import _audit, page_urls, walk_tabs
+from axe_walk import _audit, walk_tabs
 from conftest import ConsoleLog, screenshot, settled, streamlit_server, wait_idle
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
+
+from viz_model.pages import page_urls
 
 pytestmark = pytest.mark.browser
 
