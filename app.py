@@ -7,7 +7,7 @@ import streamlit as st
 import torch
 
 from viz_model.pages import PAGES
-from viz_model.ui import class_mode, follow_lane, lecture, share, sidebar
+from viz_model.ui import class_mode, lecture, share, sidebar
 from viz_model.ui.errors import guard
 from viz_model.ui.jobs import status_badge
 
@@ -39,28 +39,25 @@ for row in PAGES:  # the page table (viz_model.pages): only pages whose file exi
 # serious, #29), which screen readers announce as a broken list. The menu is hidden and the same pages are listed
 # with st.page_link (sidebar.lesson_links): a link still switches page inside the session, keeping every setting.
 page = st.navigation(sections, position="hidden")
-# #42 (7): a follower's whole run goes through the class's one lane (ui.follow_lane), so the students who are
-# not in the class never wait behind every follower at once
-with follow_lane.follower_run():
-    # Class mode (#28): a student following the instructor takes their page and settings before any widget is drawn
-    by_path = {p.url_path: p for ps in sections.values() for p in ps if p.url_path not in ALIASES}
-    class_mode.begin(page.url_path, by_path)
-    with st.sidebar:
-        # #39: the guided lectures first; the instructor's folder files that are not offered are the instructor's to see
-        lecture.sidebar_links(by_path, instructor=not class_mode.enabled() or class_mode.leading())
-        sidebar.lesson_links({name: [p for p in ps if p.url_path not in ALIASES] for name, ps in sections.items()})
+# Class mode (#28): a student following the instructor takes their page and settings before any widget is drawn
+by_path = {p.url_path: p for ps in sections.values() for p in ps if p.url_path not in ALIASES}
+class_mode.begin(page.url_path, by_path)
+with st.sidebar:
+    # #39: the guided lectures first; the instructor's folder files that are not offered are the instructor's to see
+    lecture.sidebar_links(by_path, instructor=not class_mode.enabled() or class_mode.leading())
+    sidebar.lesson_links({name: [p for p in ps if p.url_path not in ALIASES] for name, ps in sections.items()})
 
-    link = share.opened_link()  # before any widget takes its value from it
-    # #39: a lecture's step above the page (a slot always there); in class mode, read-only for a follower, the class's
-    # tools for a leader
-    lecture.panel(page.url_path, first_run=link is not None, **class_mode.in_lecture())
-    with guard("the sidebar"):
-        sidebar.render()
-        class_mode.panel()  # the "Class" expander: lead, follow, ask
-        status_badge()  # a training run of this user shows on every page
-    try:
-        with guard(page.title):
-            page.run()
-    finally:  # also after a page's st.stop()
-        share.link_notices(link)
-        class_mode.end()  # a leader publishes the view just drawn
+link = share.opened_link()  # before any widget takes its value from it
+# #39: a lecture's step above the page (a slot always there); in class mode, read-only for a follower, the class's
+# tools for a leader
+lecture.panel(page.url_path, first_run=link is not None, **class_mode.in_lecture())
+with guard("the sidebar"):
+    sidebar.render()
+    class_mode.panel()  # the "Class" expander: lead, follow, ask
+    status_badge()  # a training run of this user shows on every page
+try:
+    with guard(page.title):
+        page.run()
+finally:  # also after a page's st.stop()
+    share.link_notices(link)
+    class_mode.end()  # a leader publishes the view just drawn

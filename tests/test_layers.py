@@ -39,7 +39,7 @@ def test_every_subpackage_has_its_layer():
 SHARED = {"viz_model.lessons": {"common", "class_mode", "presets"},
           "viz_model.figures": {"common", "attention", "colour", "describe", "export", "next_token"},
           "viz_model.ui": {"widgets", "share", "chart", "cache", "errors", "sidebar", "models", "presenter", "jobs",
-                           "join", "lecture_record", "presets", "handout", "follow_lane"},
+                           "join", "lecture_record", "presets", "handout"},
           "app_pages": set()}
 
 

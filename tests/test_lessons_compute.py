@@ -88,8 +88,8 @@ def test_a_check_is_a_value():
 
 # Streamlit's caches on the pages: results (figures, model passes, measurements) through the one helper
 # ui.cache.cached; st.cache_resource only for the server's resources: models and tokenizers (ui.models), the job
-# registry (ui.jobs), the class store (ui.class_mode), the followers' lane (ui.follow_lane, #42).
-RESOURCE_MODULES = {"cache.py", "models.py", "jobs.py", "class_mode.py", "follow_lane.py"}
+# registry (ui.jobs), the class store (ui.class_mode).
+RESOURCE_MODULES = {"cache.py", "models.py", "jobs.py", "class_mode.py"}
 
 
 def test_pages_cache_results_one_way():

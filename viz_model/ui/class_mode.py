@@ -39,7 +39,7 @@ from viz_model.lessons.classview import PAUSED_TEXT, hidden_answers, leader_noti
 from viz_model.model_text import md_text
 from viz_model.runtime import class_mode as rt
 from viz_model.runtime import class_store
-from viz_model.ui import chart, follow_lane, join, presenter, share
+from viz_model.ui import chart, join, presenter, share
 from viz_model.ui.errors import guard
 from viz_model.ui.widgets import HIDDEN_KEYS
 
@@ -438,7 +438,7 @@ def _student_body(code: str) -> None:
 
 @st.fragment(run_every=FOLLOW_POLL_S)
 def _student_poll(code: str) -> None:
-    with follow_lane.follower_run(), guard("the class"), reachable():  # a tick goes through the class's lane (#42)
+    with guard("the class"), reachable():
         _student_body(code)
 
 

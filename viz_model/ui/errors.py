@@ -9,8 +9,6 @@ from collections.abc import Iterator
 
 import streamlit as st
 
-from viz_model.ui import follow_lane
-
 log = logging.getLogger("attention_lab")
 
 
@@ -36,7 +34,7 @@ def section(what: str):
         @st.fragment
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            with follow_lane.follower_run(), guard(what):  # a follower's fragment rerun goes through the lane (#42)
+            with guard(what):
                 fn(*args, **kwargs)
         return run
     return wrap
