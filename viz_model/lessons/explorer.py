@@ -324,8 +324,9 @@ def off_distribution(trained: str, run: str) -> str | None:
 
 # -- what the page says ----------------------------------------------------------------------------------
 MASK_PARAMS = "{label} at its default parameters: {values} (the Masks page varies them)."
-OFF_DISTRIBUTION = ("This model was trained {trained}. Running it {run} is off-distribution: the pattern shows what "
-                    "the weights do with inputs they never saw, not what they learned.")
+OFF_DISTRIBUTION = ("This model was trained with the {trained} mask. Running it with the {run} mask is "
+                    "off-distribution: the pattern shows what the weights do with inputs they never saw, not what "
+                    "they learned.")
 ROLE_LEGEND = ("previous-token: attends to t−1 · first-token: parks attention on <bos> (a sink) · self: attends "
                "to itself · coreference: a pronoun attends to its noun · induction: copies what followed the "
                "same token before · broad: no single pattern clears its bar.")
