@@ -1,9 +1,10 @@
 """Chromium's drawing time for GPT-2 small's Explorer grid page (4 layers x 12 heads, T = 32), plotly.js alone.
 
 The same cells in four forms, each drawn 7 times with Plotly.newPlot in headless Chromium (/usr/bin/chromium, the
-plotly.js that ships with the plotly package, no server): the grid page as the app sends it (one heatmap per head
-plus its masked underlay, 48 subplots), without the underlays, as one tiled heatmap (one trace, one axis), and one
-T x T head map for scale. Prints a table: median ms per form.
+plotly.js that ships with the plotly package, no server): the grid page as the app sends it (since #42 item 6 one
+tiled heatmap over its masked grey, a title per tile), the same heads as 48 subplots (the grid page before: one
+heatmap per head plus its masked underlay), those without the underlays, and one T x T head map for scale. Prints a
+table: median ms per form.
 Run: .venv/bin/python bench/bench_grid_draw.py
 """
 
@@ -17,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import plotly
-import plotly.graph_objects as go
 import plotly.io as pio
 
-from viz_model.figures.attention import attention_heatmap
+from viz_model.figures.attention import attention_grid_dicts, attention_heatmap
+from viz_model.figures.common import fast_figure
 from viz_model.figures.real_models import attention_grid_page
 from viz_model.ui.chart import _Serialized
 
@@ -36,19 +37,12 @@ def forms() -> dict[str, dict]:
     toks = [f"tok{i}" for i in range(T)]
     sent = lambda fig: json.loads(pio.to_json(_Serialized(fig).to_dict()))  # noqa: E731  what the page sends
     grid = sent(attention_grid_page(p, toks, list(range(LAYERS)), list(range(HEADS)), title="grid", allowed=allowed))
-    bare = dict(grid, data=[t for t in grid["data"] if not t.get("name", "").endswith("masked")])
-    gap = T + 2
-    z = np.full((LAYERS * gap, HEADS * gap), np.nan, dtype=np.float32)
-    for i in range(LAYERS):
-        for h in range(HEADS):
-            z[i * gap:i * gap + T, h * gap:h * gap + T] = np.where(allowed, p[i, h], np.nan)
-    tiled = go.Figure(go.Heatmap(z=z[::-1], colorscale="Viridis", zmin=0, zmax=1, hoverongaps=False),
-                      layout=dict(height=grid["layout"].get("height"), xaxis=dict(showticklabels=False),
-                                  yaxis=dict(showticklabels=False)))
+    subplots = sent(fast_figure(*attention_grid_dicts(p, toks, title="grid", allowed=allowed)))
+    bare = dict(subplots, data=[t for t in subplots["data"] if not t.get("name", "").endswith("masked")])
     head = sent(attention_heatmap(p[0, 0], toks, allowed=allowed, title="head"))
-    return {f"grid page as sent ({len(grid['data'])} traces, {LAYERS * HEADS} subplots)": grid,
-            f"without the masked underlays ({len(bare['data'])} traces)": bare,
-            "one tiled heatmap (1 trace, 1 axis)": json.loads(pio.to_json(tiled)),
+    return {f"grid page as sent: one tiled heatmap ({len(grid['data'])} traces, 1 axis)": grid,
+            f"the same heads as {LAYERS * HEADS} subplots ({len(subplots['data'])} traces: the page before)": subplots,
+            f"{LAYERS * HEADS} subplots without the masked underlays ({len(bare['data'])} traces)": bare,
             "one T x T head map (for scale)": head}
 
 

@@ -20,7 +20,7 @@ from viz_model.figures.common import (
     visible,
     vline,
 )
-from viz_model.figures.next_token import CHOSEN, KEPT, next_token_bars  # noqa: F401 (shared with the Encoder–decoder)
+from viz_model.figures.next_token import CHOSEN, KEPT, REMOVED, next_token_bars  # noqa: F401 (shared: Encoder–decoder)
 
 
 def sequence_table(tokens: Sequence[str], logprobs: Sequence[float], positions: Sequence[int],
