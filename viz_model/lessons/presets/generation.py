@@ -13,16 +13,23 @@ from viz_model.model import eval_mode
 from viz_model.model_text import token_texts
 
 
+def _prompt(inp: Inputs, what: str):
+    """The Generate page's prompt as the model reads it: (model, whether it starts with <bos>, its encoding); an
+    encoder (it attends both ways) is refused, saying it does not `what`."""
+    ckpt, model = inp.ckpt, inp.ckpt.model
+    if not model.config.causal:
+        raise ValueError(f"This model attends both ways (an encoder): it does not {what}.")
+    bos = generate_lesson.prompt_bos(ckpt)
+    enc = _encode(ckpt, inp.settings.get("generate_text", PROMPTS[0]), bos, limit=model.config.max_len - 1,
+                  least=1 + int(bos), page="the Generate page")
+    return model, bos, enc
+
+
 def generate_branch(inp: Inputs) -> Preset:
     """#40 (item 5): where branches A and B of the Generate page's Branches tab first differ (their temperatures and
     seeds, the page's prompt, Max new tokens and end-token setting), generated now with the KV cache."""
     s, ckpt = inp.settings, inp.ckpt
-    model = ckpt.model
-    if not model.config.causal:
-        raise ValueError("This model attends both ways (an encoder): it does not write branches.")
-    bos = generate_lesson.prompt_bos(ckpt)
-    enc = _encode(ckpt, s.get("generate_text", PROMPTS[0]), bos, limit=model.config.max_len - 1,
-                  least=1 + int(bos), page="the Generate page")
+    model, bos, enc = _prompt(inp, "write branches")
     picks = [(float(s.get(f"generate_branch_t{i}", t)), int(s.get(f"generate_branch_seed{i}", seed)))
              for i, (t, seed) in enumerate(zip(generate_lesson.BRANCH_TEMPERATURES[:2], generate_lesson.BRANCH_SEEDS))]
     a, b = generate_lesson.branch_runs(
@@ -43,13 +50,8 @@ def generate_branch(inp: Inputs) -> Preset:
 def generate_next(inp: Inputs) -> Preset:
     """Which token the model writes next after the view's prompt (greedy: its most probable one), from one pass now;
     the choices are its top 8 in alphabetical order, so their order gives nothing away."""
-    s, ckpt = inp.settings, inp.ckpt
-    model = ckpt.model
-    if not model.config.causal:
-        raise ValueError("This model attends both ways (an encoder): it does not write the next token.")
-    bos = generate_lesson.prompt_bos(ckpt)
-    enc = _encode(ckpt, s.get("generate_text", PROMPTS[0]), bos, limit=model.config.max_len - 1,
-                  least=1 + int(bos), page="the Generate page")
+    ckpt = inp.ckpt
+    model, bos, enc = _prompt(inp, "write the next token")
     with torch.no_grad(), eval_mode(model):
         logits = model(torch.tensor([enc.ids], device=model.device)).logits[0, -1]
     probs = torch.softmax(logits.float(), -1).cpu().numpy()
