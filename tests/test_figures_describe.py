@@ -97,7 +97,7 @@ def test_every_figure_has_one_plain_bounded_sentence(name):
     # Plotly markup is gone and no label is left escaped: a typed "<b>x</b>" or "<pad>" reads as typed (one sample
     # token is the literal text "&lt;", which must read as "&lt;", not "<")
     assert not re.search(r"&lt;\w|&gt;|&amp;|<br>|<sub>|<extra>", words), words
-    assert "&lt;'" in words if name == "generate.next_token_bars" else "&lt;" not in words
+    assert "&lt;'" in words if name == "next_token.next_token_bars" else "&lt;" not in words
 
 
 def test_long_sentences_are_cut_at_a_word_with_an_ellipsis():

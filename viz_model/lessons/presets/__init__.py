@@ -1,7 +1,9 @@
-"""A preset prediction question on every page (#39, item 6): one registry, PRESETS, of rows (a stable NAME that a
-lecture names with `ask: preset NAME`, the page's URL path, the label the "Ask the class" box lists, and a function
-computing the Preset from the model and the view's settings). The model's answer is computed now, on the view the
-question is about: Preset.answer is {"correct": [choice indices], "why": a sentence built from the measured numbers}.
+"""A preset prediction question on every page (#39, item 6), answered by the model now on the view it is about:
+one registry, PRESETS, of rows; each question's function lives in its page group's module.
+
+A row: a stable NAME that a lecture names with `ask: preset NAME`, the page's URL path, the label the "Ask the
+class" box lists, and a function computing the Preset from the model and the view's settings. Preset.answer is
+{"correct": [choice indices], "why": a sentence built from the measured numbers}.
 
 The settings are the page's widget values by key (st.session_state in the app, a dict in tests); a setting the
 page has not drawn yet takes the page's own default. Nothing here knows Streamlit: `Inputs.load` (a model by its key)
