@@ -52,6 +52,11 @@ def grid(at) -> dict:
     return json.loads(at.get_by_key("explorer_grid").proto.spec)
 
 
+def titles(fig: dict) -> list[str]:
+    """The grid's tile titles, row by row (one text trace above the tiles, #42 item 6)."""
+    return list(next(t for t in fig["data"] if t["name"] == "titles")["text"])
+
+
 def app(folders, model: str | None = None, page: str | None = None):
     from conftest import open_app
 
@@ -133,8 +138,8 @@ def test_explorer_pages_a_large_grid_and_names_the_shared_kv_heads(folders):
     assert_clean(at)
     fig = grid(at)
     assert fig["layout"]["meta"]["tiles"] == [f"L{lyr}H{h}" for lyr in range(4) for h in range(4)]  # 24 > 16: paged
-    assert [t["name"] for t in fig["data"]] == ["masked", "attention"]  # one tiled heatmap on its grey (#42, 6)
-    notes = [a["text"] for a in fig["layout"]["annotations"]]
+    assert [t["name"] for t in fig["data"]] == ["masked", "attention", "titles"]  # one tiled heatmap (#42, 6)
+    notes = titles(fig)
     assert notes[2] == "L0·H2<br><sub>K/V 1</sub>" and notes[1].endswith("K/V 0</sub>")  # h // (4 / 2)
     first = fig["data"][1]["z"]
     at.segmented_control(key="explorer_grid_layers").set_value(4).run()
@@ -149,12 +154,12 @@ def test_explorer_pages_a_large_grid_and_names_the_shared_kv_heads(folders):
 
 def test_explorer_measures_head_roles_on_demand_with_the_models_own_vocabulary(folders):
     at = app(folders, "tiny-llama", "app_pages/explorer.py")
-    assert not any("broad" in a["text"] for a in grid(at)["layout"]["annotations"])  # nothing measured on open
+    assert not any("broad" in t for t in titles(grid(at)))  # nothing measured on open
     at.button(key="explorer_roles_run").click().run()
     assert_clean(at)
     ckpt = checkpoint.load_checkpoint(folders["tiny-llama"])
     expected = real_models.real_head_roles(ckpt.model, ckpt.tokenizer, bos_id=0)  # Llama starts with <s> = 0
-    notes = [a["text"] for a in grid(at)["layout"]["annotations"]]
+    notes = titles(grid(at))
     for entry, note in zip(expected[:16], notes):
         assert f"<sub>{entry['role']}</sub><br><sub>{entry['score']:.2f}" in note  # name above score (#43, phones)
     table = next(d.value for d in at.dataframe if "induction" in d.value.columns)

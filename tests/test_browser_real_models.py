@@ -86,8 +86,8 @@ def test_explorer_on_a_model_folder_by_link_pages_its_grid(real_page, model_para
     page.wait_for_function(_has_tile("L3H3"))
     grid = plot_data(page, 0)
     assert _names(page) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(4)]
-    assert [t["name"] for t in grid] == ["masked", "attention"]
-    notes = page.locator(CHART).first.evaluate("el => el._fullLayout.annotations.map(a => a.text)")
+    assert [t["name"] for t in grid] == ["masked", "attention", "titles"]
+    notes = page.locator(CHART).first.evaluate("el => el._fullData.find(t => t.name === 'titles').text")
     assert notes[2] == "L0·H2<br><sub>K/V 1</sub>"
     assert "model_key=tiny-llama" in unquote_plus(location(page))
     screenshot(page, "real_models_explorer_llama")
@@ -142,7 +142,8 @@ def test_a_12_by_12_grid_stays_readable_in_pages_of_four_layers(real_page, model
     wait_idle(page)
     page.get_by_role("button", name="Measure head roles").click()
     page.wait_for_function(f"""() => {{ const el = document.querySelector('{CHART}');
-        return el && el._fullLayout && el._fullLayout.annotations.some(a => a.text.includes('<sub>')); }}""")
+        const t = el && el._fullData && el._fullData.find(t => t.name === 'titles');
+        return t && t.text.some(s => s.includes('<sub>')); }}""")
     wait_idle(page)
     assert _names(page) == [f"L{lyr}H{h}" for lyr in range(4) for h in range(12)]
     assert page.get_by_text("layers 8–11", exact=True).count() == 1

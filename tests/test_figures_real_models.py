@@ -33,13 +33,18 @@ def _decoded(fig) -> dict:
     """The figure as the browser gets it (its JSON), the typed arrays read back."""
     out = json.loads(fig.to_json())
     for t in out["data"]:
-        t["z"] = _array(t["z"])
+        if "z" in t:
+            t["z"] = _array(t["z"])
     return out
+
+
+def _trace(fig_json: dict, name: str) -> dict:
+    return next(t for t in fig_json["data"] if t["name"] == name)
 
 
 def _tile(z: np.ndarray, fig_json: dict, i: int, j: int, t: int = 5) -> np.ndarray:
     """Tile (i, j)'s cells, found from the category labels (a tile's own labels start 'H{h} · 0 ')."""
-    x, y = fig_json["data"][-1]["x"], fig_json["data"][-1]["y"]
+    x, y = _trace(fig_json, "attention")["x"], _trace(fig_json, "attention")["y"]
     layer, head = fig_json["layout"]["meta"]["tiles"][i * 4 + j][1:].split("H")
     c0, r0 = x.index(f"H{head} · 0 the"), y.index(f"L{layer} · 0 the")
     return z[r0:r0 + t, c0:c0 + t]
@@ -48,8 +53,8 @@ def _tile(z: np.ndarray, fig_json: dict, i: int, j: int, t: int = 5) -> np.ndarr
 def test_every_tile_holds_its_heads_weights_and_masked_cells_are_holes_over_grey():
     p = _probs()
     fig = _decoded(attention_grid_page(p, TOKENS, [4, 5], [0, 1, 2, 3], allowed=CAUSAL, title="Layers 4–5"))
-    masked, heat = fig["data"]
-    assert (masked["name"], heat["name"]) == ("masked", "attention")
+    masked, heat, titles = fig["data"]
+    assert (masked["name"], heat["name"], titles["name"]) == ("masked", "attention", "titles")
     z, grey = np.array(heat["z"], dtype=float), np.array(masked["z"], dtype=float)
     assert fig["layout"]["meta"]["tiles"] == [f"L{lyr}H{h}" for lyr in (4, 5) for h in range(4)]
     for i, lyr in enumerate((4, 5)):
@@ -66,9 +71,14 @@ def test_every_tile_holds_its_heads_weights_and_masked_cells_are_holes_over_grey
 def test_the_hover_names_the_layer_head_query_and_key_and_each_tile_keeps_its_title():
     fig = _decoded(attention_grid_page(_probs(1), TOKENS, [4, 5], [0, 1, 2, 3], roles=[["prev 0.91"] * 4] * 6,
                                        kv_group=2))
-    heat = fig["data"][-1]
-    assert len(fig["data"]) == 1  # nothing masked: no grey layer
+    heat = _trace(fig, "attention")
+    assert [t["name"] for t in fig["data"]] == ["attention", "titles"]  # nothing masked: no grey layer
     assert heat["hovertemplate"] == "query '%{y}' → key '%{x}': %{z:.3f}<extra></extra>"
     assert "L5 · 2 &lt;b&gt;sat&lt;/b&gt;" in heat["y"] and "H3 · 4 mat" in heat["x"]  # escaped, never markup
-    notes = [a["text"] for a in fig["layout"]["annotations"]]
+    titles = _trace(fig, "titles")
+    notes = list(titles["text"])
     assert notes[2] == "L4·H2<br><sub>prev</sub><br><sub>0.91 · K/V 1</sub>" and len(notes) == 8
+    assert not fig["layout"].get("annotations")  # one text trace, not 8 annotations (Chromium lays those out slowly)
+    # each title stands in the gap just above its tile, over the tile's middle column
+    assert titles["x"][2] == "H2 · 2 &lt;b&gt;sat&lt;/b&gt;"
+    assert titles["y"][5] == heat["y"][heat["y"].index("L5 · 0 the") - 1]

@@ -307,7 +307,7 @@ TRACE_TYPES = {
     "normalization.per_layer_chart": ["scatter"] * 2,
     "normalization.loss_chart": ["scatter"] * 2,
     "normalization.sample_matrices": ["heatmap"] * 2,
-    "real_models.attention_grid_page": ["heatmap"] * 2,  # one tiled heatmap on its grey since #42 (item 6): was 8
+    "real_models.attention_grid_page": ["heatmap", "heatmap", "scatter"],  # #42 (6): tiles, grey, titles; was 8
 }
 
 
