@@ -58,7 +58,7 @@ def test_a_by_length_row_makes_the_model_recompute_its_angles(halved):
     model = TinyTransformer(cfg)
     cos, _ = model.rope_cos_sin(torch.arange(16))  # recomputed at length 16, not read from the 64-row table
     theta = rope.default_inv_freq(cfg.d_k) / 2
-    assert torch.allclose(cos.double(), 0.5 * torch.cos(torch.arange(16.0)[:, None].double() * theta), atol=1e-6)
+    assert torch.allclose(cos.double(), 0.5 * torch.cos(torch.arange(16.0)[:, None].double() * theta), atol=1e-5)
 
 
 def test_rope_consumers_read_the_table_and_never_its_private_parts():

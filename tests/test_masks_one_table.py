@@ -59,7 +59,7 @@ def test_a_sink_window_model_blocks_its_cells_and_keeps_its_mask_with_the_cache(
     with torch.no_grad():
         out = sink_model(ids, trace=True)
         assert all(float(lt.probs[..., ~allowed].abs().max()) == 0.0 for lt in out.trace.layers)
-        assert torch.allclose(out.logits, plain(ids, attn_mask=allowed).logits, atol=1e-6)
+        assert torch.allclose(out.logits, plain(ids, attn_mask=allowed).logits, rtol=1e-5, atol=1e-5)  # traced vs fused
         assert not torch.allclose(out.logits, plain(ids).logits, atol=1e-3)  # not the causal mask
         first = sink_model(ids[:, :8], use_cache=True)
         rest = sink_model(ids[:, 8:], past=first.cache)
