@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -190,9 +191,10 @@ class ConsoleLog(list):
 
 
 @contextlib.contextmanager
-def browser_page(browser, base_url: str):
-    """A fresh browser page on base_url; `page.console` collects console errors and page errors."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+def browser_page(browser, base_url: str, **context):
+    """A fresh browser page on base_url (in a context of its own: `context`, Playwright's new_context options, a
+    1400 x 1000 window unless they say otherwise); `page.console` collects console errors and page errors."""
+    ctx = browser.new_context(**({"viewport": {"width": 1400, "height": 1000}} | context))
     pg = ctx.new_page()
     pg.set_default_timeout(60_000)
     pg.console = ConsoleLog()
@@ -426,3 +428,29 @@ def assert_clean(at, where=""):
     """No exception and no error box on the page except a measured claim's ✗."""
     assert not at.exception, (where, texts(at.exception))
     assert not [e for e in texts(at.error) if not e.startswith("✗")], (where, texts(at.error))
+
+
+def lead_class(page, key: str) -> str:
+    """In class mode: open the sidebar's "Class" box, type the instructor `key`, switch on "Lead the class"; the
+    class code on screen. A click that lands while a run redraws the sidebar can be lost: click again, once settled."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    side = page.locator('[data-testid="stSidebar"]')
+    box = side.locator('[data-testid="stExpander"]').filter(has=page.locator("summary", has_text="Class"))
+    if box.locator("details").get_attribute("open") is None:
+        box.locator("summary").click()
+    field = side.get_by_role("textbox", name="Instructor key", exact=True)
+    field.fill(key)
+    field.press("Enter")
+    switch = side.get_by_role("switch", name="Lead the class", exact=True)
+    switch.wait_for()
+    code = side.get_by_text(re.compile(r"Class code: [A-Z]{4}"))
+    for _ in range(3):
+        if not switch.is_checked():
+            switch.click(force=True)
+        try:
+            code.wait_for(timeout=20_000)
+            break
+        except PlaywrightTimeout:
+            settled(page)
+    return code.inner_text().split(":")[1].strip()

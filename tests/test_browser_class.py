@@ -8,7 +8,7 @@ import contextlib
 import re
 
 import pytest
-from conftest import ARTIFACTS, browser_page, screenshot, settled, streamlit_server, wait_idle
+from conftest import ARTIFACTS, browser_page, lead_class, screenshot, settled, streamlit_server, wait_idle
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
@@ -52,22 +52,7 @@ def toggle(page, name: str):
 
 def lead(page) -> str:
     """Type the key, switch on "Lead the class": the class code on screen."""
-    open_class(page)
-    box = sidebar(page).get_by_role("textbox", name="Instructor key", exact=True)
-    box.fill(KEY)
-    box.press("Enter")
-    switch = toggle(page, "Lead the class")
-    switch.wait_for()
-    code = sidebar(page).get_by_text(re.compile(r"Class code: [A-Z]{4}"))
-    for _ in range(3):  # a click that lands while a run redraws the sidebar can be lost: click again, once settled
-        if not switch.is_checked():
-            switch.click(force=True)
-        try:
-            code.wait_for(timeout=20_000)
-            break
-        except PlaywrightTimeout:
-            settled(page)
-    return code.inner_text().split(":")[1].strip()
+    return lead_class(page, KEY)
 
 
 def shots(page, name: str) -> None:

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 
 import class_backends
 import pytest
-from conftest import ARTIFACTS, browser_page, screenshot, settled, streamlit_server
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from conftest import ARTIFACTS, browser_page, lead_class, screenshot, settled, streamlit_server
 from playwright.sync_api import expect
 
 from viz_model.lessons.classview import PAUSED_TEXT
@@ -43,25 +41,7 @@ def tab(browser, url: str):
 
 
 def lead(page) -> str:
-    side = page.locator('[data-testid="stSidebar"]')
-    box = side.locator('[data-testid="stExpander"]').filter(has=page.locator("summary", has_text="Class"))
-    if box.locator("details").get_attribute("open") is None:
-        box.locator("summary").click()
-    key = side.get_by_role("textbox", name="Instructor key", exact=True)
-    key.fill(KEY)
-    key.press("Enter")
-    switch = side.get_by_role("switch", name="Lead the class", exact=True)
-    switch.wait_for()
-    code = side.get_by_text(re.compile(r"Class code: [A-Z]{4}"))
-    for _ in range(3):  # a click that lands while a run redraws the sidebar can be lost: click again, once settled
-        if not switch.is_checked():
-            switch.click(force=True)
-        try:
-            code.wait_for(timeout=20_000)
-            break
-        except PlaywrightTimeout:
-            settled(page)
-    return code.inner_text().split(":")[1].strip()
+    return lead_class(page, KEY)
 
 
 def test_a_frozen_redis_pauses_the_class_in_one_sentence_on_a_live_page_and_it_resumes(browser, hall):

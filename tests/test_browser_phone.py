@@ -6,12 +6,9 @@ off by default). A student who opens a class's link on a phone answers its poll 
 
 from __future__ import annotations
 
-import contextlib
-import re
-
 import pytest
 from axe_walk import _audit, walk_tabs
-from conftest import ConsoleLog, screenshot, settled, streamlit_server, wait_idle
+from conftest import browser_page, lead_class, screenshot, settled, streamlit_server, wait_idle
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
@@ -51,20 +48,9 @@ OVERFLOW = """() => { const w = window.innerWidth, out = [];
   return out; }"""
 
 
-@contextlib.contextmanager
 def phone_page(browser, base_url: str):
-    """A fresh phone-size browser context and page; `page.console` collects console errors and page errors."""
-    ctx = browser.new_context(**PHONE)
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.console = ConsoleLog()
-    pg.on("console", lambda m: m.type == "error" and pg.console.append(f"{m.text} @ {m.location.get('url', '')}"))
-    pg.on("pageerror", lambda e: pg.console.append(f"pageerror: {e}"))
-    pg.base_url = base_url
-    try:
-        yield pg
-    finally:
-        ctx.close()
+    """A fresh phone-size browser context and page (conftest.browser_page at 390 x 844, mobile, touch)."""
+    return browser_page(browser, base_url, **PHONE)
 
 
 def _check(page, where: str) -> list[str]:
@@ -118,23 +104,8 @@ def class_url(tmp_path_factory):
 
 def _lead_and_ask(leader, prompt: str, choices: str) -> str:
     """On a laptop: the instructor key, "Lead the class", then a free question from the sidebar. The class code."""
+    code = lead_class(leader, KEY)
     side = leader.locator('[data-testid="stSidebar"]')
-    box = side.locator('[data-testid="stExpander"]').filter(has=leader.locator("summary", has_text="Class"))
-    if box.locator("details").get_attribute("open") is None:
-        box.locator("summary").click()
-    key = side.get_by_role("textbox", name="Instructor key", exact=True)
-    key.fill(KEY)
-    key.press("Enter")
-    switch = side.get_by_role("switch", name="Lead the class", exact=True)
-    code = side.get_by_text(re.compile(r"Class code: [A-Z]{4}"))
-    for _ in range(3):  # a click that lands while a run redraws the sidebar can be lost: click again, once settled
-        if not switch.is_checked():
-            switch.click(force=True)
-        try:
-            code.wait_for(timeout=20_000)
-            break
-        except PlaywrightTimeout:
-            settled(leader)
     ask = side.locator('input[aria-label="Ask the class"]')
     for _ in range(3):
         ask.click()
@@ -152,7 +123,7 @@ def _lead_and_ask(leader, prompt: str, choices: str) -> str:
     side.get_by_role("textbox", name="Choices, one per line").press("Control+Enter")
     wait_idle(leader)
     side.get_by_role("button", name="Ask", exact=True).click()
-    return code.inner_text().split(":")[1].strip()
+    return code
 
 
 def test_a_student_joins_by_the_link_on_a_phone_and_answers_in_two_taps(browser, class_url):
