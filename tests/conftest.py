@@ -454,3 +454,17 @@ def lead_class(page, key: str) -> str:
         except PlaywrightTimeout:
             settled(page)
     return code.inner_text().split(":")[1].strip()
+
+
+@pytest.fixture
+def class_env(tmp_path, monkeypatch):
+    """The app in class mode on a SQLite class store of this test's own (instructor key "s3cret"): the file's path.
+    The class-store tests that run on both stores (Redis too) have a `class_env` of their own over `backend`."""
+    db = tmp_path / "class.sqlite"
+    monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
+    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(db))
+    from viz_model.ui import class_mode
+
+    class_mode.store.clear()
+    yield db
+    class_mode.store.clear()

@@ -17,17 +17,6 @@ PAGE_FILES = {"start": "start", "explorer": "explorer", "masks": "masks", "qkv":
               "logit-lens": "lens", "attribution": "attribution", "sinks": "sinks"}
 
 
-@pytest.fixture
-def class_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
-    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
-    from viz_model.ui import class_mode
-
-    class_mode.store.clear()
-    yield tmp_path / "class.sqlite"
-    class_mode.store.clear()
-
-
 def _view(at) -> P.Inputs:
     """The leader's view as the test reads it: the session's model and every setting the page drew."""
     from viz_model.ui.models import load_model

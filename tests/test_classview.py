@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 
 import numpy as np
-import pytest
 import segno
 from conftest import open_app, open_tab, plotly_array, spec, texts
 
@@ -93,18 +92,6 @@ def test_the_qr_code_encodes_exactly_the_link_shown():
 
 
 # -- in the app (AppTest) -------------------------------------------------------------------------------------------
-@pytest.fixture
-def class_env(tmp_path, monkeypatch):
-    db = tmp_path / "class.sqlite"
-    monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
-    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(db))
-    from viz_model.ui import class_mode
-
-    class_mode.store.clear()
-    yield db
-    class_mode.store.clear()
-
-
 def _leading():
     at = open_app()
     at.text_input(key="class_key").input("s3cret").run()

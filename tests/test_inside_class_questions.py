@@ -23,17 +23,6 @@ CASES = [
 ]
 
 
-@pytest.fixture
-def class_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
-    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
-    from viz_model.ui import class_mode
-
-    class_mode.store.clear()
-    yield tmp_path / "class.sqlite"
-    class_mode.store.clear()
-
-
 @pytest.mark.parametrize(("file", "url", "preset", "charts", "tab"), CASES, ids=[c[1] for c in CASES])
 def test_a_class_question_hides_its_answer_on_a_students_screen_until_reveal(class_env, file, url, preset, charts,
                                                                            tab):

@@ -169,17 +169,6 @@ def test_a_presets_page_named_kind_can_be_asked(store):
 
 
 # -- AppTest: the leader's panel and a follower's ------------------------------------------------------------------
-@pytest.fixture
-def class_env(tmp_path, monkeypatch):
-    monkeypatch.setenv(cr.KEY_ENV, "s3cret")
-    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
-    from viz_model.ui import class_mode
-
-    class_mode.store.clear()
-    yield
-    class_mode.store.clear()
-
-
 def _app(state: dict, query: dict):
     from streamlit.testing.v1 import AppTest
 

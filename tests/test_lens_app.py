@@ -121,17 +121,6 @@ def test_the_page_reads_a_hugging_face_folder(folders, name):
     assert any(s.startswith("✓") and "own output distribution" in s for s in texts(app.success))
 
 
-@pytest.fixture
-def class_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_LAB_INSTRUCTOR_KEY", "s3cret")
-    monkeypatch.setenv("ATTENTION_LAB_CLASS_DB", str(tmp_path / "class.sqlite"))
-    from viz_model.ui import class_mode
-
-    class_mode.store.clear()
-    yield tmp_path / "class.sqlite"
-    class_mode.store.clear()
-
-
 def test_the_class_question_hides_the_lens_on_students_screens_until_reveal(class_env):
     from viz_model.lessons import classview as cv
     from viz_model.lessons import presets as P
