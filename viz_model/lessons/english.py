@@ -89,20 +89,24 @@ def bigram_perplexity(bigram: Bigram, seqs: Sequence[Sequence[int]]) -> float:
 @torch.no_grad()
 def token_losses(model: TinyTransformer, seqs: Sequence[Sequence[int]], batch_size: int = 64) -> list[np.ndarray]:
     """-log P(seq[t+1] | seq[..t]) for every sequence: one (len - 1,) array each (sequences cut to max_len)."""
-    pad, out = model.config.pad_id, []
+    pad = model.config.pad_id
     seqs = [list(s[: model.config.max_len + 1]) for s in seqs]
-    for i in range(0, len(seqs), batch_size):
-        chunk = seqs[i: i + batch_size]
-        T = max(len(s) for s in chunk) - 1
+    # Batched shortest first, so a batch pads to lengths near its own: in the held-out texts' order the padding was
+    # 2.7-3.6x the real tokens (measured on the English model), and the causal model's losses do not see the padding.
+    order = sorted(range(len(seqs)), key=lambda k: len(seqs[k]))
+    out: list[np.ndarray] = [np.empty(0, np.float32)] * len(seqs)
+    for i in range(0, len(order), batch_size):
+        chunk = order[i: i + batch_size]
+        T = max(len(seqs[k]) for k in chunk) - 1
         ids = torch.full((len(chunk), T), pad, dtype=torch.long)
-        for j, s in enumerate(chunk):
-            ids[j, : len(s) - 1] = torch.tensor(s[:-1])
+        for j, k in enumerate(chunk):
+            ids[j, : len(seqs[k]) - 1] = torch.tensor(seqs[k][:-1])
         with eval_mode(model):
             logits = model(ids.to(model.device)).logits.float().cpu()     # (B, T, V)
         lp = torch.log_softmax(logits, -1)
-        for j, s in enumerate(chunk):
-            n = len(s) - 1
-            out.append(-lp[j, torch.arange(n), torch.tensor(s[1:])].numpy())
+        for j, k in enumerate(chunk):
+            n = len(seqs[k]) - 1
+            out[k] = -lp[j, torch.arange(n), torch.tensor(seqs[k][1:])].numpy()
     return out
 
 
