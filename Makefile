@@ -34,15 +34,19 @@ lint: $(STAMP)
 
 # The float-sensitive tests run twice: on this CPU's kernels, then on torch's portable ones (no SIMD), so another
 # machine's CPU (AVX-512, AVX2, none) cannot surprise a landing (#38). Only those tests' time is added.
+# The suite runs on every core (pytest-xdist, at most 4 workers: each has its own Streamlit server and Chromium), a
+# test file per worker at a time so that a file's module-scoped models and servers are built once (#41).
+JOBS ?= auto
+XDIST := -n $(JOBS) --maxprocesses 4 --dist loadfile
 test: $(STAMP) browser-deps redis-deps lint
-	$(BIN)/python -m pytest
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -m float_sensitive -p no:cacheprovider
+	$(BIN)/python -m pytest $(XDIST)
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest $(XDIST) -m float_sensitive -p no:cacheprovider
 
 unit: $(STAMP) redis-deps
-	$(BIN)/python -m pytest -m "not browser"
+	$(BIN)/python -m pytest $(XDIST) -m "not browser"
 
 browser: $(STAMP) browser-deps
-	$(BIN)/python -m pytest -m browser
+	$(BIN)/python -m pytest $(XDIST) -m browser
 
 # Real checkpoints into models/NAME (safetensors only), listed by the app when ATTENTION_LAB_MODEL_DIRS is unset:
 # `make models` fetches the curated list, `make models MODELS="gpt2 distilgpt2"` some of it.

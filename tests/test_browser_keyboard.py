@@ -36,7 +36,7 @@ _FOCUS = """async () => {
     const label = e.getAttribute('aria-label') || (e.labels && e.labels[0] && e.labels[0].innerText) || e.innerText;
     return {tag: e.tagName, type: e.type || '', role: e.getAttribute('role') || '', label: (label || '').trim(),
             checked: e.getAttribute('aria-checked') === 'true' || e.getAttribute('aria-selected') === 'true',
-            group: !!e.closest('[data-testid="stButtonGroup"]'),
+            group: !!e.closest('[data-testid="stButtonGroup"]'), in_canvas: !!e.closest('canvas'),
             ring: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2 && s.visibility !== 'hidden'
                   && (() => { for (let a = e; a; a = a.parentElement)
                                   if (getComputedStyle(a).opacity === '0') return false;
@@ -55,7 +55,11 @@ def tab_to(page, wanted, what: str) -> dict:
         el = page.evaluate(_FOCUS)
         if el is None:
             continue
-        assert el["ring"], f"no visible focus on {el}"
+        # A table's cell is a canvas's fallback content (Streamlit's data grid draws the table on a canvas, and keeps
+        # an unrendered table inside it for screen readers): no CSS outline of it is ever drawn, and whether one was
+        # computed depended on how focus reached it (a flaky failure under load). What shows its focus is the grid's
+        # own drawing of its selected cell: the focused cell must be the selected one.
+        assert el["ring"] or (el["in_canvas"] and el["checked"]), f"no visible focus on {el}"
         if wanted(el):
             return el
     raise AssertionError(f"Tab never reached {what}")
