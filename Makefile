@@ -34,10 +34,11 @@ lint: $(STAMP)
 
 # The float-sensitive tests run twice: on this CPU's kernels, then on torch's portable ones (no SIMD), so another
 # machine's CPU (AVX-512, AVX2, none) cannot surprise a landing (#38). Only those tests' time is added.
-# The suite runs on every core (pytest-xdist, at most 4 workers: each has its own Streamlit server and Chromium), a
-# test file per worker at a time so that a file's module-scoped models and servers are built once (#41).
+# The suite runs on every core (pytest-xdist, at most 4 workers: each has its own Streamlit server and Chromium). Work
+# stealing keeps the collection's order (conftest puts the long browser tests first); --dist loadfile sorts files by
+# their number of tests, which left the longest one-test browser file to run alone at the end (4 of 25 minutes).
 JOBS ?= auto
-XDIST := -n $(JOBS) --maxprocesses 4 --dist loadfile
+XDIST := -n $(JOBS) --maxprocesses 4 --dist worksteal
 test: $(STAMP) browser-deps redis-deps lint
 	$(BIN)/python -m pytest $(XDIST)
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest $(XDIST) -m float_sensitive -p no:cacheprovider
