@@ -23,7 +23,7 @@ def sweep() -> cost.CostSweep:
 def test_score_matrix_bytes_equal_the_traced_scores_tensor():
     assert cost.score_matrix_bytes(256, n_heads=4, batch=2) == 2 * 4 * 256 * 256 * 4 == 2_097_152
     layer = MultiHeadAttention(16, 4)
-    _, record, _ = layer(torch.randn(3, 40, 16), None, trace=True, is_causal=True)
+    _, record, _ = layer(torch.randn(3, 40, 16), trace=True, is_causal=True)
     assert record.scores.nbytes == cost.score_matrix_bytes(40, n_heads=4, batch=3)
     assert record.probs.nbytes == cost.score_matrix_bytes(40, n_heads=4, batch=3)
 
@@ -112,7 +112,7 @@ def test_sdpa_and_traced_outputs_and_gradients_agree():
     x = torch.randn(2, 48, 16, requires_grad=True)  # (B, T, d_model)
     outs, grads = [], []
     for trace in (True, False):
-        y, _, _ = layer(x, None, trace=trace, is_causal=True)  # (B, T, d_model)
+        y, _, _ = layer(x, trace=trace, is_causal=True)  # (B, T, d_model)
         (gx,) = torch.autograd.grad((y * torch.linspace(-1, 1, 16)).sum(), x)
         outs.append(y.detach())
         grads.append(gx)

@@ -264,12 +264,12 @@ def test_cross_attention_fast_path_equals_the_traced_path():
     with torch.no_grad():
         kv, mask = attn.memory_kv(memory), padding[:, None, None, :]  # (B, 1, 1, T_src)
     with torch.no_grad():
-        fast, _, _ = attn(x, mask, memory=kv)
-        traced, rec, _ = attn(x, mask, trace=True, memory=kv)
+        fast, _, _ = attn(x, mask=mask, memory=kv)
+        traced, rec, _ = attn(x, mask=mask, trace=True, memory=kv)
     torch.testing.assert_close(fast, traced, atol=1e-6, rtol=1e-5)
     assert rec.probs.shape == (2, 4, 5, 7) and float(rec.probs[0, :, :, 5:].abs().max()) == 0.0
     with pytest.raises(ValueError, match="encoder's K and V"):
-        attn(x, mask)
+        attn(x, mask=mask)
 
 
 def test_seq2seq_has_no_attention_math_of_its_own_and_no_long_function():

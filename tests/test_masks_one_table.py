@@ -1,7 +1,7 @@
 """#41 items 1 and 3 for masks: masks.MASKS is the only list of mask kinds (ModelConfig.mask, the Explorer's and the
 Train page's pickers read it; `causal` is read from the row, and "causal": true / false stays a JSON alias), proved by
-one new row (StreamingLLM's sliding window with attention sinks); Block.forward and TinyTransformer.forward name
-every option after their inputs."""
+one new row (StreamingLLM's sliding window with attention sinks); MultiHeadAttention.forward, Block.forward and
+TinyTransformer.forward name every option after their inputs."""
 
 import inspect
 import json
@@ -11,6 +11,7 @@ import torch
 from conftest import assert_clean, named, plotly_array, spec
 
 from viz_model import checkpoint, masks
+from viz_model.attention import MultiHeadAttention
 from viz_model.config import ModelConfig
 from viz_model.model import Block, TinyTransformer
 from viz_model.tokenizer import load_tokenizer
@@ -135,6 +136,8 @@ def test_the_train_page_offers_every_model_mask_and_builds_it():
 def test_block_and_model_name_every_option_after_their_inputs():
     block = inspect.signature(Block.forward).parameters
     assert [n for n, p in block.items() if p.kind != p.KEYWORD_ONLY] == ["self", "x"]
+    attn = inspect.signature(MultiHeadAttention.forward).parameters
+    assert [n for n, p in attn.items() if p.kind != p.KEYWORD_ONLY] == ["self", "x"]
     model = inspect.signature(TinyTransformer.forward).parameters
     assert [n for n, p in model.items() if p.kind != p.KEYWORD_ONLY] == ["self", "ids", "targets"]  # as nanoGPT's
     torch.manual_seed(0)

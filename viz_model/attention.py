@@ -132,13 +132,13 @@ class MultiHeadAttention(nn.Module):
     def forward(
         self,
         x: torch.Tensor,                          # (B, T, d_model)
-        mask: torch.Tensor | None,                # bool, broadcastable to (B, H, T, Tk); None = all
+        *,                                        # the rest by name: attn(x, mask=m, trace=True) reads as it runs
+        mask: torch.Tensor | None = None,         # bool, broadcastable to (B, H, T, Tk); None = all
         rope: tuple[torch.Tensor, torch.Tensor] | None = None,  # cos, sin: (T, d_k/2)
         past: tuple[torch.Tensor, torch.Tensor] | None = None,  # cached (k, v), (B, H_kv, Tp, d_k)
         trace: bool = False,
         scale: float | None = None,
         is_causal: bool = False,                  # fast path hint: mask is exactly causal
-        *,
         memory: tuple[torch.Tensor, torch.Tensor] | None = None,  # cross=True: the encoder's (k, v), memory_kv
         bias: torch.Tensor | None = None,         # ALiBi: (1, H, T, Tk) added to the scores before the softmax
     ) -> tuple[torch.Tensor, LayerTrace | None, tuple[torch.Tensor, torch.Tensor]]:

@@ -154,12 +154,12 @@ class Block(nn.Module):
         attention internals; scale: the scores' factor (None: 1/sqrt(d_k)); memory: this layer's cross-attention
         K, V of the encoder output; memory_mask: the source padding; bias: ALiBi's (1, H, T, Tk) added to the
         self-attention scores (None without it)."""
-        a, rec, kv = self.attn(self._in(x, self.ln1), mask, rope=rope_cs, past=past, trace=trace, scale=scale,
+        a, rec, kv = self.attn(self._in(x, self.ln1), mask=mask, rope=rope_cs, past=past, trace=trace, scale=scale,
                                is_causal=is_causal, bias=bias)
         x = self._out(x, a, self.ln1)
         cross_rec = None
         if self.cross is not None:
-            c, cross_rec, _ = self.cross(self._in(x, self.ln_cross), memory_mask, trace=trace, memory=memory)
+            c, cross_rec, _ = self.cross(self._in(x, self.ln_cross), mask=memory_mask, trace=trace, memory=memory)
             x = self._out(x, c, self.ln_cross)
         x = self._out(x, self.mlp(self._in(x, self.ln2)), self.ln2)
         return BlockOutput(x, rec, kv, cross_rec)

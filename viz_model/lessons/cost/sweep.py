@@ -120,11 +120,11 @@ def _make_run(layer: MultiHeadAttention, x: torch.Tensor, path: str, mode: str) 
 
     def forward() -> None:
         with torch.no_grad():
-            y, record, _ = layer(x, None, trace=trace, is_causal=True)  # y (B, T, d_model)
+            y, record, _ = layer(x, trace=trace, is_causal=True)  # y (B, T, d_model)
             del y, record
 
     def forward_backward() -> None:
-        y, record, _ = layer(x, None, trace=trace, is_causal=True)  # y (B, T, d_model)
+        y, record, _ = layer(x, trace=trace, is_causal=True)  # y (B, T, d_model)
         y.sum().backward()
         del y, record
         layer.zero_grad(set_to_none=True)  # free this run's gradients inside the run, so that the next
