@@ -23,15 +23,15 @@ from tokenizers import Tokenizer
 from viz_model import hf
 from viz_model.config import ModelConfig
 from viz_model.model import TinyTransformer
-from viz_model.rnn import RecurrentConfig, RecurrentLM
-from viz_model.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from viz_model.rnn import LSTM, RNN, RecurrentConfig, RecurrentLM
+from viz_model.seq2seq import SEQ2SEQ, Seq2SeqConfig, Seq2SeqTransformer
 
 FORMAT = "attention-lab-checkpoint"
 VERSION = 1
 MAX_WEIGHTS_BYTES = 256 * 1024 * 1024   # a classroom model is a few MB; refuse anything huge
 MAX_JSON_BYTES = 16 * 1024 * 1024
 
-TRANSFORMER, SEQ2SEQ = "transformer", "seq2seq"  # the kind of a JSON without one (every older checkpoint); a translator
+TRANSFORMER = "transformer"  # the kind of a JSON without one (every older checkpoint); a translator is SEQ2SEQ
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,8 @@ class ModelKind:
 # A model class other than TinyTransformer says its kind in a `kind` attribute.
 MODEL_KINDS: dict[str, ModelKind] = {k.name: k for k in (
     ModelKind(TRANSFORMER, "transformer", "transformer", ModelConfig, TinyTransformer),
-    ModelKind("rnn", "RNN (nn.RNN, tanh)", "RNN", RecurrentConfig, RecurrentLM.from_config, recurrent=True),
-    ModelKind("lstm", "LSTM (nn.LSTM)", "LSTM", RecurrentConfig, RecurrentLM.from_config, recurrent=True),
+    ModelKind(RNN, "RNN (nn.RNN, tanh)", "RNN", RecurrentConfig, RecurrentLM.from_config, recurrent=True),
+    ModelKind(LSTM, "LSTM (nn.LSTM)", "LSTM", RecurrentConfig, RecurrentLM.from_config, recurrent=True),
     ModelKind(SEQ2SEQ, "encoder-decoder", "encoder-decoder", Seq2SeqConfig, Seq2SeqTransformer, on_train_form=False),
 )}
 

@@ -17,13 +17,14 @@ from torch import nn
 from viz_model.config import MAX_D_MODEL, MAX_LAYERS, MAX_LEN, MAX_VOCAB, _check_int
 from viz_model.model import IGNORE_INDEX, ModelOutput, Trace
 
-RECURRENT_KINDS = ("rnn", "lstm")
-_MODULES = {"rnn": nn.RNN, "lstm": nn.LSTM}
+RNN, LSTM = "rnn", "lstm"  # the recurrent kinds: rows of checkpoint.MODEL_KINDS
+RECURRENT_KINDS = (RNN, LSTM)
+_MODULES = {RNN: nn.RNN, LSTM: nn.LSTM}
 
 
 @dataclass
 class RecurrentConfig:
-    kind: str = "rnn"              # "rnn" (tanh cell) | "lstm"
+    kind: str = RNN                # RNN (tanh cell) | LSTM
     vocab_size: int = 256
     d_model: int = 64              # embedding width = hidden width of every layer
     n_layers: int = 1              # stacked recurrent layers
@@ -57,7 +58,7 @@ class RecurrentLM(nn.Module):
     """Embedding -> n_layers single-layer torch RNN/LSTM modules (kept apart so each layer's states and W_hh
     can be read) -> linear head. Right padding needs no mask: the recurrence only runs forward."""
 
-    def __init__(self, kind: str = "rnn", vocab_size: int = 256, d_model: int = 64, n_layers: int = 1,
+    def __init__(self, kind: str = RNN, vocab_size: int = 256, d_model: int = 64, n_layers: int = 1,
                  config: RecurrentConfig | None = None, **options: Any):
         super().__init__()
         self.config = cfg = config or RecurrentConfig(kind, vocab_size, d_model, n_layers, **options)
@@ -118,4 +119,4 @@ class RecurrentLM(nn.Module):
         return ModelOutput(logits, loss, record, None)
 
 
-__all__ = ["RECURRENT_KINDS", "RecurrentConfig", "RecurrentLM"]
+__all__ = ["LSTM", "RECURRENT_KINDS", "RNN", "RecurrentConfig", "RecurrentLM"]

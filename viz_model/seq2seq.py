@@ -83,9 +83,12 @@ class Seq2SeqOutput:
     cache: list[KV] | None = None        # decoder self-attention (k, v) per layer
 
 
+SEQ2SEQ = "seq2seq"  # the kind: a row of checkpoint.MODEL_KINDS
+
+
 # -- the model --------------------------------------------------------------------------------------------
 class Seq2SeqTransformer(SequenceModel):
-    kind = "seq2seq"  # the checkpoint JSON's "kind" (checkpoint.MODEL_KINDS)
+    kind = SEQ2SEQ  # the checkpoint JSON's "kind" (checkpoint.MODEL_KINDS)
 
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()

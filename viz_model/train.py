@@ -42,6 +42,7 @@ from viz_model.device import resolve_device
 from viz_model.generate import greedy_ids
 from viz_model.mlm import fill_mask
 from viz_model.model import TinyTransformer, eval_mode
+from viz_model.rnn import LSTM, RNN
 from viz_model.seq2seq import (
     Seq2SeqTransformer,
     encode_source,
@@ -444,10 +445,10 @@ for _enc in ("none", "sinusoidal", "learned", "rope", "alibi"):
 # Why it trains: an RNN, an LSTM and a transformer on the long-dependency recall task (assets/models/recurrence/).
 _RECALL = dict(preset="tiny", task="recall", lr=3e-3, batch_size=32)  # the same 2000 steps for each kind
 RECIPES["recurrence/rnn"] = dict(
-    _RECALL, kind="rnn", model=dict(d_model=64, n_layers=1), steps=2000, title="RNN on recall",
+    _RECALL, kind=RNN, model=dict(d_model=64, n_layers=1), steps=2000, title="RNN on recall",
     description="One tanh RNN layer (torch's nn.RNN, d 64) recalling a noun across 1-60 filler letters.")
 RECIPES["recurrence/lstm"] = dict(
-    _RECALL, kind="lstm", model=dict(d_model=64, n_layers=1), steps=2000, title="LSTM on recall",
+    _RECALL, kind=LSTM, model=dict(d_model=64, n_layers=1), steps=2000, title="LSTM on recall",
     description="One LSTM layer (torch's nn.LSTM, d 64) recalling a noun across 1-60 filler letters.")
 RECIPES["recurrence/transformer"] = dict(
     _RECALL, model=dict(SMALL, pos_encoding="rope"), steps=2000, title="Transformer on recall",

@@ -15,6 +15,7 @@ from viz_model.lessons import encoder_decoder as lesson
 from viz_model.lessons.common import StepView
 from viz_model.lessons.encoder_decoder import Source
 from viz_model.model_text import md_token
+from viz_model.seq2seq import SEQ2SEQ
 from viz_model.tokenizer import EOS, PAD, encode
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
@@ -50,7 +51,7 @@ def device() -> str:
 
 def translator():
     """The shipped translator (or one the student trained on the translation task); stops when there is none."""
-    entries = [e for e in available_models(("seq2seq",)) if e.path]
+    entries = [e for e in available_models((SEQ2SEQ,)) if e.path]
     if not entries:
         st.error(lesson.MISSING_TRANSLATOR)
         st.stop()

@@ -178,7 +178,7 @@ def _warm_translator() -> None:
     if _WARMING.is_set():
         return
     _WARMING.set()
-    entry = next((e for e in available_models(("seq2seq",)) if e.key == ed_lesson.TRANSLATOR and e.path), None)
+    entry = next((e for e in available_models((checkpoint.SEQ2SEQ,)) if e.key == ed_lesson.TRANSLATOR and e.path), None)
     if entry is not None:
         threading.Thread(target=_warm, args=(entry.path,), name="warm-translator", daemon=True).start()
 

@@ -16,7 +16,7 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx
 from viz_model.device import describe, resolve_device
 from viz_model.figures import recurrence as figs
 from viz_model.lessons import recurrence as lesson
-from viz_model.lessons.recurrence import BATCH, LAYERS, N_INPUTS, REPEATS, name
+from viz_model.lessons.recurrence import BATCH, LAYERS, N_INPUTS, REPEATS, RNN, name
 from viz_model.train import RECALL_DISTANCES
 from viz_model.ui import chart, share
 from viz_model.ui.cache import cached, input_key, shared_results
@@ -128,7 +128,7 @@ def curves(distance: int) -> dict[str, lesson.GradientCurve]:
 
 def view(target: float | None, distance: int) -> tuple[lesson.RecurrenceView, float]:
     return cached("recurrence_view", (target, distance, N_INPUTS),
-                  lambda: lesson.trained_view(shipped()["rnn"], distance, target))
+                  lambda: lesson.trained_view(shipped()[RNN], distance, target))
 
 
 def _chain_chart(chain, title: str):
@@ -193,7 +193,7 @@ def gradient_by_distance(distance: int) -> None:
 
 @section("the W_hh slider")
 def trained_rnn(distance: int) -> None:
-    trained = lesson.trained_norm(shipped()["rnn"].model)
+    trained = lesson.trained_norm(shipped()[RNN].model)
     options = sorted({*lesson.W_HH_CHOICES, trained})
     share.valid("recurrence_whh", options, trained)  # the trained value follows the shipped model
     value = st.select_slider("Rescale the trained RNN's W_hh to spectral norm ‖W_hh‖₂", options, value=trained,
@@ -249,7 +249,7 @@ def _evaluate(n: int) -> list[lesson.AccuracyRow]:
         bar.progress(frac, text=f"{done}/{len(kinds)} models evaluated" + (
             f"; now the {name(kinds[done])}…" if done < len(kinds) else ""))
 
-    rows = lesson.accuracy_table({k: c.model for k, c in models.items()}, models["rnn"].tokenizer,
+    rows = lesson.accuracy_table({k: c.model for k, c in models.items()}, models[RNN].tokenizer,
                                  RECALL_DISTANCES, n, progress)
     bar.empty()
     return rows
@@ -280,5 +280,5 @@ def accuracy(n: int = 128) -> None:
     st.markdown(lesson.accuracy_text(shown))
     holds, lstm = lesson.lstm_text(shown)
     (st.info if holds else st.markdown)(lstm)
-    st.markdown(lesson.trained_text(models["rnn"].metadata))
+    st.markdown(lesson.trained_text(models[RNN].metadata))
     page_link(TRAIN_PAGE, "Train: pick the task “recall”", ":material/model_training:")

@@ -14,7 +14,7 @@ from viz_model import gradients
 from viz_model.checkpoint import Checkpoint
 from viz_model.data import recall_example
 from viz_model.lessons.common import Claim, Fact
-from viz_model.lessons.recurrence.models import TRANSFORMER_LAYERS, _np, name
+from viz_model.lessons.recurrence.models import LSTM, RNN, TRANSFORMER, TRANSFORMER_LAYERS, _np, name
 
 N_INPUTS = 16                                          # recall inputs averaged per gradient curve
 
@@ -45,7 +45,7 @@ def gradient_curve(model: nn.Module, ids: torch.Tensor, kind: str = "") -> Gradi
     norms = gradients.by_distance(logs.mean(0).exp())     # (T,)
     stop = len(norms) - 1 if len(norms) > 3 else None     # distance T−1 is position 0, <bos>
     slope = gradients.log_slope(norms, 1, stop)
-    return GradientCurve(kind or getattr(model, "kind", "transformer"), norms, slope, float(torch.tensor(slope).exp()))
+    return GradientCurve(kind or getattr(model, "kind", TRANSFORMER), norms, slope, float(torch.tensor(slope).exp()))
 
 
 def key_ratio(curve: GradientCurve, distance: int) -> float:
@@ -73,7 +73,7 @@ def gradient_words(factor_per_step: float, key_ratio: float, distance: int) -> s
 
 def distance_curves(models: dict[str, Checkpoint], distance: int, n: int = N_INPUTS) -> dict[str, GradientCurve]:
     """Each shipped model's gradient by distance on n recall inputs whose key is `distance` back."""
-    ids = recall_inputs(models["rnn"].tokenizer, distance, n=n)  # (n, distance + 2)
+    ids = recall_inputs(models[RNN].tokenizer, distance, n=n)  # (n, distance + 2)
     return {k: gradient_curve(c.model, ids, k) for k, c in models.items()}
 
 
@@ -99,12 +99,12 @@ def gradient_text(cs: dict[str, GradientCurve], distance: int) -> str:
     """The curves in words, from the table's own numbers: its factor per step and its key ÷ d=1."""
     words = {k: gradient_words(c.factor_per_step, key_ratio(c, distance), distance) for k, c in cs.items()}
     return (f"Fitted over distances 1 … {distance} (0 is the ':' itself, {distance + 1} the `<bos>`): the RNN's "
-            f"gradient {words['rnn']}; the LSTM's (its additive cell path) {words['lstm']}; the transformer's "
-            f"{words['transformer']}: every position is at most {TRANSFORMER_LAYERS} layers from the output, "
+            f"gradient {words[RNN]}; the LSTM's (its additive cell path) {words[LSTM]}; the transformer's "
+            f"{words[TRANSFORMER]}: every position is at most {TRANSFORMER_LAYERS} layers from the output, "
             "and attention reads the key directly.")
 
 
 def gradient_claims(cs: dict[str, GradientCurve]) -> list[Claim]:
-    rnn, lstm = cs["rnn"], cs["lstm"]
+    rnn, lstm = cs[RNN], cs[LSTM]
     return [Fact(rnn.factor_per_step < lstm.factor_per_step, f"the RNN's gradient keeps less per step than the "
                  f"LSTM's (×{rnn.factor_per_step:.3f} vs ×{lstm.factor_per_step:.3f})")]

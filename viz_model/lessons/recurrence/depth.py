@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from viz_model.lessons.recurrence.models import D_MODEL, KINDS, LAYERS, RNN_LAYERS, TRANSFORMER_LAYERS, name
+from viz_model.lessons.recurrence.models import (
+    D_MODEL,
+    KINDS,
+    LAYERS,
+    RNN,
+    RNN_LAYERS,
+    TRANSFORMER,
+    TRANSFORMER_LAYERS,
+    name,
+)
 
 
 @dataclass
@@ -24,7 +33,7 @@ def graph_depth(kind: str, T: int, n_layers: int) -> GraphDepth:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
     if T < 1 or n_layers < 1:
         raise ValueError("T and the number of layers must be at least 1.")
-    if kind == "transformer":
+    if kind == TRANSFORMER:
         return GraphDepth(kind, T, n_layers, n_layers, "L")
     return GraphDepth(kind, T, n_layers, T + n_layers - 1, "T + L - 1")
 
@@ -33,11 +42,11 @@ def depth_lines(T: int) -> list[dict]:
     """The depth chart's lines: the RNN's and the transformer's steps at every power of two to 1,024 and at T."""
     Ts = sorted({2**i for i in range(11)} | {T})
     return [dict(name=f"{name(k)} ({graph_depth(k, 1, LAYERS[k]).formula}, L = {LAYERS[k]})", kind=k, T=Ts,
-                 depth=[graph_depth(k, t, LAYERS[k]).depth for t in Ts]) for k in ("rnn", "transformer")]
+                 depth=[graph_depth(k, t, LAYERS[k]).depth for t in Ts]) for k in (RNN, TRANSFORMER)]
 
 
 def depth_text(T: int) -> str:
-    rnn, tr = graph_depth("rnn", T, RNN_LAYERS), graph_depth("transformer", T, TRANSFORMER_LAYERS)
+    rnn, tr = graph_depth(RNN, T, RNN_LAYERS), graph_depth(TRANSFORMER, T, TRANSFORMER_LAYERS)
     return (f"The RNN's h_t = f(x_t, h_(t−1)) cannot start before h_(t−1) is done, even in training, where "
             f"every x_t is known: **{rnn.depth:,}** steps one after another for T = {T:,} (the LSTM alike). "
             f"The transformer computes all {T:,} positions of a layer at once from the layer below: "

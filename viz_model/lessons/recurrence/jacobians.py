@@ -13,7 +13,7 @@ from viz_model.checkpoint import Checkpoint
 from viz_model.lessons.common import Claim, Fact
 from viz_model.lessons.recurrence.by_distance import N_INPUTS, GradientCurve, curve_line, gradient_curve, recall_inputs
 from viz_model.lessons.recurrence.models import _np
-from viz_model.rnn import RecurrentLM
+from viz_model.rnn import RNN, RecurrentLM
 
 W_HH_CHOICES = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 6.0, 8.0, 12.0)
 
@@ -34,7 +34,7 @@ def linear_regime_rnn(gain: float, d_model: int = 16, vocab_size: int = 32, seed
     gen = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng(devices=[]):  # its LM head too from the seed, not from whatever ran before (#27)
         torch.manual_seed(seed)
-        model = RecurrentLM("rnn", vocab_size, d_model, 1)
+        model = RecurrentLM(RNN, vocab_size, d_model, 1)
     cell = model.layers[0]
     with torch.no_grad():
         cell.weight_hh_l0.copy_(gain * torch.linalg.qr(torch.randn(d_model, d_model, generator=gen))[0])

@@ -10,16 +10,16 @@ import torch
 from torch import nn
 
 from viz_model import ASSETS_DIR, checkpoint
-from viz_model.checkpoint import Checkpoint
+from viz_model.checkpoint import TRANSFORMER, Checkpoint
 from viz_model.config import ModelConfig
 from viz_model.data import TASK_LABELS
 from viz_model.model import TinyTransformer
-from viz_model.rnn import RecurrentLM
+from viz_model.rnn import LSTM, RECURRENT_KINDS, RNN, RecurrentLM
 
-KINDS = ("rnn", "lstm", "transformer")
+KINDS = (RNN, LSTM, TRANSFORMER)  # the three models the lesson sets side by side (rows of checkpoint.MODEL_KINDS)
 
 
-KIND_NAMES = {"rnn": "RNN", "lstm": "LSTM", "transformer": "transformer"}
+KIND_NAMES = {k: checkpoint.MODEL_KINDS[k].short for k in KINDS}
 
 
 Progress = Callable[[float], None] | None
@@ -32,7 +32,7 @@ D_MODEL, TRANSFORMER_LAYERS, RNN_LAYERS = 64, 2, 1
 VOCAB, BATCH, REPEATS = 256, 8, 3
 
 
-LAYERS = {"rnn": RNN_LAYERS, "lstm": RNN_LAYERS, "transformer": TRANSFORMER_LAYERS}
+LAYERS = {RNN: RNN_LAYERS, LSTM: RNN_LAYERS, TRANSFORMER: TRANSFORMER_LAYERS}
 
 
 def name(kind: str) -> str:
@@ -49,7 +49,7 @@ def _np(x) -> np.ndarray:
 
 def _recurrent_hidden(kind: str, target_params: int, vocab_size: int, n_layers: int) -> int:
     """The hidden width whose RecurrentLM has the parameter count closest to target_params."""
-    gates = 4 if kind == "lstm" else 1
+    gates = 4 if kind == LSTM else 1
     def count(h: int) -> int:
         return 2 * vocab_size * h + n_layers * gates * (2 * h * h + 2 * h)  # embedding + head + cells
     return min(range(4, 1025, 4), key=lambda h: abs(count(h) - target_params))
@@ -64,7 +64,7 @@ def comparable_models(vocab_size: int = 256, d_model: int = 64, n_layers: int = 
     transformer = TinyTransformer(cfg)
     target = transformer.num_params()
     return {kind: RecurrentLM(kind, vocab_size, _recurrent_hidden(kind, target, vocab_size, rnn_layers), rnn_layers)
-            for kind in ("rnn", "lstm")} | {"transformer": transformer}
+            for kind in RECURRENT_KINDS} | {TRANSFORMER: transformer}
 
 
 def shipped_path(kind: str):

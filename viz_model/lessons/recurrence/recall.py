@@ -12,7 +12,7 @@ from torch import nn
 from viz_model.checkpoint import Checkpoint
 from viz_model.data import RECALL_KEYS
 from viz_model.lessons.common import Claim, Fact
-from viz_model.lessons.recurrence.models import Progress, name
+from viz_model.lessons.recurrence.models import LSTM, RNN, TRANSFORMER, Progress, name
 from viz_model.train import RECALL_DISTANCES, accuracy_by_distance
 
 CHANCE = 1 / len(RECALL_KEYS)
@@ -47,7 +47,7 @@ def accuracy_rows(acc: dict[str, dict[int, float]], params: dict[str, int]) -> l
 
 
 def accuracy_lines(acc: dict[str, dict[int, float]], source: str) -> list[dict]:
-    style = {"lstm": dict(width=6), "transformer": dict(dash="dash")}  # both at 1.0: the wide LSTM shows beneath
+    style = {LSTM: dict(width=6), TRANSFORMER: dict(dash="dash")}  # both at 1.0: the wide LSTM shows beneath
     return [dict(name=f"{name(k)} ({source})", kind=k, d=list(by_d), accuracy=list(by_d.values()), **style.get(k, {}))
             for k, by_d in acc.items()]
 
@@ -60,7 +60,7 @@ def accuracy_claims(live: dict[str, dict[int, float]], saved: dict[str, dict[int
 
 
 def accuracy_text(acc: dict[str, dict[int, float]]) -> str:
-    rnn, tr = acc["rnn"], acc["transformer"]
+    rnn, tr = acc[RNN], acc[TRANSFORMER]
     d0, d1 = min(rnn), max(rnn)
     return (f"The RNN falls off with distance: **{rnn[d0]:.2f}** at d = {d0}, **{rnn[d1]:.2f}** at d = {d1} "
             f"(chance is 1/{len(RECALL_KEYS)} = {CHANCE:.3f}). The transformer is never below "
@@ -69,7 +69,7 @@ def accuracy_text(acc: dict[str, dict[int, float]]) -> str:
 
 def lstm_text(acc: dict[str, dict[int, float]]) -> tuple[bool, str]:
     """(whether the LSTM holds at every distance, the sentence that says how it does)."""
-    lstm = acc["lstm"]
+    lstm = acc[LSTM]
     low = min(lstm.values())
     if low >= 0.99:
         return True, (f"**The LSTM does not fail here:** never below {low:.2f}, up to distance {max(lstm)}. The "

@@ -15,7 +15,7 @@ from torch import nn
 from viz_model.device import resolve_device
 from viz_model.lessons.common import fit_slope, measured_ago
 from viz_model.lessons.recurrence.depth import graph_depth
-from viz_model.lessons.recurrence.models import BATCH, REPEATS, RNN_LAYERS, Progress, _fmt, name
+from viz_model.lessons.recurrence.models import BATCH, REPEATS, RNN, RNN_LAYERS, Progress, _fmt, name
 from viz_model.model import eval_mode
 
 LENGTHS = (16, 32, 64, 128, 256, 512, 1024)
@@ -107,7 +107,7 @@ def timing_rows(rows: list[TimingRow]) -> list[dict]:
         for k in kinds:
             row[f"{name(k)} ms"] = _fmt(by[k, T].ms)
             row[f"{name(k)} × T={Ts[0]}"] = f"{by[k, T].ratio:.3g}"
-        row["RNN steps"] = f"{graph_depth('rnn', T, RNN_LAYERS).depth:,}"
+        row["RNN steps"] = f"{graph_depth(RNN, T, RNN_LAYERS).depth:,}"
         table.append(row)
     return table
 
