@@ -4,7 +4,7 @@
 can match both the bytes a page sends per rerun and the number of charts they come in (measured: one 72 KB chart
 reran twice as fast as one 56 KB chart, 180 vs 74 reruns/s, so a page's three 24 KB charts are not matched by one
 72 KB chart); the slider `bare_seed` changes the data on every rerun like a student moving a widget.
-Run: streamlit run bench/bare_app.py   (bench/classroom_load.py starts it itself)
+Run: streamlit run bench/bare_app.py   (bench/class_load.py starts it itself)
 """
 
 import numpy as np

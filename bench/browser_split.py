@@ -4,7 +4,7 @@ no other load. Each round types a sentence of `--words` words on one model, then
 models, so both see the same machine), and times, from Enter:
   finished: the script_finished message handled by the page (the server's run, the messages on the wire, and the
             browser applying every delta before it: a tab busy drawing handles the message late);
-  drawn:    the new charts drawn (the measure of bench/classroom_load.py's browser student).
+  drawn:    the new charts drawn (the measure of bench/class_load.py's browser student).
 The first pass over the sentences runs the model (new to the server's caches); the second finds every pass and
 figure cached, so its time is the page's own cost in the browser plus a cached rerun.
 Run: .venv/bin/python bench/browser_split.py [--words 32] [--rounds 2]
@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import classroom_load as cl  # noqa: E402
+import class_load as cl  # noqa: E402
 import gpt2_small  # noqa: E402
 
 CLASSROOM = "Classroom model (RoPE, 186 words)"

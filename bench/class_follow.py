@@ -1,7 +1,7 @@
 """Class-follow bench (#28): how far behind the instructor are the students who follow, and what does following
 cost the students who do not?
 
-Reuses bench/classroom_load.py's machinery (servers in their own process groups, deploy/haproxy.cfg with this run's
+Reuses bench/class_load.py's machinery (servers in their own process groups, deploy/haproxy.cfg with this run's
 ports, percentiles) and bench/loadclient.py's protocol-level clients. One class per scenario:
   - the leader: a protocol client that enters the instructor key, leads, and every CHANGE_EVERY_S moves the Start
     page's Layer or Head (a fragment rerun, as the picker does); its tab's own publish timer (the 0.5 s fragment
@@ -40,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from classroom_load import (  # noqa: E402
+from class_load import (  # noqa: E402
     CHROMIUM_FLAGS,
     RESULTS,
     Procs,

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import websockets  # noqa: E402
 from class_follow import FOLLOW_TICK_S, LEADER_TICK_S, TimedSession, chart_title  # noqa: E402
-from classroom_load import RESULTS, free_port, pct, table  # noqa: E402
+from class_load import RESULTS, free_port, pct, table  # noqa: E402
 from loadclient import ProtocolSession, fetch_cookie, ws_url  # noqa: E402
 
 from viz_model.lessons.classview import PAUSED_TEXT  # noqa: E402

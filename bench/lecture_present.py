@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from class_follow import FOLLOW_TICK_S, KEY, LEADER_TICK_S, open_session  # noqa: E402
-from classroom_load import RESULTS, Procs, ms, pct, start_haproxy, start_streamlit, table  # noqa: E402
+from class_load import RESULTS, Procs, ms, pct, start_haproxy, start_streamlit, table  # noqa: E402
 from loadclient import LoadClientError  # noqa: E402
 
 from viz_model.lectures import builtin_lectures  # noqa: E402

@@ -97,7 +97,7 @@ def test_protocol_client_reruns_finish_and_widget_changes_reach_the_chart(server
 
 
 # Pickers that change one view of a page rerun only that view (an st.fragment): the bench's saturation and class
-# numbers rest on it (bench/classroom_load.py). (page, widget key[, value]) on each page's first view.
+# numbers rest on it (bench/class_load.py). (page, widget key[, value]) on each page's first view.
 FRAGMENT_PICKERS = [("start", "start_layer"), ("start", "start_head"), ("explorer", "explorer_layer"),
                     ("explorer", "explorer_head"), ("explorer", "explorer_tab", "Query focus"), ("masks", "masks_kind"),
                     ("qkv", "qkv_query"), ("encoder", "encoder_topk"), ("encoder", "encoder_layer"),

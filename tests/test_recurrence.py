@@ -317,7 +317,7 @@ def test_shipped_models_record_their_accuracy_by_distance():
 def test_gradient_by_distance_is_right_when_sessions_share_the_model():
     """The app's sessions share one model object: eight threads measuring it at once must each get the serial
     result (before the lock, another thread's forward hook replaced this thread's captured leaf: 'the differentiated
-    Tensor ... not used in the graph', found by bench/classroom_load.py's saturation run)."""
+    Tensor ... not used in the graph', found by bench/class_load.py's saturation run)."""
     from concurrent.futures import ThreadPoolExecutor
 
     torch.manual_seed(0)
@@ -334,7 +334,7 @@ def test_gradient_by_distance_ignores_another_sessions_forward_on_the_shared_mod
     """Another view of the same shared model (the Jacobian chain, a plain forward) runs tok_emb without the lock. A
     forward from another thread, made while this thread's hook is registered and before its own forward, must not
     be taken for this thread's input (before: 'the differentiated Tensor ... not used in the graph', 1 error in the
-    saturation run of bench/classroom_load.py)."""
+    saturation run of bench/class_load.py)."""
     import threading
 
     class Interleaved(RecurrentLM):

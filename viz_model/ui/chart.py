@@ -131,7 +131,7 @@ class _Serialized(BaseFigure):
 
     st.plotly_chart calls figure.to_dict() on every rerun, which deep-copies the figure and re-encodes each of its
     arrays. For the figures the pages take from the cache (one object for every student and rerun) that repeated
-    work was 7 % of the Encoder-decoder page's server time (py-spy, bench/classroom_load.py saturation), and
+    work was 7 % of the Encoder-decoder page's server time (py-spy, bench/class_load.py saturation), and
     Streamlit has no option to skip it. This stand-in holds the dict and hands it over; Streamlit only reads it.
     BaseFigure.__init__ is skipped on purpose: Streamlit needs isinstance(..., BaseFigure) and to_dict(), nothing else.
     """

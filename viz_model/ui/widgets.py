@@ -102,7 +102,7 @@ def row():
     Not st.columns for a plain row of controls: Streamlit sends every block as a message of its own, and
     st.columns([...]) is the row plus one block per column (a row of four controls: five messages, here one). Each
     message hands the server's GIL from the script to the event loop; on the pages with most controls that
-    per-message work was most of what a rerun cost beyond its charts (bench/classroom_load.py saturation)."""
+    per-message work was most of what a rerun cost beyond its charts (bench/class_load.py saturation)."""
     return st.container(horizontal=True, gap="medium", vertical_alignment="bottom")
 
 

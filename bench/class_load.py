@@ -14,10 +14,10 @@ Scenarios, all measured in one run:
   2. Realistic class: every student acts every 3-8 s (seeded), K = 10, 30, 60, one server process.
   3. The same class on two server processes behind HAProxy (deploy/haproxy.cfg, sticky cookie, websockets).
   4. The class at K=30 while two training runs go on (Train page).
-Results: printed tables and bench/results/classroom_load.{md,json}.
+Results: printed tables and bench/results/class_load.{md,json}.
 
-Run:  .venv/bin/python bench/classroom_load.py                 # full run, about 10 minutes
-      .venv/bin/python bench/classroom_load.py --quick         # 2-3 minute smoke run
+Run:  .venv/bin/python bench/class_load.py                 # full run, about 10 minutes
+      .venv/bin/python bench/class_load.py --quick         # 2-3 minute smoke run
       options: --k 10,30,60 --duration 40 --pages start,rope --replicas 2 --no-browser --seed 0
 
 Extending the lesson when a page lands: add Step(...) rows to LESSON using the widget keys from pages/<page>.py
@@ -159,7 +159,7 @@ class Procs:
 
     def __init__(self):
         self.procs: list[subprocess.Popen] = []
-        self.logdir = Path(tempfile.mkdtemp(prefix="classroom_load_"))
+        self.logdir = Path(tempfile.mkdtemp(prefix="class_load_"))
 
     def start(self, name: str, cmd: list[str], env=None) -> subprocess.Popen:
         log = open(self.logdir / f"{name}.log", "w")
@@ -907,7 +907,7 @@ def parse_args(argv=None):
                     "(e.g. 'Classroom model (RoPE, 186 words)')")
     ap.add_argument("--model-dir", default="", help="a Hugging Face model folder (e.g. bench/gpt2_small.py's): the "
                     "server lists it (ATTENTION_LAB_MODEL_DIRS) and every student opens it by ?model_key=")
-    ap.add_argument("--out", default=str(RESULTS / "classroom_load"), help="writes OUT.md and OUT.json")
+    ap.add_argument("--out", default=str(RESULTS / "class_load"), help="writes OUT.md and OUT.json")
     a = ap.parse_args(argv)
     a.k = [int(x) for x in a.k.split(",") if x]
     a.pages = [x for x in a.pages.split(",") if x]
