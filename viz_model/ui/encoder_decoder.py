@@ -9,13 +9,13 @@ import pandas as pd
 import streamlit as st
 
 from viz_model import generate as G
+from viz_model.checkpoint import SEQ2SEQ
 from viz_model.figures import encoder_decoder as F
 from viz_model.figures.next_token import next_token_bars
 from viz_model.lessons import encoder_decoder as lesson
 from viz_model.lessons.common import StepView
 from viz_model.lessons.encoder_decoder import Source
 from viz_model.model_text import md_token
-from viz_model.seq2seq import SEQ2SEQ
 from viz_model.tokenizer import EOS, PAD, encode
 from viz_model.ui import share
 from viz_model.ui.cache import cached, input_key, model_id
