@@ -224,3 +224,29 @@ def test_kv_rows_and_sentence_follow_the_layers():
     assert "holds **16 GiB** (512 MiB per layer); with 8 K/V heads (GQA) 4 GiB" in cost.kv_text(32)
     assert "holds **4 GiB** (512 MiB per layer)" in cost.kv_text(8)
     assert cost.size_text(1536) == "1.5 KiB" and cost.size_text(12) == "12 B"
+
+
+def test_shipped_kv_models_read_each_folder_once_and_again_when_a_file_changes(tmp_path, monkeypatch):
+    """The Cost page asks for the shipped models' shapes on every run; the English models' JSON (0.5 MB, their
+    tokenizer inside) was parsed each time (16 % of a 60-follower class's server time). Read once per folder state."""
+    import json
+    import os
+    import shutil
+
+    from viz_model import ASSETS_DIR, checkpoint
+
+    shutil.copy(ASSETS_DIR / "models" / "classroom.json", tmp_path / "classroom.json")
+    reads = []
+    real = checkpoint.read_metadata
+    monkeypatch.setattr(checkpoint, "read_metadata", lambda path: reads.append(path) or real(path))
+    first = cost.shipped_kv_models(tmp_path)
+    assert [m.name for m in first] == ["classroom"] and len(reads) == 1
+    assert cost.shipped_kv_models(tmp_path) == first and len(reads) == 1  # the same folder: not read again
+    doc = json.loads((tmp_path / "classroom.json").read_text())
+    doc["config"]["n_layers"] = first[0].n_layers + 3
+    (tmp_path / "classroom.json").write_text(json.dumps(doc))
+    os.utime(tmp_path / "classroom.json", ns=(1, 1))  # another mtime whatever the clock's resolution
+    again = cost.shipped_kv_models(tmp_path)
+    assert len(reads) == 2 and again[0].n_layers == first[0].n_layers + 3  # a rewritten file is read again
+    again.clear()  # a caller's list is its own: the cache is not changed through it
+    assert cost.shipped_kv_models(tmp_path)[0].n_layers == first[0].n_layers + 3

@@ -3,11 +3,13 @@ attention; the cache grows linearly with T and with layers (computed from the mo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from viz_model.files import dir_stamp
 from viz_model.lessons.cost.slopes import _num
 from viz_model.lessons.cost.sweep import _check_ts, score_matrix_bytes
 
@@ -59,19 +61,30 @@ def kv_model_from_config(name: str, config: Any, dtype_bytes: int = 4) -> KVMode
 
 
 def shipped_kv_models(models_dir: str | Path | None = None) -> list[KVModel]:
-    """The shipped checkpoints' shapes, read from their JSON configs (no weights loaded)."""
+    """The shipped checkpoints' shapes, read from their JSON configs (no weights loaded); read again only when a
+    file of the folder changes (the English models' JSON holds their tokenizer: 0.5 MB parsed on every Cost page
+    run was 16 % of a 60-follower class's server time, py-spy)."""
     from viz_model import ASSETS_DIR
-    from viz_model.checkpoint import read_metadata
 
     folder = Path(models_dir) if models_dir is not None else ASSETS_DIR / "models"
+    return list(_shipped_kv_models(str(folder), dir_stamp(folder, ".json")))
+
+
+# lru_cache, not ui.cache.cached (ui-only): a pure function of immutable arguments, the folder's JSON files' identity
+# among them (a new, removed or rewritten checkpoint changes the key); a tuple of frozen rows, shared read-only.
+@functools.lru_cache(maxsize=8)
+def _shipped_kv_models(folder: str, stamp: tuple) -> tuple[KVModel, ...]:
+    from viz_model.checkpoint import read_metadata
+
     models = []
-    for path in sorted(folder.glob("*.json")):
+    for name, _mtime, _size in stamp:
+        path = Path(folder) / name
         try:
             config = read_metadata(path.with_suffix(".safetensors"))["config"]
             models.append(kv_model_from_config(path.stem, config, dtype_bytes=4))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not a checkpoint's JSON
-    return models
+    return tuple(models)
 
 
 def kv_cache_table(Ts: Sequence[int] = (64, 1024, 4096, 32768), models: Sequence[KVModel] | None = None,
