@@ -54,7 +54,7 @@ if roles is not None and (table := ui.roles_table(ckpt, measured)) is not None:
     label = "measured now on this model, " + roles_measured_on(None, True) if measured else \
         "measured when the model was built, " + roles_measured_on(ckpt.metadata, model_text.is_folder_model(ckpt))
     with st.expander(f"Head roles, {label}"):
-        st.dataframe(table, hide_index=True, width="stretch")
+        widgets.answer_table("explorer_roles_table", table)  # names the previous-token head: hidden in a class poll
         st.caption(lesson.ROLE_LEGEND if measured is None else lesson.MEASURED_LEGEND.format(
             n=8, bos=f": {model_text.start_token(ckpt)[1]}" if model_text.uses_bos(ckpt) else ""))
 

@@ -19,11 +19,13 @@ from urllib.parse import urlsplit, urlunsplit
 # numbers answer the page's prediction questions. A page with a new preset question adds its row here.
 ANSWERS: dict[str, tuple[str, ...]] = {
     "": ("start_heatmap", "start_role"),                          # Start: which word does this head attend to?
-    "explorer": ("explorer_grid", "explorer_head_map", "explorer_bars", "explorer_role"),  # the previous token?
+    "explorer": ("explorer_grid", "explorer_head_map", "explorer_bars", "explorer_role",  # the previous token?
+                 "explorer_roles_table"),                         # the head roles' table names that head
     "generate": ("generate_output", "generate_bars", "generate_step_sentence", "generate_table",  # the next token?
                  "generate_sequence", "generate_attention",
                  "generate_branch_grid", "generate_branch_sentence"),  # where do two branches first differ?
     "rope": ("rope_coverage", "rope_coverage_text"),                    # which method keeps every angle in range?
+    "sinusoidal": ("sinusoidal_heatmap",),                            # which position is this vector? (its row)
     "masks": ("masks_panels",),                                         # how many tokens can row t see?
     "qkv": ("qkv_lookup_chart", "qkv_mix_chart"),                       # which key does this query match best?
     "encoder": ("encoder_fills", "encoder_topk"),                       # which word fills the blank?

@@ -283,6 +283,14 @@ def answer_line(key: str, text: str, draw=st.markdown, hidden: str = classview.H
     draw(hidden if answer_hidden(key) else text)
 
 
+def answer_table(key: str, table, **kwargs) -> None:
+    """st.dataframe of a table that states an answer: one line in its place while answer_hidden."""
+    if answer_hidden(key):
+        st.caption(classview.HIDDEN_TEXT)
+    else:
+        st.dataframe(table, hide_index=True, width="stretch", key=key, **kwargs)
+
+
 def hidden_chart(fig, key: str, target, exports: bool):
     """ui.chart.show for a hidden answer: the chart's frame, one grey, no hover or exports (their data would tell),
     with the same elements in the same places (chart, caption, row), so nothing below moves."""
