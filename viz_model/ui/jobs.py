@@ -58,7 +58,7 @@ def _close_lease(lease: Lease) -> None:
 def hold_lease() -> str:
     """Hold this tab's lease (released when the websocket disconnects); returns the owner id."""
     owner = session_id()
-    _lease(owner)
+    _lease(owner=owner)  # by keyword: see ui.cache.cached
     return owner
 
 

@@ -189,12 +189,12 @@ def load_model(key: str, device: str = "auto") -> Checkpoint:
     """A read-only, process-wide cached model: weights are loaded once per server, not per session."""
     dev = str(resolve_device(device))
     if key == RANDOM_MODEL:
-        return _random_model(dev)
+        return _random_model(device=dev)  # by keyword: see ui.cache.cached
     entry = next((e for e in available_models() if e.key == key), None)
     if entry is None or entry.path is None:
         raise ValueError(f"there is no model called {key!r}.")
     if entry.problem is not None:
         raise ValueError(f"“{entry.key}” cannot be loaded: {entry.problem}")
-    return _load(entry.path, file_stamp(entry.path), dev)
+    return _load(path=entry.path, stamp=file_stamp(entry.path), device=dev)  # by keyword: see ui.cache.cached
 
 
