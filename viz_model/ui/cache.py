@@ -130,10 +130,10 @@ def cached(name: str, key: tuple, build: Callable[[], T], *, model_pass: bool = 
     whole server (60 students on the same example sentence share it). Safe because nothing mutates what it returns
     (st.plotly_chart serialises a copy of a figure via to_dict; traced arrays are read-only). Keep key small
     (input_key(...) plus a few ints): it is hashed on every rerun. model_pass: keep it in the passes' budget.
-    spinner: shown while it is built, if that takes more than half a second (st.spinner's own delay)."""
+    spinner: shown while it is built, if that takes more than half a second (st.spinner's own delay). Asked by
+    keyword: st.cache_resource names positional arguments by inspect.signature on every call (Streamlit 1.67), 3.7 %
+    of a 60-follower class's server time (py-spy --gil)."""
     store = _passes if model_pass else _built
-    # By keyword: st.cache_resource names each positional argument with inspect.signature on every call (Streamlit
-    # 1.67), 3.7 % of a 60-follower class's server time (py-spy --gil); a keyword comes with its name.
     if spinner is None:
         return store(name=name, key=key, _build=build)
     with st.spinner(spinner):
