@@ -861,6 +861,25 @@ def test_a_joined_student_answers_the_question_in_the_main_view_without_the_side
     assert kinds.index("Success") < kinds.index("Title")
 
 
+def test_a_class_link_that_holds_old_settings_opens_the_leaders_view_and_keeps_following(app_test, class_env):
+    """A reload of an old link, or a replica lost behind the load balancer (bench/hall_faults.py: the moved followers
+    came back showing their own last view, then stopped following). On a tab's first run a URL-bound widget takes the
+    URL's value over the state's; the page now opens again at the leader's link."""
+    from conftest import open_app
+
+    leader, code = _leading(app_test)
+    leader.selectbox(key="start_layer").set_value(0).run()
+    leader.selectbox(key="start_head").set_value(1).run()
+    student = open_app(query={"class": code, "start_layer": "1", "start_head": "0"})
+    assert not student.exception
+    for _ in range(2):  # the first run, then a run the browser asks for (a follow tick reads the same state)
+        assert (student.selectbox(key="start_layer").value, student.selectbox(key="start_head").value) == (0, 1)
+        assert student.toggle(key="class_follow").value is True
+        assert any(f"Class {code} · you follow the instructor" in c.value for c in student.main.caption)
+        student.run()
+    assert student.query_params.get("start_layer") in (None, ["0"], "0")  # the URL is the leader's link now
+
+
 def test_the_banner_says_the_instructor_is_away_and_an_explorer_can_catch_up(app_test, class_env):
     leader, code = _leading(app_test)
     assert not [c for c in leader.main.caption if f"Class {code}" in c.value]  # no student banner for the leader

@@ -618,6 +618,12 @@ def take_place(leader_query: Mapping[str, Any], query: MutableMapping[str, Any])
     return changed
 
 
+def link_differs(leader_query: Mapping[str, Any], keys: Collection[str], query: Mapping[str, Any]) -> bool:
+    """Whether the tab's URL holds another value than the leader's link for a followed setting (`keys`; one the
+    leader's link leaves out is at its default)."""
+    return any(query.get(name) != leader_query.get(name) for name in keys)
+
+
 def not_taken_text(what: Collection[str]) -> str:
     """A follower's notice when the leader's view did not take (FollowStep.failed)."""
     return ("Your screen did not " + ("finish drawing the instructor's page" if "page" in what or PAGE_ECHO in what
@@ -980,7 +986,12 @@ class Tab:
             return FollowStep(failed=tuple(behind))
         changed = self.apply(view.values)
         s[APPLIED] = {"page": target, "values": view.values, "version": view.version, "tries": tries}
-        if target != s.get(PAGE) or placed:  # a new lecture step opens its page afresh, as the leader's did
+        # The tab's first look at the class, in a full run, by a URL that holds other settings (a reload of an old
+        # link, a replica lost behind the load balancer): on a tab's first run a URL-bound widget takes the URL's
+        # value over the state's, so the old view showed and the next tick read it as the student's own move. The
+        # page opens again at the leader's link, as a page switch does.
+        relink = applied is None and not tick and query is not None and link_differs(view.query, view.values, query)
+        if target != s.get(PAGE) or placed or relink:  # a new lecture step opens its page afresh, as the leader's did
             echo = s[ECHO].setdefault(PAGE_ECHO, [])
             if s.get(PAGE) not in echo:
                 echo.append(s.get(PAGE))
