@@ -88,6 +88,13 @@ class TimedSession(ProtocolSession):
 
         ws.recv = peek
 
+    async def rerun(self, *, fragment_id: str = "", **kw):
+        """A full run announces the timers of every fragment it draws: a browser drops the ones it no longer draws
+        (a follower that stopped following has the slow status timer only); a fragment's id can change too."""
+        if not fragment_id:
+            self.timers.clear()
+        return await super().rerun(fragment_id=fragment_id, **kw)
+
 
 async def open_session(url: str, query: str = "", sticky: bool = False, page: str = "") -> TimedSession:
     """Connect, wrapping the websocket's recv before the first run (the first run announces the timers)."""
