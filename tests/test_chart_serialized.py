@@ -1,5 +1,6 @@
 """ui.chart hands Streamlit each figure's dict made once: for a figure without numbers on its cells it skips the
-validating copy (46 ms for GPT-2's grid page) and must give exactly what that copy gave, for every figure factory."""
+validating copy (46 ms for GPT-2's grid page) and must give exactly what that copy gave, for every figure factory,
+its long texts wrapped to fit a phone (figures.common.fit_texts, #42) in both."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import plotly.graph_objects as go
 import pytest
 from test_figures_roundtrip import SAMPLES
 
+from viz_model.figures.common import fit_texts
 from viz_model.figures.export import readable_numbers
 from viz_model.ui.chart import _Serialized
 
@@ -35,7 +37,7 @@ def assert_identical(a, b, path: str = "figure") -> None:
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_the_dict_sent_is_the_validated_copy(name):
     fig = SAMPLES[name]()
-    assert_identical(_Serialized(fig).to_dict(), readable_numbers(go.Figure(fig)).to_dict())
+    assert_identical(_Serialized(fig).to_dict(), fit_texts(readable_numbers(go.Figure(fig)).to_dict()))
 
 
 def test_a_chart_without_toolbar_has_no_modebar_and_others_keep_theirs():

@@ -92,6 +92,7 @@ STATED_TOLERANCE = re.compile(r"(?:tolerance|≤)\s*(\d+(?:\.\d+)?(?:e[-+]?\d+)?
 # ("L1", "q0", "W_hh" keep their digits as text).
 NUMBER = re.compile(r"(?<![\w.])([-−]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w])")
 ARRAY_FIELDS = ("x", "y", "z", "customdata", "text", "hovertext", "values", "labels", "r", "theta", "base", "width")
+LINE_BREAK = re.compile(r"<br\s*/?>", re.I)  # a chart text's line break, read as the space it replaced
 # Strings that state a wall-clock time: a box, metric or table cell matching this is not compared.
 TIMING = re.compile(r"\d\s*(ms|µs|us|s|sec|seconds?|min)\b|\btook\b|it/s|per second", re.I)
 # The server's thread setting (ATTENTION_LAB_TORCH_THREADS), which the model card shows: the suite also runs on 2.
@@ -391,7 +392,9 @@ def _printed_close(new: str, old: str, before: str, text: str, name: str = "") -
 
 def _text_differs(new: str, old: str, context: str = "") -> bool:
     """Text exactly, numbers as numbers: 'max error 1e-07' matches a recorded 'max error 2e-07', 'over 8 positions'
-    does not match 'over 7 positions', and '✓' never matches '✗'. `context` names a table cell (column and row)."""
+    does not match 'over 7 positions', and '✓' never matches '✗'. `context` names a table cell (column and row). A
+    line break ("<br>") reads as a space: a chart's long titles are wrapped to fit a phone (#42, fit_texts)."""
+    new, old = LINE_BREAK.sub(" ", new), LINE_BREAK.sub(" ", old)
     if new == old:
         return False
     (new_text, new_nums), (old_text, old_nums) = _split_numbers(new), _split_numbers(old)

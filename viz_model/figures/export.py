@@ -12,6 +12,8 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from viz_model.figures.common import fit_texts
+
 
 def _typed(values):
     """Plotly 6+ stores numpy arrays as {'dtype', 'bdata', 'shape'}; go objects give arrays back, except in a figure
@@ -90,7 +92,8 @@ def figure_csv(fig: go.Figure) -> str:
 
 def figure_html(fig: go.Figure, title: str = "Attention Lab figure") -> str:
     """A standalone HTML file that works offline (plotly.js inlined, no CDN)."""
-    fig = readable_numbers(go.Figure(fig.to_dict()))  # re-validated; its template (the app's) travels with it
+    # re-validated, its template (the app's) travelling with it; long titles wrapped as the app draws them
+    fig = readable_numbers(go.Figure(fit_texts(fig.to_dict())))
     return pio.to_html(fig, include_plotlyjs=True, full_html=True, config={"displaylogo": False},
                        default_width="100%", div_id="figure").replace("<head>", f"<head><title>{title}</title>", 1)
 

@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 from plotly.offline import get_plotlyjs
 
 from viz_model import ASSETS_DIR, checkpoint
-from viz_model.figures.common import png_config
+from viz_model.figures.common import fit_texts, png_config
 from viz_model.figures.describe import summary
 from viz_model.figures.export import readable_numbers
 from viz_model.handout.views import Models, NotInHandout, figures_for
@@ -67,7 +67,8 @@ def question_html(q: Question) -> str:
 def figure_html(fig: go.Figure, div_id: str) -> str:
     """One figure's div and the script that draws it (plotly.js is in the page's head), its sentence beneath."""
     words = summary(fig)
-    fig = readable_numbers(go.Figure(fig.to_dict()))  # what the page draws: numbers on cells in black or white
+    # what the page draws: long titles wrapped to fit a phone, numbers on cells in black or white
+    fig = readable_numbers(go.Figure(fit_texts(fig.to_dict())))
     div = pio.to_html(fig, full_html=False, include_plotlyjs=False, config=png_config(div_id), div_id=div_id,
                       default_width="100%", validate=False)
     save = (f'<button type="button" class="save" onclick="Plotly.downloadImage(\'{div_id}\', '

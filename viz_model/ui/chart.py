@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.basedatatypes import BaseFigure
 
-from viz_model.figures.common import png_config
+from viz_model.figures.common import fit_texts, png_config
 from viz_model.figures.describe import is_underlay, summary, text
 from viz_model.figures.export import figure_csv, figure_html, figure_tables, presenter_style, readable_numbers
 from viz_model.model_text import md_text
@@ -153,6 +153,7 @@ class _Serialized(BaseFigure):
                 spec = readable_numbers(go.Figure(fig)).to_dict()
             else:  # what the validating copy gave, without validating every property again (the 48 heatmaps
                 spec = _as_validated(spec)  # of GPT-2's grid page: 46 ms of a 220 ms Explorer rerun)
+            spec = fit_texts(spec)  # long titles wrapped to fit a phone (#42): the figure itself stays as it is
             object.__setattr__(fig, "_lab_dict", spec)  # the figure is never changed after it is shown
         return spec
 
