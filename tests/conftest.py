@@ -481,6 +481,12 @@ def texts(elements) -> list[str]:
     return [e.value for e in elements]
 
 
+def one_line(text: str) -> str:
+    """A chart's text read as one line: the line breaks that fit a long title to a phone (figures.common.fit_texts
+    turns a space into "<br>") read as the spaces they were."""
+    return re.sub(r"<br\s*/?>", " ", text or "")
+
+
 def spec(at, key: str) -> dict:
     """The Plotly figure (data, layout) of the chart with this key, as the browser receives it."""
     import json

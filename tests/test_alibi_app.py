@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import ROOT, open_tab, plotly_array
+from conftest import ROOT, one_line, open_tab, plotly_array
 
 from viz_model.positional import alibi_slopes
 
@@ -37,10 +37,10 @@ def test_alibi_tab_draws_one_bias_heatmap_per_head_with_its_slope(at):
         i, j = 7, 3
         assert math.isclose(z[i, j], -slopes[h] * (i - j), rel_tol=1e-12)
         assert np.isnan(z[3, 7])  # a later key: blocked by the decoder's mask, never used
-    titles = [a["text"] for a in layout["annotations"]]
+    titles = [one_line(a["text"]) for a in layout["annotations"]]
     assert titles[:4] == ["head 0 · m = 0.25", "head 1 · m = 0.0625", "head 2 · m = 0.01562", "head 3 · m = 0.003906"]
-    assert layout["xaxis4"]["title"]["text"] == "key position j"
-    assert layout["yaxis"]["title"]["text"] == "query position i"
+    assert one_line(layout["xaxis4"]["title"]["text"]) == "key position j"
+    assert one_line(layout["yaxis"]["title"]["text"]) == "query position i"
     checks = [s.value for s in at.success]
     assert any("−m_h × distance" in c for c in checks) and any("2^(−8/4)" in c for c in checks)
     assert all(c.startswith("✓") for c in checks)

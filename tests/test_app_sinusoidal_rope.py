@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from conftest import open_tab, plotly_array
+from conftest import one_line, open_tab, plotly_array
 
 from viz_model import rope
 
@@ -85,7 +85,7 @@ def test_sinusoidal_largest_settings_stay_bounded(sinus):
     assert not sinus.exception and not sinus.error
     heat = chart(sinus, "sinusoidal_heatmap")["data"][0]
     assert len(arr(heat["x"])) <= 256 and len(arr(heat["y"])) <= 256  # decimated: the browser never gets 8M cells
-    title = chart(sinus, "sinusoidal_heatmap")["layout"]["title"]["text"]
+    title = one_line(chart(sinus, "sinusoidal_heatmap")["layout"]["title"]["text"])
     assert "(about every 32nd position and about every 4th dimension shown)" in title  # was "every 32th"
     assert all(s.value.startswith("✓") for s in sinus.success)
     open_tab(sinus, "sinusoidal_tab", "Similarity")
