@@ -379,13 +379,15 @@ def _legend_below_px(fig: dict, layout: dict) -> float:
 
 def _fit_axis_titles(fig: dict, layout: dict, base: float, plot_px: float) -> float:
     """Wrap an axis title longer than its axis on a phone: an x axis as wide as its share of the plot area, then a
-    y axis as tall as its share of the plot's height (the figure's less its margins, the x axis's labels and title
-    and a legend below). Returns the pixels an x axis on top grew by (it grows up, towards the figure's title)."""
+    y axis as tall as its share of the plot's height (the figure's less its margins, an x axis's labels and title
+    below it and a legend below). Returns the pixels an x axis on top grew by (it grows up, towards the title)."""
     margin = layout.get("margin") or {}
-    plot_h = (layout.get("height") or PLOTLY_HEIGHT) - margin.get("t", 100) - margin.get("b", 80) - X_LABELS_PX \
-        - _legend_below_px(fig, layout)
+    axes = sorted((k for k in layout if re.fullmatch(r"[xy]axis\d*", k)), key=lambda k: k[0] != "x")
+    under = any(isinstance(layout[k], dict) and layout[k].get("side") != "top" for k in axes if k[0] == "x")
+    plot_h = (layout.get("height") or PLOTLY_HEIGHT) - margin.get("t", 100) - margin.get("b", 80) \
+        - (X_LABELS_PX if under else 0) - _legend_below_px(fig, layout)
     grown = below = 0.0
-    for name in sorted((k for k in layout if re.fullmatch(r"[xy]axis\d*", k)), key=lambda k: k[0] != "x"):
+    for name in axes:
         ax = layout[name]
         title = ax.get("title") if isinstance(ax, dict) else None
         if not isinstance(title, dict) or not title.get("text"):
