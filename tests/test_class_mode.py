@@ -880,6 +880,15 @@ def test_a_class_link_that_holds_old_settings_opens_the_leaders_view_and_keeps_f
     assert student.query_params.get("start_layer") in (None, ["0"], "0")  # the URL is the leader's link now
 
 
+def test_only_a_setting_the_url_holds_with_another_value_reopens_the_page():
+    leader = {"start_head": "1"}  # the leader's link: start_layer at its default, head 1
+    keys = ("start_layer", "start_head")
+    assert not cr.link_differs(leader, keys, {"class": "ABCD"})  # a plain class link: the state's values take
+    assert not cr.link_differs(leader, keys, {"class": "ABCD", "start_head": "1"})
+    assert cr.link_differs(leader, keys, {"class": "ABCD", "start_head": "0"})
+    assert cr.link_differs(leader, keys, {"class": "ABCD", "start_layer": "1"})  # the leader's is the default
+
+
 def test_the_banner_says_the_instructor_is_away_and_an_explorer_can_catch_up(app_test, class_env):
     leader, code = _leading(app_test)
     assert not [c for c in leader.main.caption if f"Class {code}" in c.value]  # no student banner for the leader

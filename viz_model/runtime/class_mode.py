@@ -620,8 +620,9 @@ def take_place(leader_query: Mapping[str, Any], query: MutableMapping[str, Any])
 
 def link_differs(leader_query: Mapping[str, Any], keys: Collection[str], query: Mapping[str, Any]) -> bool:
     """Whether the tab's URL holds another value than the leader's link for a followed setting (`keys`; one the
-    leader's link leaves out is at its default)."""
-    return any(query.get(name) != leader_query.get(name) for name in keys)
+    leader's link leaves out is at its default). A setting the tab's URL does not hold takes the state's value: a
+    plain class link (?class=CODE) needs no second run."""
+    return any(name in query and query.get(name) != leader_query.get(name) for name in keys)
 
 
 def not_taken_text(what: Collection[str]) -> str:
