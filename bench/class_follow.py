@@ -60,6 +60,8 @@ CHANGE_EVERY_S = 5.0
 OTHERS = 5
 THINK_S = (3.0, 8.0)
 LEADER_TICK_S, FOLLOW_TICK_S = 0.5, 1.0   # ui/class_mode.py's LEAD_POLL_S and FOLLOW_POLL_S (read from auto_rerun)
+# With pushes (runtime.class_push) a follower's fragment announces ui/class_mode.py's PUSHED_POLL_S (5 s) instead, and
+# the server runs it when the class moves: `follow_runs` takes both, as the browser does.
 SHARED_DB = ""   # the SQLite class store every process of a sqlite scenario opens (set in main)
 TITLE = re.compile(r"Layer (\d+) · head (\d+)", re.I)
 
@@ -141,6 +143,7 @@ class Run:
     other: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     follower_ticks: int = 0
+    follower_pushes: int = 0     # runs the server started for a follower (runtime.class_push)
 
 
 async def leader(url: str, run: Run, t_end: float, code_box: asyncio.Future, sticky: bool) -> None:
@@ -190,16 +193,7 @@ async def follower(i: int, url: str, code: str, run: Run, t_end: float, sticky: 
         return
     seen = 0  # index of the next leader change this follower has not reached
     try:
-        tick = time.monotonic() + rng.uniform(0, FOLLOW_TICK_S)
-        while time.monotonic() < t_end:
-            await asyncio.sleep(max(0.0, tick - time.monotonic()))
-            tick += FOLLOW_TICK_S
-            frag = s.timers.get(FOLLOW_TICK_S)
-            if not frag:
-                run.errors.append(f"follower {i}: no follow timer announced")
-                return
-            res = await s.rerun(fragment_id=frag)
-            run.follower_ticks += 1
+        async for res in follow_runs(s, rng, t_end, run):
             if not res.ok:
                 run.errors.append(f"follower {i}: {res.status} {res.exceptions[:1]} {res.errors[:1]}")
             view = chart_title(res)
@@ -218,6 +212,29 @@ async def follower(i: int, url: str, code: str, run: Run, t_end: float, sticky: 
         run.errors.append(f"follower {i}: {e}")
     finally:
         await s.close()
+
+
+async def follow_runs(s: TimedSession, rng: random.Random, t_end: float, run=None):
+    """Each run a follower's tab gets until t_end, as a browser gets them: the ones the server pushes
+    (runtime.class_push), and the tick of the timer it announced (1 s with no push, 5 s with), fired when it is due
+    and no push came first. `run.follower_ticks` counts the ticks sent, `run.follower_pushes` the pushed runs."""
+    every = min(s.timers, default=FOLLOW_TICK_S)
+    tick = time.monotonic() + rng.uniform(0, every)
+    while time.monotonic() < t_end:
+        res = await s.pushed_run(max(0.0, min(tick, t_end) - time.monotonic()))
+        if res is None:
+            if time.monotonic() >= t_end:
+                return
+            tick = time.monotonic() + every
+            frag = s.timers.get(every)
+            if not frag:
+                raise LoadClientError(f"no follow timer announced; have {s.timers}")
+            res = await s.rerun(fragment_id=frag)
+            if run is not None:
+                run.follower_ticks += 1
+        elif run is not None:
+            run.follower_pushes += 1
+        yield res
 
 
 async def other_student(i: int, url: str, t_end: float, out: list[float], errors: list[str], sticky: bool,
@@ -311,7 +328,7 @@ async def scenario(urls: list[str], k: int, duration: float, browser: bool, stic
             "lag_max": max(run.lags, default=float("nan")),
             "browser_n": len(run.browser_lags), "browser_p50": pct(run.browser_lags, 50),
             "browser_p95": pct(run.browser_lags, 95), "browser_missed": run.browser_missed,
-            "missed": run.missed, "ticks": run.follower_ticks,
+            "missed": run.missed, "ticks": run.follower_ticks, "pushes": run.follower_pushes,
             "other_n": len(run.other), "other_p50": pct(run.other, 50), "other_p95": pct(run.other, 95),
             "base_n": len(base), "base_p50": pct(base, 50), "base_p95": pct(base, 95),
             "notes": run.notes, "errors": len(run.errors) + len(base_err),

@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from class_follow import FOLLOW_TICK_S, KEY, LEADER_TICK_S, open_session  # noqa: E402
+from class_follow import KEY, LEADER_TICK_S, follow_runs, open_session  # noqa: E402
 from class_load import RESULTS, Procs, ms, pct, start_haproxy, start_streamlit, table  # noqa: E402
 from loadclient import LoadClientError  # noqa: E402
 
@@ -133,12 +133,7 @@ async def follower(i: int, url: str, code: str, presses: list[tuple[float, int]]
         return
     seen = len(presses)  # presses before this follower arrived are not its to measure
     try:
-        tick = time.monotonic() + rng.uniform(0, FOLLOW_TICK_S)
-        while time.monotonic() < t_end:
-            await asyncio.sleep(max(0.0, tick - time.monotonic()))
-            tick += FOLLOW_TICK_S
-            frag = s.timers.get(FOLLOW_TICK_S)
-            res = await (s.rerun(fragment_id=frag) if frag else s.rerun())
+        async for res in follow_runs(s, rng, t_end):
             if not res.ok:
                 errors.append(f"follower {i}: {res.status} {res.exceptions[:1]} {res.errors[:1]}")
             done, step = time.monotonic(), _step_of(s.query_string)

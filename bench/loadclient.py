@@ -172,13 +172,39 @@ class ProtocolSession:
             raise LoadClientError("not connected")
         t0 = time.perf_counter()
         await self.ws.send(self._back_msg(page_hash, page_name, extra or [], fragment_id))
+        return await self._read_run(t0, t0 + self.timeout)
+
+    async def pushed_run(self, timeout: float) -> RunResult | None:
+        """A run the server started with no message from us (runtime.class_push reruns a student's class fragment
+        when the class moves, and that run may switch the page), read to its end; None when none starts within
+        `timeout` s. Its `seconds` count from its first message."""
+        if self.ws is None:
+            raise LoadClientError("not connected")
+        end = time.perf_counter() + timeout
+        while True:  # messages between runs (a status, a URL echo) are not a run's start
+            try:
+                first = await asyncio.wait_for(self.ws.recv(), max(0.0, end - time.perf_counter()))
+            except TimeoutError:
+                return None
+            except websockets.ConnectionClosed as e:
+                raise LoadClientError(f"websocket closed: {e}") from e
+            fm = ForwardMsg()
+            fm.ParseFromString(first)
+            if fm.WhichOneof("type") == "new_session":
+                break
+            if fm.WhichOneof("type") == "page_info_changed":
+                self.query_string = fm.page_info_changed.query_string
+        t0 = time.perf_counter()
+        return await self._read_run(t0, t0 + self.timeout, first=first)
+
+    async def _read_run(self, t0: float, deadline: float, first: bytes | None = None) -> RunResult:
         res = RunResult(0.0, "", 0, 0, 0)
         widgets: dict[str, Widget] = {}
         started = False
-        deadline = t0 + self.timeout
         while True:
             try:
-                raw = await asyncio.wait_for(self.ws.recv(), max(0.1, deadline - time.perf_counter()))
+                left = max(0.1, deadline - time.perf_counter())
+                raw, first = first or await asyncio.wait_for(self.ws.recv(), left), None
             except TimeoutError as e:
                 raise LoadClientError(f"no script_finished within {self.timeout:.0f} s") from e
             except websockets.ConnectionClosed as e:
@@ -222,7 +248,7 @@ class ProtocolSession:
                 break
         res.seconds = time.perf_counter() - t0
         self.runs += 1
-        if fragment_id:          # only the fragment's elements were sent: the rest of the page is unchanged
+        if res.status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY":  # only the fragment's elements were sent
             self.widgets = {**self.widgets, **widgets}
         else:
             self.widgets = widgets

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from viz_model.lessons.class_summary import AskedQuestion
-from viz_model.lessons.classview import AWAY_TEXT, lost_text  # noqa: F401 (AWAY_TEXT: its old home was here)
+from viz_model.lessons.classview import AWAY_TEXT, leader_notice, lost_text  # noqa: F401 (AWAY_TEXT: its old home)
 from viz_model.runtime import key_limit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -207,6 +207,13 @@ class ClassView:
     def leader_active(self, now: float) -> bool:
         return self.leader is not None and now - self.leader_seen <= LEADER_STALE_S
 
+    def pulse(self, now: float) -> tuple:
+        """What a student's tab shows of the class, in three values: the leader's view (its version), the question
+        (its id, and whether it is revealed) and the line about the leader. ui.class_push reruns the students' class
+        fragment when it changes."""
+        q = self.question
+        return self.version, q and (q.qid, q.revealed), leader_notice(self.leader, self.leader_seen, now)
+
 
 class ClassStoreAPI(ABC):
     """What a class store does, whichever backend keeps it (#42): the SQLite file (`ClassStore`) or Redis
@@ -260,6 +267,12 @@ class ClassStoreAPI(ABC):
     def led_by(self, browser: str) -> str | None: ...
     @abstractmethod
     def close_question(self, code: str, leader: str) -> None: ...
+
+    def pulses(self, codes: Collection[str]) -> dict[str, tuple]:
+        """Each class's ClassView.pulse now; a class gone is left out. One read a class (ui.class_push reads the few
+        classes followed on its process ten times a second)."""
+        now = self.clock()
+        return {code: view.pulse(now) for code in codes if (view := self.get(code)) is not None}
 
 
 class ClassStore(ClassStoreAPI):

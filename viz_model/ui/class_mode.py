@@ -10,8 +10,10 @@ in the sidebar (the "Class" expander: the controls) and `end` after the page (a 
 What a view is: the page's URL path and the values of its URL-bound widgets (`share.URL`), read from the session's
 own query-parameter bindings, so every page and every setting a link can carry is followed, and nothing else. The
 leader's tab republishes every LEAD_POLL_S from a small fragment, because a picker inside a page's fragment reruns
-only that fragment, not app.py. A follower's banner ticks every FOLLOW_POLL_S and takes what its tab does not hold
-of the leader's latest view (rt.Tab.follow_step: the browser's echoes, page switches, a page cut short).
+only that fragment, not app.py. A student's banner fragment takes what its tab does not hold of the leader's latest
+view (rt.Tab.follow_step: the browser's echoes, page switches, a page cut short) when the server pushes a change
+(runtime.class_push: this process's watcher reruns it), and on a slow safety tick; where Streamlit's sessions
+cannot be reached for a push (AppTest), it ticks every FOLLOW_POLL_S.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from typing import Any
 
 import streamlit as st
 from streamlit.commands.execution_control import _force_yield_point
+from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
 from viz_model.figures.class_mode import answer_histogram
 from viz_model.lectures import PAGE_PARAMS
@@ -38,12 +42,13 @@ from viz_model.lessons import class_summary as summary
 from viz_model.lessons.classview import PAUSED_TEXT, hidden_answers, leader_notice
 from viz_model.model_text import md_text
 from viz_model.runtime import class_mode as rt
-from viz_model.runtime import class_store
+from viz_model.runtime import class_push, class_store
 from viz_model.ui import chart, join, presenter, share
 from viz_model.ui.errors import guard
 from viz_model.ui.widgets import HIDDEN_KEYS
 
-FOLLOW_POLL_S = 1.0     # a follower looks for a new view this often (the issue's bar: within 2 s)
+FOLLOW_POLL_S = 1.0     # with no push, a follower looks for a new view this often (the issue's bar: within 2 s)
+PUSHED_POLL_S = 5.0     # with pushes, the safety tick (and the student's presence: rt.FOLLOWER_STALE_S is 10 s)
 LEAD_POLL_S = 0.5       # the leader's tab republishes its view this often (picker changes inside page fragments)
 STATUS_POLL_S = 2.0     # the leader's count and histogram, and an exploring student's question: Plotly at >= 2 s
 _pages: dict[str, Any] = {}  # url path -> st.Page, set by app.py (the same for every session)
@@ -108,6 +113,51 @@ def answers_hidden(page: str, view: rt.ClassView | None) -> tuple[str, ...]:
     if view is None or not st.session_state.get(rt.CODE):
         return ()
     return hidden_answers(page, leading=leading(), question=view.question, leader_page=view.page)
+
+
+# -- pushed to: runtime.class_push ------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def pusher() -> class_push.Pusher | None:
+    """This server process's watcher, or None where Streamlit's sessions cannot be reached (AppTest; another
+    Streamlit): the students' fragments then tick every FOLLOW_POLL_S."""
+    try:
+        from streamlit.runtime import Runtime
+
+        Runtime.instance()._session_mgr.get_active_session_info  # noqa: B018 (what a push needs, there)
+    except (RuntimeError, AttributeError, ImportError):
+        return None
+    return class_push.Pusher(class_store.open_store, _poke)
+
+
+def _poke(session_id: str, tick: ClientState) -> bool:
+    """Rerun one session's class fragment with the ClientState its browser's tick sends (no widget changed), on the
+    event loop where Streamlit handles a browser's rerun. Streamlit has no API to rerun another session; its own
+    runOnSave calls AppSession.request_rerun too. False when the session is gone."""
+    from streamlit.runtime import Runtime
+
+    info = Runtime.instance()._session_mgr.get_active_session_info(session_id)
+    if info is None:
+        return False
+    info.session._event_loop.call_soon_threadsafe(info.session.request_rerun, tick)
+    return True
+
+
+def _register(view: rt.ClassView, following: bool) -> None:
+    """From the class fragment's run: the watcher pokes this session when the class's pulse is not the one drawn
+    now (a student exploring on their own only when its question or the leader's line changes)."""
+    ctx, fragment = get_script_run_ctx(), ThreadState.get().fragment_id
+    if (push := pusher()) is None or ctx is None or not fragment:
+        return
+    # no cached_message_hashes: the browser may have dropped some of them by the push (a "Cached ForwardMsg MISS")
+    tick = ClientState(fragment_id=fragment, is_auto_rerun=True, query_string=ctx.query_string,
+                       page_script_hash=ctx.page_script_hash)
+    if ctx.context_info is not None:
+        tick.context_info.CopyFrom(ctx.context_info)
+    push.register(ctx.session_id, view.code, tick, view.pulse(time.time()), watch_view=following)
+
+
+def _tick_s(unpushed: float) -> float:
+    return unpushed if pusher() is None else PUSHED_POLL_S
 
 
 # -- following ---------------------------------------------------------------------------------------------------
@@ -423,6 +473,7 @@ def _student_body(code: str) -> None:
         tab().leave(st.query_params, gone=code)
         st.rerun()
     following = bool(st.session_state.get(rt.FOLLOW_KEY))
+    _register(view, following)
     if not _student_seen(code):
         st.caption("The class is full.")
     if notice := leader_notice(view.leader, view.leader_seen, time.time()):
@@ -436,16 +487,17 @@ def _student_body(code: str) -> None:
     _question(code, view)
 
 
-@st.fragment(run_every=FOLLOW_POLL_S)
-def _student_poll(code: str) -> None:
+def _student_tick(code: str) -> None:
     with guard("the class"), reachable():
         _student_body(code)
 
 
-@st.fragment(run_every=STATUS_POLL_S)
+def _student_poll(code: str) -> None:  # one fragment id for each: its function's name and place (Streamlit's rule)
+    st.fragment(_student_tick, run_every=_tick_s(FOLLOW_POLL_S))(code)
+
+
 def _student_poll_slow(code: str) -> None:  # an exploring student: no view to follow, the question still comes
-    with guard("the class"), reachable():
-        _student_body(code)
+    st.fragment(_student_tick, run_every=_tick_s(STATUS_POLL_S))(code)
 
 
 def _question(code: str, view: rt.ClassView) -> None:

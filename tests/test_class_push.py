@@ -1,0 +1,218 @@
+"""A class's new view pushed to its students (runtime.class_push): no student polls for it.
+
+Store level, on both backends: a class's pulse changes with what a student shows (the view's version, the question,
+the leader's line) and with nothing else. The watcher: it pokes each registered student once for each change, a
+student exploring alone only for the question or the leader's line, forgets a gone session and a silent one, and its
+own thread pokes after a publish. Server level (a real `streamlit run app.py`): a protocol student that sends nothing
+at all is moved to the leader's new page by the server, and the announced safety tick is the slow one. Every wait
+is on a condition, bounded in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import sys
+import threading
+import time
+
+import class_backends
+import pytest
+from conftest import ROOT, streamlit_server
+
+from viz_model.lessons.classview import LEADER_AWAY_S, LEADER_RECONNECTING_S
+from viz_model.runtime.class_push import FORGET_S, Pusher
+
+backend, redis_url = class_backends.backend, class_backends.redis_url
+
+
+class Clock:
+    def __init__(self, t: float = 1_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def store(backend, clock):
+    s = backend.open(clock)
+    yield s
+    s.close()
+
+
+class Pokes:
+    """A poke that records, and says a session is gone when told so."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, object]] = []
+        self.gone: set[str] = set()
+        self.event = threading.Event()
+
+    def __call__(self, session: str, rerun: object) -> bool:
+        self.calls.append((session, rerun))
+        self.event.set()
+        return session not in self.gone
+
+
+def _class(store) -> str:
+    code = store.create("leader-tab")
+    store.publish(code, "leader-tab", "explorer", {"explorer_layer": 0})
+    return code
+
+
+# -- the pulse -----------------------------------------------------------------------------------------------------
+def test_a_class_pulse_moves_with_what_a_student_shows_and_nothing_else(store, clock):
+    code = _class(store)
+    before = store.pulses([code])[code]
+    store.publish(code, "leader-tab", "explorer", {"explorer_layer": 0})  # the same view again: no new version
+    store.heartbeat(code, "leader-tab")
+    store.seen(code, "student-1", True)  # a student's presence is not what a student shows
+    assert store.pulses([code])[code] == before
+    store.publish(code, "leader-tab", "explorer", {"explorer_layer": 1})
+    moved = store.pulses([code])[code]
+    assert moved[0] == before[0] + 1 and moved[1:] == before[1:]
+    qid = store.ask(code, "leader-tab", "free", "Which head?", ["0", "1"])
+    asked = store.pulses([code])[code]
+    assert asked[1] == (qid, False) and asked[0] == moved[0]
+    store.reveal(code, "leader-tab", qid)
+    assert store.pulses([code])[code][1] == (qid, True)
+    store.heartbeat(code, "leader-tab")
+    clock.t += LEADER_RECONNECTING_S + 1  # the leader's line changes with time alone
+    assert store.pulses([code])[code][2] is not None
+    clock.t += LEADER_AWAY_S
+    assert store.pulses([code])[code][2] != store.get(code).pulse(clock.t - LEADER_AWAY_S)
+    assert store.pulses([code, "ZZZZ"]).keys() == {code}  # a class gone is left out
+
+
+# -- the watcher -----------------------------------------------------------------------------------------------------
+def _pusher(store, pokes, clock=None):
+    return Pusher(lambda: store, pokes, clock=clock or time.monotonic)
+
+
+def test_each_student_is_poked_once_for_each_change_and_not_after_drawing_it(store, monkeypatch):
+    monkeypatch.setattr(Pusher, "_start", lambda self: None)  # look() by hand: no thread
+    code, pokes = _class(store), Pokes()
+    push = _pusher(store, pokes)
+    drawn = store.get(code).pulse(store.clock())
+    push.register("s1", code, "tick-1", drawn)
+    push.register("s2", code, "tick-2", drawn)
+    assert push.look() == 0 and pokes.calls == []
+    store.publish(code, "leader-tab", "masks", {"masks_kind": "causal"})
+    assert push.look() == 2 and sorted(pokes.calls) == [("s1", "tick-1"), ("s2", "tick-2")]
+    assert push.look() == 0  # still running its poked run: not poked again for the same change
+    push.register("s1", code, "tick-1", store.get(code).pulse(store.clock()))  # s1 drew it
+    store.publish(code, "leader-tab", "masks", {"masks_kind": "none"})
+    assert push.look() == 2 and len(pokes.calls) == 4
+
+
+def test_a_student_exploring_alone_is_poked_for_the_question_not_for_the_view(store, monkeypatch):
+    monkeypatch.setattr(Pusher, "_start", lambda self: None)
+    code, pokes = _class(store), Pokes()
+    push = _pusher(store, pokes)
+    push.register("explorer", code, "tick", store.get(code).pulse(store.clock()), watch_view=False)
+    store.publish(code, "leader-tab", "rope", {"rope_base": 100})
+    assert push.look() == 0
+    store.ask(code, "leader-tab", "free", "Which position?", ["1", "2"])
+    assert push.look() == 1 and pokes.calls == [("explorer", "tick")]
+
+
+def test_a_gone_session_and_a_silent_one_are_forgotten_and_an_ended_class_is_told(store, monkeypatch):
+    monkeypatch.setattr(Pusher, "_start", lambda self: None)
+    code, pokes, t = _class(store), Pokes(), Clock(0.0)
+    push = _pusher(store, pokes, clock=t)
+    drawn = store.get(code).pulse(store.clock())
+    for sid in ("closed-tab", "silent", "open"):
+        push.register(sid, code, "tick", drawn)
+    pokes.gone.add("closed-tab")
+    store.publish(code, "leader-tab", "masks", {"masks_kind": "causal"})
+    assert push.look() == 2 and set(push.following()) == {"silent", "open"}
+    t.t = FORGET_S / 2
+    push.register("open", code, "tick", store.get(code).pulse(store.clock()))
+    t.t = FORGET_S + 1  # "silent" has not run its fragment (no tick, no push) for FORGET_S: its tab is gone
+    assert push.look() == 0 and set(push.following()) == {"open"}
+    store.end(code)
+    assert push.look() == 1 and pokes.calls[-1] == ("open", "tick")  # its run says the class ended
+
+
+def test_the_watchers_own_thread_pokes_after_a_publish(backend):
+    store, pokes = backend.open(), Pokes()
+    push = Pusher(backend.open, pokes)
+    try:
+        code = _class(store)
+        push.register("s1", code, "tick", store.get(code).pulse(time.time()))
+        store.publish(code, "leader-tab", "masks", {"masks_kind": "causal"})
+        assert pokes.event.wait(10), "no poke within 10 s of the publish"
+        assert pokes.calls == [("s1", "tick")]
+    finally:
+        push.stop()
+        store.close()
+
+
+def test_the_watcher_outlives_a_store_that_fails_and_reads_again_on_a_fresh_one(tmp_path):
+    opened = []
+
+    class Down:
+        def pulses(self, codes):
+            raise OSError("store away")
+
+    def open_store():
+        opened.append(1)
+        return Down()
+
+    push = Pusher(open_store, Pokes())
+    try:
+        push.register("s1", "ABCD", "tick", (0, None, None))
+        deadline = time.monotonic() + 10
+        while len(opened) < 3:  # a fresh connection after each failure (a condition, bounded)
+            assert time.monotonic() < deadline, opened
+            time.sleep(0.05)
+        assert push._thread.is_alive()
+    finally:
+        push.stop()
+
+
+# -- a real server ---------------------------------------------------------------------------------------------------
+KEY = "push-test-key"
+
+
+@pytest.mark.slow
+def test_a_student_who_sends_nothing_is_moved_to_the_leaders_page_by_the_server(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    from class_follow import open_session
+
+    from viz_model.ui.class_mode import PUSHED_POLL_S
+
+    env = {"ATTENTION_LAB_INSTRUCTOR_KEY": KEY, "ATTENTION_LAB_CLASS_DB": str(tmp_path / "class.sqlite"),
+           "ATTENTION_LAB_CLASS_STORE": ""}
+
+    async def lesson(url: str):
+        leader = await open_session(url, page="start")
+        student = None
+        try:
+            await leader.set("class_key", KEY)
+            await leader.set("class_lead", True)
+            code = leader.query_string.split("class=")[1][:4]
+            student = await open_session(url, query=f"class={code}")
+            assert set(student.timers) == {PUSHED_POLL_S}  # the slow safety tick: no 1 s poll
+            moved = await leader.open("masks")  # a full run: published at its end
+            assert moved.ok
+            deadline = time.monotonic() + 20
+            while student.page_hash != student.pages["masks"]:  # the student sends nothing: runs come from the server
+                run = await student.pushed_run(max(0.1, deadline - time.monotonic()))
+                assert run is not None, "the server did not move the student within 20 s"
+                assert run.ok, (run.status, run.exceptions, run.errors)
+            assert f"class={code}" in student.query_string
+        finally:
+            await leader.close()
+            if student is not None:
+                await student.close()
+
+    with streamlit_server("class-push.log", env=env) as url, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: asyncio.run(asyncio.wait_for(lesson(url), 240))).result()
+
