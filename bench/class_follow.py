@@ -60,8 +60,8 @@ CHANGE_EVERY_S = 5.0
 OTHERS = 5
 THINK_S = (3.0, 8.0)
 LEADER_TICK_S, FOLLOW_TICK_S = 0.5, 1.0   # ui/class_mode.py's LEAD_POLL_S and FOLLOW_POLL_S (read from auto_rerun)
-# With pushes (runtime.class_push) a follower's fragment announces ui/class_mode.py's PUSHED_POLL_S (5 s) instead, and
-# the server runs it when the class moves: `follow_runs` takes both, as the browser does.
+# With pushes (runtime.class_push) a follower's fragment announces no timer: the server runs it when the class moves.
+# `follow_runs` takes what the server pushes, and fires a timer where one is announced, as the browser does.
 SHARED_DB = ""   # the SQLite class store every process of a sqlite scenario opens (set in main)
 TITLE = re.compile(r"Layer (\d+) · head (\d+)", re.I)
 
@@ -216,20 +216,18 @@ async def follower(i: int, url: str, code: str, run: Run, t_end: float, sticky: 
 
 async def follow_runs(s: TimedSession, rng: random.Random, t_end: float, run=None):
     """Each run a follower's tab gets until t_end, as a browser gets them: the ones the server pushes
-    (runtime.class_push), and the tick of the timer it announced (1 s with no push, 5 s with), fired when it is due
-    and no push came first. `run.follower_ticks` counts the ticks sent, `run.follower_pushes` the pushed runs."""
-    every = min(s.timers, default=FOLLOW_TICK_S)
-    tick = time.monotonic() + rng.uniform(0, every)
+    (runtime.class_push), and, where the server announced a follow timer (no push: 1 s), its tick when it is due and
+    no push came first. `run.follower_ticks` counts the ticks sent, `run.follower_pushes` the pushed runs."""
+    every = min(s.timers, default=None)
+    tick = time.monotonic() + rng.uniform(0, every or 0)
     while time.monotonic() < t_end:
-        res = await s.pushed_run(max(0.0, min(tick, t_end) - time.monotonic()))
+        due = min(tick, t_end) if every else t_end
+        res = await s.pushed_run(max(0.0, due - time.monotonic()))
         if res is None:
-            if time.monotonic() >= t_end:
+            if time.monotonic() >= t_end or not every:
                 return
             tick = time.monotonic() + every
-            frag = s.timers.get(every)
-            if not frag:
-                raise LoadClientError(f"no follow timer announced; have {s.timers}")
-            res = await s.rerun(fragment_id=frag)
+            res = await s.rerun(fragment_id=s.timers[every])
             if run is not None:
                 run.follower_ticks += 1
         elif run is not None:

@@ -3,9 +3,10 @@
 Store level, on both backends: a class's pulse changes with what a student shows (the view's version, the question,
 the leader's line) and with nothing else. The watcher: it pokes each registered student once for each change, a
 student exploring alone only for the question or the leader's line, forgets a gone session and a silent one, and its
-own thread pokes after a publish. Server level (a real `streamlit run app.py`): a protocol student that sends nothing
-at all is moved to the leader's new page by the server, and the announced safety tick is the slow one. Every wait
-is on a condition, bounded in time.
+own thread pokes after a publish; a store that does not answer pokes everyone, and again when it does; the students
+whose tabs are connected are counted present. Server level (a real `streamlit run app.py`): a protocol student that
+sends nothing at all, and has no timer, is moved to the leader's new page by the server. Every wait is on a condition,
+bounded in time.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 from conftest import ROOT, streamlit_server
 
 from viz_model.lessons.classview import LEADER_AWAY_S, LEADER_RECONNECTING_S
-from viz_model.runtime.class_push import FORGET_S, Pusher
+from viz_model.runtime.class_push import PRESENCE_S, Pusher
 
 backend, redis_url = class_backends.backend, class_backends.redis_url
 
@@ -91,8 +92,8 @@ def test_a_class_pulse_moves_with_what_a_student_shows_and_nothing_else(store, c
 
 
 # -- the watcher -----------------------------------------------------------------------------------------------------
-def _pusher(store, pokes, clock=None):
-    return Pusher(lambda: store, pokes, clock=clock or time.monotonic)
+def _pusher(store, pokes, alive=lambda sid: True):
+    return Pusher(lambda: store, pokes, alive=alive)
 
 
 def test_each_student_is_poked_once_for_each_change_and_not_after_drawing_it(store, monkeypatch):
@@ -100,13 +101,13 @@ def test_each_student_is_poked_once_for_each_change_and_not_after_drawing_it(sto
     code, pokes = _class(store), Pokes()
     push = _pusher(store, pokes)
     drawn = store.get(code).pulse(store.clock())
-    push.register("s1", code, "tick-1", drawn)
-    push.register("s2", code, "tick-2", drawn)
+    push.register("s1", code, "student-1", "tick-1", drawn)
+    push.register("s2", code, "student-2", "tick-2", drawn)
     assert push.look() == 0 and pokes.calls == []
     store.publish(code, "leader-tab", "masks", {"masks_kind": "causal"})
     assert push.look() == 2 and sorted(pokes.calls) == [("s1", "tick-1"), ("s2", "tick-2")]
     assert push.look() == 0  # still running its poked run: not poked again for the same change
-    push.register("s1", code, "tick-1", store.get(code).pulse(store.clock()))  # s1 drew it
+    push.register("s1", code, "student-1", "tick-1", store.get(code).pulse(store.clock()))  # s1 drew it
     store.publish(code, "leader-tab", "masks", {"masks_kind": "none"})
     assert push.look() == 2 and len(pokes.calls) == 4
 
@@ -115,37 +116,80 @@ def test_a_student_exploring_alone_is_poked_for_the_question_not_for_the_view(st
     monkeypatch.setattr(Pusher, "_start", lambda self: None)
     code, pokes = _class(store), Pokes()
     push = _pusher(store, pokes)
-    push.register("explorer", code, "tick", store.get(code).pulse(store.clock()), watch_view=False)
+    push.register("explorer", code, "student-1", "tick", store.get(code).pulse(store.clock()), watch_view=False)
     store.publish(code, "leader-tab", "rope", {"rope_base": 100})
     assert push.look() == 0
     store.ask(code, "leader-tab", "free", "Which position?", ["1", "2"])
     assert push.look() == 1 and pokes.calls == [("explorer", "tick")]
 
 
-def test_a_gone_session_and_a_silent_one_are_forgotten_and_an_ended_class_is_told(store, monkeypatch):
+def test_a_gone_session_is_forgotten_and_an_ended_class_is_told(store, monkeypatch):
     monkeypatch.setattr(Pusher, "_start", lambda self: None)
-    code, pokes, t = _class(store), Pokes(), Clock(0.0)
-    push = _pusher(store, pokes, clock=t)
+    code, pokes = _class(store), Pokes()
+    push = _pusher(store, pokes)
     drawn = store.get(code).pulse(store.clock())
-    for sid in ("closed-tab", "silent", "open"):
-        push.register(sid, code, "tick", drawn)
+    for sid in ("closed-tab", "open"):
+        push.register(sid, code, f"student-{sid}", "tick", drawn)
     pokes.gone.add("closed-tab")
     store.publish(code, "leader-tab", "masks", {"masks_kind": "causal"})
-    assert push.look() == 2 and set(push.following()) == {"silent", "open"}
-    t.t = FORGET_S / 2
-    push.register("open", code, "tick", store.get(code).pulse(store.clock()))
-    t.t = FORGET_S + 1  # "silent" has not run its fragment (no tick, no push) for FORGET_S: its tab is gone
-    assert push.look() == 0 and set(push.following()) == {"open"}
+    assert push.look() == 1 and set(push.following()) == {"open"}
+    push.register("open", code, "student-open", "tick", store.get(code).pulse(store.clock()))
     store.end(code)
     assert push.look() == 1 and pokes.calls[-1] == ("open", "tick")  # its run says the class ended
 
 
+def test_the_connected_students_are_counted_present_and_a_closed_tab_is_forgotten(store, clock, monkeypatch):
+    monkeypatch.setattr(Pusher, "_start", lambda self: None)
+    code, connected = _class(store), {"s1", "s2"}
+    push = _pusher(store, Pokes(), alive=lambda sid: sid in connected)
+    drawn = store.get(code).pulse(store.clock())
+    push.register("s1", code, "student-1", "tick", drawn)
+    push.register("s2", code, "student-2", "tick", drawn, watch_view=False)
+    push.look()
+    assert store.counts(code) == (1, 2)  # following, present: with no timer in the students' tabs
+    connected.discard("s2")
+    clock.t += 8.0  # past PRESENCE_S: s1 seen again; s2's tab closed, not seen since
+    push._presence_at -= PRESENCE_S
+    push.look()
+    assert set(push.following()) == {"s1"}
+    clock.t += 8.0  # s2 last seen 16 s ago: past FOLLOWER_STALE_S, no longer counted
+    push._presence_at -= PRESENCE_S
+    push.look()
+    assert store.counts(code) == (1, 1)
+
+
+def test_a_store_that_does_not_answer_pokes_every_student_once_and_again_when_it_answers(store, monkeypatch):
+    monkeypatch.setattr(Pusher, "_start", lambda self: None)
+    code, pokes, down = _class(store), Pokes(), [False]
+
+    class Flaky:
+        def pulses(self, codes):
+            if down[0]:
+                raise OSError("store away")
+            return store.pulses(codes)
+
+        def seen(self, *a):
+            return store.seen(*a)
+
+    push = Pusher(Flaky, pokes, alive=lambda sid: True)
+    drawn = store.get(code).pulse(store.clock())
+    push.register("s1", code, "student-1", "tick", drawn)
+    push.register("s2", code, "student-2", "tick", drawn)
+    assert push.look() == 0
+    down[0] = True
+    assert push.look() == 2  # their runs say the class is paused
+    assert push.look() == 0  # once
+    down[0] = False
+    assert push.look() == 2  # back: the same view, but the paused line must go
+    assert push.look() == 0
+
+
 def test_the_watchers_own_thread_pokes_after_a_publish(backend):
     store, pokes = backend.open(), Pokes()
-    push = Pusher(backend.open, pokes)
+    push = Pusher(backend.open, pokes, alive=lambda sid: True)
     try:
         code = _class(store)
-        push.register("s1", code, "tick", store.get(code).pulse(time.time()))
+        push.register("s1", code, "student-1", "tick", store.get(code).pulse(time.time()))
         store.publish(code, "leader-tab", "masks", {"masks_kind": "causal"})
         assert pokes.event.wait(10), "no poke within 10 s of the publish"
         assert pokes.calls == [("s1", "tick")]
@@ -154,22 +198,18 @@ def test_the_watchers_own_thread_pokes_after_a_publish(backend):
         store.close()
 
 
-def test_the_watcher_outlives_a_store_that_fails_and_reads_again_on_a_fresh_one(tmp_path):
+def test_the_watchers_thread_outlives_a_store_that_cannot_be_opened():
     opened = []
-
-    class Down:
-        def pulses(self, codes):
-            raise OSError("store away")
 
     def open_store():
         opened.append(1)
-        return Down()
+        raise OSError("no store")
 
-    push = Pusher(open_store, Pokes())
+    push = Pusher(open_store, Pokes(), alive=lambda sid: True)
     try:
-        push.register("s1", "ABCD", "tick", (0, None, None))
+        push.register("s1", "ABCD", "student-1", "tick", (0, None, None))
         deadline = time.monotonic() + 10
-        while len(opened) < 3:  # a fresh connection after each failure (a condition, bounded)
+        while len(opened) < 3:  # tried again at each look (a condition, bounded)
             assert time.monotonic() < deadline, opened
             time.sleep(0.05)
         assert push._thread.is_alive()
@@ -186,8 +226,6 @@ def test_a_student_who_sends_nothing_is_moved_to_the_leaders_page_by_the_server(
     sys.path.insert(0, str(ROOT / "bench"))
     from class_follow import open_session
 
-    from viz_model.ui.class_mode import PUSHED_POLL_S
-
     env = {"ATTENTION_LAB_INSTRUCTOR_KEY": KEY, "ATTENTION_LAB_CLASS_DB": str(tmp_path / "class.sqlite"),
            "ATTENTION_LAB_CLASS_STORE": ""}
 
@@ -199,7 +237,7 @@ def test_a_student_who_sends_nothing_is_moved_to_the_leaders_page_by_the_server(
             await leader.set("class_lead", True)
             code = leader.query_string.split("class=")[1][:4]
             student = await open_session(url, query=f"class={code}")
-            assert set(student.timers) == {PUSHED_POLL_S}  # the slow safety tick: no 1 s poll
+            assert student.timers == {}  # no timer in a student's tab: the server runs its class fragment
             moved = await leader.open("masks")  # a full run: published at its end
             assert moved.ok
             deadline = time.monotonic() + 20

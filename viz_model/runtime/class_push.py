@@ -4,12 +4,16 @@ A student's tab used to ask its server once a second (an st.fragment `run_every`
 60 students cost the server 60 script runs a second while nothing changed, and a step reached them up to a second
 late. Here one thread per server process looks at the classes its students are in (`ClassStoreAPI.pulses`: the
 view's version, the question, the line about the leader) ten times a second, a read or two a class, and when one
-changes it pokes each of those students' sessions: `poke(session, fragment)` reruns that session's class fragment, as
+changes it pokes each of those students' sessions: `poke(session, rerun)` reruns that session's class fragment, as
 the tick would have (ui.class_mode does it through Streamlit). Replicas each run their own watcher on the shared store
 (SQLite on one machine, Redis across machines), so a class spread over replicas moves together.
 
-The fragment keeps a slow tick as a safety net; a session that stops registering (it left, or its tab closed) is
-forgotten after FORGET_S. No Streamlit here: the watcher is tested with a poke that records.
+The students' tabs keep no timer at all: a browser's timer fires on its own clock, and a tick sent while a pushed page
+switch is on its way carries the old page and URL back to the server. So the watcher does what the ticks also did:
+- a store it cannot reach pokes every student once (their run says the class is paused), and again when it answers;
+- every PRESENCE_S it tells the store which students are still here (`seen`: the leader's count), for each session
+  whose tab is still connected (`alive`); a session no longer alive is forgotten.
+No Streamlit here: the watcher is tested with a poke that records.
 """
 
 from __future__ import annotations
@@ -24,48 +28,51 @@ from typing import Any
 from viz_model.runtime.class_mode import ClassStoreAPI
 
 PUSH_EVERY_S = 0.1   # how often the watcher reads the followed classes' pulses: a step reaches a student this late
-FORGET_S = 30.0      # a session that has not registered for this long is dropped (its safety tick is 5 s)
+PRESENCE_S = 4.0     # how often it says which students are here (runtime.class_mode.FOLLOWER_STALE_S is 10 s)
+DOWN = ("store unreachable",)  # the pulse of every class while the store does not answer
 _LOG = logging.getLogger(__name__)
 
 
 @dataclass
 class Registration:
     code: str                    # the class
+    student: str                 # the student's anonymous id in it
     rerun: Any                   # what `poke` needs to rerun the session's class fragment (ui: its tick's ClientState)
     pulse: tuple                 # the class's pulse as that run drew it
     watch_view: bool             # False: a student exploring on their own (the view's version is not theirs to take)
-    at: float                    # time.monotonic() of that run
     poked: tuple | None | bool = False  # the pulse it was poked for (one poke a change, however long its run waits)
 
 
 def _same(pulse: tuple | None, drawn: tuple, watch_view: bool) -> bool:
     """Whether a student who drew `drawn` has nothing new to show at `pulse` (ClassView.pulse: version, question,
     leader's line; the version counts only for a student who follows the view)."""
-    if pulse is None:
+    if pulse is None or pulse == DOWN:
         return False
     return pulse == drawn if watch_view else pulse[1:] == drawn[1:]
 
 
 class Pusher:
-    """Who follows which class on this process, and the watcher that pokes them when their class changes.
+    """Who is in which class on this process, and the watcher that pokes them when their class changes.
 
     `open_store`: a store of the watcher's own (its thread's connection). `poke(session, rerun) -> bool`: rerun that
-    session's class fragment; False when the session is gone (it is forgotten)."""
+    session's class fragment; False when the session is gone. `alive(session) -> bool`: its tab is connected."""
 
     def __init__(self, open_store: Callable[[], ClassStoreAPI], poke: Callable[[str, Any], bool],
-                 clock: Callable[[], float] = time.monotonic):
-        self._open_store, self._poke, self._clock = open_store, poke, clock
+                 alive: Callable[[str], bool], clock: Callable[[], float] = time.monotonic):
+        self._open_store, self._poke, self._alive, self._clock = open_store, poke, alive, clock
         self._lock = threading.Lock()
         self._sessions: dict[str, Registration] = {}   # session id -> its class, fragment and the pulse it drew
         self._store: ClassStoreAPI | None = None
+        self._presence_at = -PRESENCE_S
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
-    def register(self, session: str, code: str, rerun: Any, pulse: tuple, watch_view: bool = True) -> None:
-        """A student's class fragment ran (a tick, a push or a full run) and drew `code` at `pulse`: poke it when the
-        class's pulse is another."""
+    def register(self, session: str, code: str, student: str, rerun: Any, pulse: tuple,
+                 watch_view: bool = True) -> None:
+        """A student's class fragment ran (a push or a full run) and drew `code` at `pulse`: poke it when the class's
+        pulse is another."""
         with self._lock:
-            self._sessions[session] = Registration(code, rerun, pulse, watch_view, self._clock())
+            self._sessions[session] = Registration(code, student, rerun, pulse, watch_view)
         self._start()
 
     def forget(self, session: str) -> None:
@@ -77,29 +84,42 @@ class Pusher:
             return dict(self._sessions)
 
     def look(self) -> int:
-        """One look at the followed classes: poke each session whose class's pulse is not the one it drew (once for
-        each new pulse). Returns how many sessions were poked."""
-        now = self._clock()
-        with self._lock:
-            for sid in [s for s, r in self._sessions.items() if now - r.at > FORGET_S]:
-                del self._sessions[sid]
-            sessions = dict(self._sessions)
+        """One look at the classes of this process's students: poke each session whose class's pulse is not the one
+        it drew (once for each new pulse; all of them when the store does not answer, and again when it does), and
+        now and then say who is here. Returns how many sessions were poked."""
+        sessions = self.following()
         if not sessions:
             return 0
-        if self._store is None:
-            self._store = self._open_store()
-        pulses = self._store.pulses({r.code for r in sessions.values()})
-        poked = 0
-        for sid, reg in sessions.items():
-            pulse = pulses.get(reg.code)  # None: the class is gone, which the student's run says
-            if _same(pulse, reg.pulse, reg.watch_view) or pulse == reg.poked:
-                continue
-            reg.poked = pulse
-            if self._poke(sid, reg.rerun):
-                poked += 1
-            else:
-                self.forget(sid)
+        try:
+            if self._store is None:
+                self._store = self._open_store()
+            pulses = self._store.pulses({r.code for r in sessions.values()})
+        except Exception as e:  # ClassStoreDown, a broken connection: the students are told; a fresh one next look
+            _LOG.info("class push: the class store did not answer: %s", e)
+            self._store, pulses = None, dict.fromkeys((r.code for r in sessions.values()), DOWN)
+        poked = sum(self._poke_if_new(sid, reg, pulses.get(reg.code)) for sid, reg in sessions.items())
+        if self._store is not None and self._clock() - self._presence_at >= PRESENCE_S:
+            self._presence_at = self._clock()
+            self._presence(self.following())
         return poked
+
+    def _poke_if_new(self, sid: str, reg: Registration, pulse: tuple | None) -> bool:
+        back = reg.poked == DOWN and pulse != DOWN  # the store answers again: a paused student is told
+        if not back and (_same(pulse, reg.pulse, reg.watch_view) or pulse == reg.poked):
+            return False
+        reg.poked = pulse
+        if self._poke(sid, reg.rerun):
+            return True
+        self.forget(sid)
+        return False
+
+    def _presence(self, sessions: dict[str, Registration]) -> None:
+        """The students whose tabs are connected are here (the store's `seen`); the others are forgotten."""
+        for sid, reg in sessions.items():
+            if not self._alive(sid):
+                self.forget(sid)
+            else:
+                self._store.seen(reg.code, reg.student, reg.watch_view)
 
     def stop(self) -> None:
         self._stop.set()
@@ -115,6 +135,6 @@ class Pusher:
         while not self._stop.wait(PUSH_EVERY_S):
             try:
                 self.look()
-            except Exception as e:  # a store away (ClassStoreDown), a session torn down: the safety tick still runs
-                _LOG.info("class push: %s", e)
-                self._store = None  # a fresh connection at the next look
+            except Exception as e:  # noqa: BLE001 - the watcher outlives anything one look meets
+                _LOG.warning("class push: %s", e)
+                self._store = None

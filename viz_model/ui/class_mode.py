@@ -12,8 +12,8 @@ own query-parameter bindings, so every page and every setting a link can carry i
 leader's tab republishes every LEAD_POLL_S from a small fragment, because a picker inside a page's fragment reruns
 only that fragment, not app.py. A student's banner fragment takes what its tab does not hold of the leader's latest
 view (rt.Tab.follow_step: the browser's echoes, page switches, a page cut short) when the server pushes a change
-(runtime.class_push: this process's watcher reruns it), and on a slow safety tick; where Streamlit's sessions
-cannot be reached for a push (AppTest), it ticks every FOLLOW_POLL_S.
+(runtime.class_push: this process's watcher reruns it; it has no timer); where Streamlit's sessions cannot be reached
+for a push (AppTest), it ticks every FOLLOW_POLL_S.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from viz_model.ui.errors import guard
 from viz_model.ui.widgets import HIDDEN_KEYS
 
 FOLLOW_POLL_S = 1.0     # with no push, a follower looks for a new view this often (the issue's bar: within 2 s)
-PUSHED_POLL_S = 5.0     # with pushes, the safety tick (and the student's presence: rt.FOLLOWER_STALE_S is 10 s)
 LEAD_POLL_S = 0.5       # the leader's tab republishes its view this often (picker changes inside page fragments)
 STATUS_POLL_S = 2.0     # the leader's count and histogram, and an exploring student's question: Plotly at >= 2 s
 _pages: dict[str, Any] = {}  # url path -> st.Page, set by app.py (the same for every session)
@@ -116,27 +115,29 @@ def answers_hidden(page: str, view: rt.ClassView | None) -> tuple[str, ...]:
 
 
 # -- pushed to: runtime.class_push ------------------------------------------------------------------------------
+def _session_info(session_id: str) -> Any:
+    """Streamlit's record of a connected session (None once its tab is gone). Streamlit has no API to rerun another
+    session; its own runOnSave calls AppSession.request_rerun too, which is what a push does."""
+    from streamlit.runtime import Runtime
+
+    return Runtime.instance()._session_mgr.get_active_session_info(session_id)
+
+
 @st.cache_resource(show_spinner=False)
 def pusher() -> class_push.Pusher | None:
     """This server process's watcher, or None where Streamlit's sessions cannot be reached (AppTest; another
-    Streamlit): the students' fragments then tick every FOLLOW_POLL_S."""
+    Streamlit): the students' fragments then poll, every FOLLOW_POLL_S."""
     try:
-        from streamlit.runtime import Runtime
-
-        Runtime.instance()._session_mgr.get_active_session_info  # noqa: B018 (what a push needs, there)
+        _session_info("")
     except (RuntimeError, AttributeError, ImportError):
         return None
-    return class_push.Pusher(class_store.open_store, _poke)
+    return class_push.Pusher(class_store.open_store, _poke, alive=lambda sid: _session_info(sid) is not None)
 
 
 def _poke(session_id: str, tick: ClientState) -> bool:
-    """Rerun one session's class fragment with the ClientState its browser's tick sends (no widget changed), on the
-    event loop where Streamlit handles a browser's rerun. Streamlit has no API to rerun another session; its own
-    runOnSave calls AppSession.request_rerun too. False when the session is gone."""
-    from streamlit.runtime import Runtime
-
-    info = Runtime.instance()._session_mgr.get_active_session_info(session_id)
-    if info is None:
+    """Rerun one session's class fragment with the ClientState a browser's timer would send (no widget changed), on
+    the event loop where Streamlit handles a browser's rerun. False when the session is gone."""
+    if (info := _session_info(session_id)) is None:
         return False
     info.session._event_loop.call_soon_threadsafe(info.session.request_rerun, tick)
     return True
@@ -153,11 +154,13 @@ def _register(view: rt.ClassView, following: bool) -> None:
                        page_script_hash=ctx.page_script_hash)
     if ctx.context_info is not None:
         tick.context_info.CopyFrom(ctx.context_info)
-    push.register(ctx.session_id, view.code, tick, view.pulse(time.time()), watch_view=following)
+    push.register(ctx.session_id, view.code, student_id(), tick, view.pulse(time.time()), watch_view=following)
 
 
-def _tick_s(unpushed: float) -> float:
-    return unpushed if pusher() is None else PUSHED_POLL_S
+def _poll_s(unpushed: float) -> float | None:
+    """A student's class fragment's timer: none where the server pushes (a browser's timer fires on its own clock,
+    and a tick sent while a pushed page switch is on its way would carry the old page and URL back)."""
+    return unpushed if pusher() is None else None
 
 
 # -- following ---------------------------------------------------------------------------------------------------
@@ -493,11 +496,11 @@ def _student_tick(code: str) -> None:
 
 
 def _student_poll(code: str) -> None:  # one fragment id for each: its function's name and place (Streamlit's rule)
-    st.fragment(_student_tick, run_every=_tick_s(FOLLOW_POLL_S))(code)
+    st.fragment(_student_tick, run_every=_poll_s(FOLLOW_POLL_S))(code)
 
 
 def _student_poll_slow(code: str) -> None:  # an exploring student: no view to follow, the question still comes
-    st.fragment(_student_tick, run_every=_tick_s(STATUS_POLL_S))(code)
+    st.fragment(_student_tick, run_every=_poll_s(STATUS_POLL_S))(code)
 
 
 def _question(code: str, view: rt.ClassView) -> None:
