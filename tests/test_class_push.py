@@ -22,7 +22,7 @@ import pytest
 from conftest import ROOT, streamlit_server
 
 from viz_model.lessons.classview import LEADER_AWAY_S, LEADER_RECONNECTING_S
-from viz_model.runtime.class_push import PRESENCE_S, Pusher
+from viz_model.runtime.class_push import PRESENCE_S, RUNNING_MAX, Pusher
 
 backend, redis_url = class_backends.backend, class_backends.redis_url
 
@@ -110,6 +110,26 @@ def test_each_student_is_poked_once_for_each_change_and_not_after_drawing_it(sto
     push.register("s1", code, "student-1", "tick-1", store.get(code).pulse(store.clock()))  # s1 drew it
     store.publish(code, "leader-tab", "masks", {"masks_kind": "none"})
     assert push.look() == 2 and len(pokes.calls) == 4
+
+
+def test_students_are_poked_a_few_at_a_time_and_the_next_as_soon_as_one_is_done(store, monkeypatch):
+    monkeypatch.setattr(Pusher, "_start", lambda self: None)
+    code, pokes, running, t = _class(store), Pokes(), set(), Clock(0.0)
+    push = Pusher(lambda: store, pokes, alive=lambda sid: True, busy=lambda sid: sid in running, clock=t)
+    drawn = store.get(code).pulse(store.clock())
+    sids = [f"s{i}" for i in range(5)]
+    for sid in sids:
+        push.register(sid, code, f"student-{sid}", "tick", drawn)
+    store.publish(code, "leader-tab", "masks", {"masks_kind": "causal"})
+    assert push.look() == RUNNING_MAX == 3  # the first three; the others wait for a turn
+    running.update(sid for sid, _ in pokes.calls)
+    t.t += 1.0
+    assert push._drain() == 0  # all three still running
+    running.discard(pokes.calls[0][0])
+    assert push._drain() == 1  # one done: the next one's turn
+    running.clear()
+    assert push._drain() == 1 and sorted(sid for sid, _ in pokes.calls) == sids  # each poked once, in turn
+    assert push.look() == 0
 
 
 def test_a_student_exploring_alone_is_poked_for_the_question_not_for_the_view(store, monkeypatch):

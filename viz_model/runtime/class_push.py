@@ -28,6 +28,9 @@ from typing import Any
 from viz_model.runtime.class_mode import ClassStoreAPI
 
 PUSH_EVERY_S = 0.1   # how often the watcher reads the followed classes' pulses: a step reaches a student this late
+RUNNING_MAX = 3      # poked sessions running at once; the rest wait their turn (see Pusher._drain)
+DRAIN_EVERY_S = 0.01  # how often the watcher looks for a free turn while students wait for theirs
+STARTING_S = 0.05    # a poked session counts as running this long even before its run has started
 PRESENCE_S = 4.0     # how often it says which students are here (runtime.class_mode.FOLLOWER_STALE_S is 10 s)
 DOWN = ("store unreachable",)  # the pulse of every class while the store does not answer
 _LOG = logging.getLogger(__name__)
@@ -55,13 +58,17 @@ class Pusher:
     """Who is in which class on this process, and the watcher that pokes them when their class changes.
 
     `open_store`: a store of the watcher's own (its thread's connection). `poke(session, rerun) -> bool`: rerun that
-    session's class fragment; False when the session is gone. `alive(session) -> bool`: its tab is connected."""
+    session's class fragment; False when the session is gone. `alive(session) -> bool`: its tab is connected.
+    `busy(session) -> bool`: a run of that session is under way."""
 
     def __init__(self, open_store: Callable[[], ClassStoreAPI], poke: Callable[[str, Any], bool],
-                 alive: Callable[[str], bool], clock: Callable[[], float] = time.monotonic):
-        self._open_store, self._poke, self._alive, self._clock = open_store, poke, alive, clock
+                 alive: Callable[[str], bool], busy: Callable[[str], bool] = lambda session: False,
+                 clock: Callable[[], float] = time.monotonic):
+        self._open_store, self._poke, self._alive, self._busy, self._clock = open_store, poke, alive, busy, clock
         self._lock = threading.Lock()
         self._sessions: dict[str, Registration] = {}   # session id -> its class, fragment and the pulse it drew
+        self._waiting: dict[str, None] = {}            # sessions to poke, in turn (an ordered set)
+        self._running: dict[str, float] = {}           # poked sessions whose run may be under way -> when poked
         self._store: ClassStoreAPI | None = None
         self._presence_at = -PRESENCE_S
         self._thread: threading.Thread | None = None
@@ -78,6 +85,7 @@ class Pusher:
     def forget(self, session: str) -> None:
         with self._lock:
             self._sessions.pop(session, None)
+        self._waiting.pop(session, None)
 
     def following(self) -> dict[str, Registration]:
         with self._lock:
@@ -85,8 +93,8 @@ class Pusher:
 
     def look(self) -> int:
         """One look at the classes of this process's students: poke each session whose class's pulse is not the one
-        it drew (once for each new pulse; all of them when the store does not answer, and again when it does), and
-        now and then say who is here. Returns how many sessions were poked."""
+        it drew (once for each new pulse; all of them when the store does not answer, and again when it does), in
+        turn (`_drain`), and now and then say who is here. Returns how many sessions were poked."""
         sessions = self.following()
         if not sessions:
             return 0
@@ -97,21 +105,39 @@ class Pusher:
         except Exception as e:  # ClassStoreDown, a broken connection: the students are told; a fresh one next look
             _LOG.info("class push: the class store did not answer: %s", e)
             self._store, pulses = None, dict.fromkeys((r.code for r in sessions.values()), DOWN)
-        poked = sum(self._poke_if_new(sid, reg, pulses.get(reg.code)) for sid, reg in sessions.items())
+        for sid, reg in sessions.items():
+            self._note(sid, reg, pulses.get(reg.code))
         if self._store is not None and self._clock() - self._presence_at >= PRESENCE_S:
             self._presence_at = self._clock()
             self._presence(self.following())
-        return poked
+        return self._drain()
 
-    def _poke_if_new(self, sid: str, reg: Registration, pulse: tuple | None) -> bool:
+    def _note(self, sid: str, reg: Registration, pulse: tuple | None) -> None:
         back = reg.poked == DOWN and pulse != DOWN  # the store answers again: a paused student is told
-        if not back and (_same(pulse, reg.pulse, reg.watch_view) or pulse == reg.poked):
-            return False
-        reg.poked = pulse
-        if self._poke(sid, reg.rerun):
-            return True
-        self.forget(sid)
-        return False
+        if back or not (_same(pulse, reg.pulse, reg.watch_view) or pulse == reg.poked):
+            reg.poked = pulse
+            self._waiting[sid] = None
+
+    def _drain(self) -> int:
+        """Poke the waiting sessions, RUNNING_MAX at a time. Sixty pokes at once would start sixty script threads
+        that share one interpreter: each would end near the end of the whole burst, and a student outside the class
+        who moved a slider meanwhile would wait as long. In turn, the first students are done within a run or two,
+        and another student's run shares the interpreter with RUNNING_MAX others only."""
+        now = self._clock()  # a poke starts its run on Streamlit's event loop a moment later: not busy yet, but running
+        self._running = {sid: at for sid, at in self._running.items() if now - at < STARTING_S or self._busy(sid)}
+        poked = 0
+        while self._waiting and len(self._running) < RUNNING_MAX:
+            sid = next(iter(self._waiting))
+            del self._waiting[sid]
+            reg = self._sessions.get(sid)
+            if reg is None:
+                continue
+            if self._poke(sid, reg.rerun):
+                self._running[sid] = now
+                poked += 1
+            else:
+                self.forget(sid)
+        return poked
 
     def _presence(self, sessions: dict[str, Registration]) -> None:
         """The students whose tabs are connected are here (the store's `seen`); the others are forgotten."""
@@ -132,9 +158,14 @@ class Pusher:
         self._thread.start()
 
     def _watch(self) -> None:
-        while not self._stop.wait(PUSH_EVERY_S):
+        last = 0.0
+        while not self._stop.wait(DRAIN_EVERY_S if self._waiting else PUSH_EVERY_S):
             try:
-                self.look()
+                if self._clock() - last >= PUSH_EVERY_S:
+                    last = self._clock()
+                    self.look()
+                else:
+                    self._drain()
             except Exception as e:  # noqa: BLE001 - the watcher outlives anything one look meets
                 _LOG.warning("class push: %s", e)
                 self._store = None

@@ -131,7 +131,13 @@ def pusher() -> class_push.Pusher | None:
         _session_info("")
     except (RuntimeError, AttributeError, ImportError):
         return None
-    return class_push.Pusher(class_store.open_store, _poke, alive=lambda sid: _session_info(sid) is not None)
+    return class_push.Pusher(class_store.open_store, _poke, alive=lambda sid: _session_info(sid) is not None,
+                             busy=_busy)
+
+
+def _busy(session_id: str) -> bool:
+    """A run of that session is under way (its ScriptRunner lives until the run, and any rerun it asked, ends)."""
+    return (info := _session_info(session_id)) is not None and info.session._scriptrunner is not None
 
 
 def _poke(session_id: str, tick: ClientState) -> bool:
