@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Faults in a lecture hall (#42, item 3): a class on deploy/lecture_hall.py (2 replicas, HAProxy, Redis) survives
 a replica killed and Redis stopped, measured with protocol clients (bench/loadclient.py) that act as browsers do:
-each fires the timers the server announces, keeps its HAProxy cookie, and reconnects after 0.5 s when its websocket
-drops, on the URL it had (so ?class=CODE comes back with it).
+each fires the timers the server announces and reads the runs it pushes, keeps its HAProxy cookie, and reconnects
+after 0.5 s when its websocket drops, on the URL it had (so ?class=CODE comes back with it).
 
 Scenarios, in this order, on one hall (Redis started here, so the bench can freeze and restart it):
   (b1) Redis frozen (SIGSTOP) for --down s, then SIGCONT: the class's keys are still there. Per follower: time from
@@ -123,6 +123,11 @@ async def keep(front: str, tab: Tab, t_end: float, tick_s: float, act=None) -> N
             frag = tab.s.timers.get(tick_s)
             if frag:
                 note(tab, await tab.s.rerun(fragment_id=frag))
+            next_tick += tick_s
+            while (wait := next_tick - time.monotonic()) > 0:  # the runs the server pushes meanwhile (class_push)
+                if (res := await tab.s.pushed_run(wait)) is None:
+                    break
+                note(tab, res)
         except Exception:  # noqa: BLE001 - a dropped connection (any kind): reconnect as a browser does
             tab.events.append(Event(time.monotonic(), "down"))
             with contextlib.suppress(Exception):
@@ -130,8 +135,6 @@ async def keep(front: str, tab: Tab, t_end: float, tick_s: float, act=None) -> N
             tab.s = None
             await asyncio.sleep(RECONNECT_S)
             continue
-        next_tick += tick_s
-        await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
     with contextlib.suppress(Exception):
         await tab.s.close()
 
