@@ -138,3 +138,19 @@ def test_the_chart_sends_the_wrapped_dict_and_leaves_the_figure_alone():
     assert "<br>" in sent["layout"]["title"]["text"]
     assert fig.layout.title.text == LONG and fig.layout.annotations[1].text == "2. after greedy (renormalised)"
     assert html.unescape(sent["layout"]["annotations"][1]["text"]) == "2. after greedy<br>(renormalised)"
+
+
+def test_legends_and_bar_labels_that_took_a_phones_width_are_moved_or_broken():
+    """Two charts a phone's screenshot showed squeezed (#42 item 4): RoPE's scores against distance kept its legend
+    beside the plot (long curve names: a third of 358 px left for the plot), now below it; the translator's timing
+    bars had one-line labels of about 230 px beside the bars, now two lines each, all of the hover text kept."""
+    from viz_model.figures import encoder_decoder as efigs
+    from viz_model.figures import rope as rfigs
+
+    fig = rfigs.scores_vs_distance({"RoPE, base 10,000 (the trained frequencies)": [1.0, 0.5, 0.2]})
+    assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
+    bars = efigs.decode_timing_bars(8, 0.08, 0.4)
+    labels, hover = list(bars.data[0].y), list(bars.data[0].hovertext)
+    widest = max(text_px(line, 12) for label in labels for line in lines(label))
+    assert widest < PHONE_CHART_PX / 2, (labels, widest)  # the bars keep at least half the chart
+    assert [shown_text(label.replace("<br>", " ")) for label in labels] == [h.split(":")[0] for h in hover]

@@ -71,8 +71,10 @@ def scores_vs_distance(curves: dict[str, np.ndarray], title: str | None = None,
         y = to_numpy(y)
         data.append(dict(type="scatter", x=np.arange(len(y)), y=y, mode="lines", name=escape(name),
                          hovertemplate=f"{escape(name)}<br>Δ = %{{x}}<br>%{{y:.3f}}<extra></extra>"))
-    return fast_figure(data, layout_dict(title, height=360, xaxis=axis("relative distance Δ = s − t"),
-                                         yaxis=axis(y_title)))
+    # the legend below the plot: beside it, its long names left a phone's plot a third of the width (#42, item 4)
+    return fast_figure(data, layout_dict(title, height=400, xaxis=axis("relative distance Δ = s − t"),
+                                         yaxis=axis(y_title), legend=dict(orientation="h", yanchor="top", y=-0.22,
+                                                                          x=0, font=dict(size=12))))
 
 
 def frequency_ratios(ratios: dict[str, np.ndarray], labels: dict[str, str], chosen: str,
