@@ -19,32 +19,14 @@ import time
 
 import class_backends
 import pytest
+import test_class_mode  # its clock and store fixtures: a store on each backend, at a clock the test moves
 from conftest import ROOT, streamlit_server
 
 from viz_model.lessons.classview import LEADER_AWAY_S, LEADER_RECONNECTING_S
 from viz_model.runtime.class_push import PRESENCE_S, RUNNING_MAX, Pusher
 
 backend, redis_url = class_backends.backend, class_backends.redis_url
-
-
-class Clock:
-    def __init__(self, t: float = 1_000_000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture
-def store(backend, clock):
-    s = backend.open(clock)
-    yield s
-    s.close()
+Clock, clock, store = test_class_mode.Clock, test_class_mode.clock, test_class_mode.store
 
 
 class Pokes:
