@@ -229,7 +229,7 @@ def test_a_student_who_sends_nothing_is_moved_to_the_leaders_page_by_the_server(
     from class_follow import open_session
 
     env = {"ATTENTION_LAB_INSTRUCTOR_KEY": KEY, "ATTENTION_LAB_CLASS_DB": str(tmp_path / "class.sqlite"),
-           "ATTENTION_LAB_CLASS_STORE": ""}
+           "ATTENTION_LAB_CLASS_STORE": "", "ATTENTION_LAB_CLASS_PUSH": "1"}
 
     async def lesson(url: str):
         leader = await open_session(url, page="start")

@@ -150,7 +150,8 @@ def test_legends_and_bar_labels_that_took_a_phones_width_are_moved_or_broken():
     fig = rfigs.scores_vs_distance({"RoPE, base 10,000 (the trained frequencies)": [1.0, 0.5, 0.2]})
     assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0
     bars = efigs.decode_timing_bars(8, 0.08, 0.4)
-    labels, hover = list(bars.data[0].y), list(bars.data[0].hovertext)
+    labels, hover = list(bars.layout.yaxis.ticktext), list(bars.data[0].hovertext)
+    assert list(bars.layout.yaxis.tickvals) == list(bars.data[0].y)  # the data keeps its plain names (describe)
     widest = max(text_px(line, 12) for label in labels for line in lines(label))
     assert widest < PHONE_CHART_PX / 2, (labels, widest)  # the bars keep at least half the chart
     assert [shown_text(label.replace("<br>", " ")) for label in labels] == [h.split(":")[0] for h in hover]

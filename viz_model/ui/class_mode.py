@@ -123,10 +123,17 @@ def _session_info(session_id: str) -> Any:
     return Runtime.instance()._session_mgr.get_active_session_info(session_id)
 
 
+PUSH_ENV = "ATTENTION_LAB_CLASS_PUSH"  # "1": the server pushes a class's moves to its students (opt-in, see pusher)
+
+
 @st.cache_resource(show_spinner=False)
 def pusher() -> class_push.Pusher | None:
-    """This server process's watcher, or None where Streamlit's sessions cannot be reached (AppTest; another
-    Streamlit): the students' fragments then poll, every FOLLOW_POLL_S."""
+    """This server process's watcher where ATTENTION_LAB_CLASS_PUSH=1, else None, as where Streamlit's sessions cannot
+    be reached (AppTest; another Streamlit): the students' fragments then poll, every FOLLOW_POLL_S. Opt-in for now:
+    in 1 of 3 clean-clone runs a pushed follower's Chromium page went blank during quick leader changes, not yet
+    understood (README, "Followers are pushed to")."""
+    if os.environ.get(PUSH_ENV) != "1":
+        return None
     try:
         _session_info("")
     except (RuntimeError, AttributeError, ImportError):
@@ -140,11 +147,18 @@ def _busy(session_id: str) -> bool:
     return (info := _session_info(session_id)) is not None and info.session._scriptrunner is not None
 
 
-def _poke(session_id: str, tick: ClientState) -> bool:
-    """Rerun one session's class fragment with the ClientState a browser's timer would send (no widget changed), on
-    the event loop where Streamlit handles a browser's rerun. False when the session is gone."""
+def _poke(session_id: str, fragment: str) -> bool:
+    """Rerun one session's class fragment as a browser's timer would (no widget changed), at the page and URL the
+    session's last run ended on (its own client state, as runOnSave reruns it), on the event loop where Streamlit
+    handles a browser's rerun. No cached_message_hashes: the browser may have dropped some by now ("Cached
+    ForwardMsg MISS"). False when the session is gone."""
     if (info := _session_info(session_id)) is None:
         return False
+    tick = ClientState()
+    tick.CopyFrom(info.session._client_state)
+    tick.fragment_id, tick.is_auto_rerun = fragment, True
+    tick.ClearField("widget_states")
+    tick.ClearField("cached_message_hashes")
     info.session._event_loop.call_soon_threadsafe(info.session.request_rerun, tick)
     return True
 
@@ -155,12 +169,7 @@ def _register(view: rt.ClassView, following: bool) -> None:
     ctx, fragment = get_script_run_ctx(), ThreadState.get().fragment_id
     if (push := pusher()) is None or ctx is None or not fragment:
         return
-    # no cached_message_hashes: the browser may have dropped some of them by the push (a "Cached ForwardMsg MISS")
-    tick = ClientState(fragment_id=fragment, is_auto_rerun=True, query_string=ctx.query_string,
-                       page_script_hash=ctx.page_script_hash)
-    if ctx.context_info is not None:
-        tick.context_info.CopyFrom(ctx.context_info)
-    push.register(ctx.session_id, view.code, student_id(), tick, view.pulse(time.time()), watch_view=following)
+    push.register(ctx.session_id, view.code, student_id(), fragment, view.pulse(time.time()), watch_view=following)
 
 
 def _poll_s(unpushed: float) -> float | None:
