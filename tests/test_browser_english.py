@@ -36,6 +36,8 @@ def test_unknown_words_move_to_the_english_model_in_one_click(page):
     page.wait_for_function(f"() => ({CHART_TEXT})().includes('animal')")
     wait_idle(page)
     assert page.get_by_label("Type a sentence").input_value() == SENTENCE
+    # the URL is set by its own message, which may come after the chart is drawn (the clean-clone run raced it)
+    page.wait_for_function("() => location.search.includes('model_key=')")
     assert "model_key=" in page.url and "English" in page.url.replace("+", " ").replace("%20", " ")
     # the notice sits in a slot that stays (share.in_slot): Streamlit clears it when the run ends, so wait for that
     page.get_by_text("Words this model has never seen").wait_for(state="detached")
