@@ -201,19 +201,18 @@ def test_the_watchers_own_thread_pokes_after_a_publish(backend):
 
 
 def test_the_watchers_thread_outlives_a_store_that_cannot_be_opened():
-    opened = []
+    opened, third = [], threading.Event()
 
     def open_store():
         opened.append(1)
+        if len(opened) >= 3:
+            third.set()
         raise OSError("no store")
 
     push = Pusher(open_store, Pokes(), alive=lambda sid: True)
     try:
         push.register("s1", "ABCD", "student-1", "tick", (0, None, None))
-        deadline = time.monotonic() + 10
-        while len(opened) < 3:  # tried again at each look (a condition, bounded)
-            assert time.monotonic() < deadline, opened
-            time.sleep(0.05)
+        assert third.wait(10), opened  # tried again at each look: the thread lived through two failures
         assert push._thread.is_alive()
     finally:
         push.stop()

@@ -40,7 +40,7 @@ _LOG = logging.getLogger(__name__)
 class Registration:
     code: str                    # the class
     student: str                 # the student's anonymous id in it
-    rerun: Any                   # what `poke` needs to rerun the session's class fragment (ui: its tick's ClientState)
+    rerun: Any                   # what `poke` needs to rerun the session's class fragment (ui: the fragment's id)
     pulse: tuple                 # the class's pulse as that run drew it
     watch_view: bool             # False: a student exploring on their own (the view's version is not theirs to take)
     poked: tuple | None | bool = False  # the pulse it was poked for (one poke a change, however long its run waits)
