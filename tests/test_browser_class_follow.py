@@ -127,13 +127,15 @@ def test_the_follower_ends_on_the_leaders_exact_view_after_every_quick_page_laye
                     # late (a busy machine), or never (a follower that stopped following without a word)?
                     late = wait_match(follower, path, prefix, chart, layer, head, CATCH_UP_MS)
                     misses[-1] += ("late" if late is not None else "never",)
+                    if late is None:  # what the follower's browser said (a client error leaves a white page)
+                        misses[-1] += (follower.console.errors()[-5:],)
                 else:
                     lags.append(lag)
             print(f"follower lag after the leader's last pick: {len(lags)}/{REPEATS} within "
                   f"{FOLLOW_BAR_MS / 1000:.0f} s" + (f", max {max(lags):.2f} s, median "
                                                      f"{sorted(lags)[len(lags) // 2]:.2f} s" if lags else "")
                   + (f"; later: {misses}" if misses else ""))
-            stopped = [m for m in misses if m[-1] == "never"]
+            stopped = [m for m in misses if "never" in m]
             assert stopped == [], f"{len(stopped)}/{REPEATS} repetitions: the follower stopped following: {stopped}"
 
             sidebar(leader).locator('[data-testid="stPageLink-NavLink"]').filter(has_text="Masks").first.click()

@@ -55,6 +55,10 @@ def test_a_question_hides_the_followers_heatmap_until_reveal_and_the_join_line_n
         if lan is not None:  # the server listens on 127.0.0.1 and the leader opened it there: the link names the LAN
             expect(join).to_contain_text(f"http://{lan}:{port}/?class={code}")
         expect(sidebar(leader).locator('[data-testid="stImage"] img')).to_have_count(1)
+        # it drew (an inline image: nothing left for the browser to fetch), a square the width the page set
+        leader.wait_for_function("""() => { const i = document.querySelector(
+            '[data-testid="stSidebar"] [data-testid="stImage"] img'); return i && i.complete && i.naturalWidth > 0
+            && i.src.startsWith('data:image/png;base64,') && Math.abs(i.naturalWidth - i.naturalHeight) < 1; }""")
         shot(leader, "classview_leader_join")
         with tab(browser, class_url, f"?class={code}") as follower:
             expect(toggle(follower, "Follow the instructor")).to_be_checked()

@@ -114,6 +114,30 @@ def test_students_are_poked_a_few_at_a_time_and_the_next_as_soon_as_one_is_done(
     assert push.look() == 0
 
 
+def test_a_student_whose_run_is_under_way_is_poked_after_it_and_not_when_that_run_drew_the_change(store,
+                                                                                                  monkeypatch):
+    """A rerun asked during a run runs after it, at the page the poke named, while that run may be switching the
+    page: the browser showed a white page (a clean-clone run, session 8). So a busy session waits for its run's end,
+    and a run that drew the newest pulse meanwhile needs no poke at all; a poke that found the run under way after
+    all (Streamlit's event loop is the judge: `retry`) is made again when the run is over."""
+    monkeypatch.setattr(Pusher, "_start", lambda self: None)
+    code, pokes, running, t = _class(store), Pokes(), {"s1", "s2"}, Clock(0.0)
+    push = Pusher(lambda: store, pokes, alive=lambda sid: True, busy=lambda sid: sid in running, clock=t)
+    drawn = store.get(code).pulse(store.clock())
+    for sid in ("s1", "s2", "s3"):
+        push.register(sid, code, f"student-{sid}", f"tick-{sid}", drawn)
+    store.publish(code, "leader-tab", "masks", {"masks_kind": "causal"})
+    assert push.look() == 1 and pokes.calls == [("s3", "tick-s3")]  # s1 and s2 are running: not poked now
+    push.register("s2", code, "student-s2", "tick-s2", store.get(code).pulse(store.clock()))  # s2's run drew it
+    running.clear()
+    t.t += 1.0
+    assert push._drain() == 1 and pokes.calls[-1] == ("s1", "tick-s1")  # s1's run ended: its turn; s2 is done
+    push.retry("s1")  # the event loop found s1 running after all
+    assert push._drain() == 1 and pokes.calls[-1] == ("s1", "tick-s1") and len(pokes.calls) == 3
+    push.register("s1", code, "student-s1", "tick-s1", store.get(code).pulse(store.clock()))
+    assert push.look() == 0 and push._drain() == 0
+
+
 def test_a_student_exploring_alone_is_poked_for_the_question_not_for_the_view(store, monkeypatch):
     monkeypatch.setattr(Pusher, "_start", lambda self: None)
     code, pokes = _class(store), Pokes()

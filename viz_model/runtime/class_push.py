@@ -68,6 +68,7 @@ class Pusher:
         self._lock = threading.Lock()
         self._sessions: dict[str, Registration] = {}   # session id -> its class, fragment and the pulse it drew
         self._waiting: dict[str, None] = {}            # sessions to poke, in turn (an ordered set)
+        self._pulses: dict[str, tuple] = {}            # class code -> its pulse at the last look
         self._running: dict[str, float] = {}           # poked sessions whose run may be under way -> when poked
         self._store: ClassStoreAPI | None = None
         self._presence_at = -PRESENCE_S
@@ -80,12 +81,20 @@ class Pusher:
         pulse is another."""
         with self._lock:
             self._sessions[session] = Registration(code, student, rerun, pulse, watch_view)
+            if _same(self._pulses.get(code), pulse, watch_view):  # this run drew the class's newest: no poke due
+                self._waiting.pop(session, None)
         self._start()
+
+    def retry(self, session: str) -> None:
+        """`poke` found the session's run under way after all: poke it again when that run has ended."""
+        with self._lock:
+            if session in self._sessions:
+                self._waiting[session] = None
 
     def forget(self, session: str) -> None:
         with self._lock:
             self._sessions.pop(session, None)
-        self._waiting.pop(session, None)
+            self._waiting.pop(session, None)
 
     def following(self) -> dict[str, Registration]:
         with self._lock:
@@ -105,6 +114,7 @@ class Pusher:
         except Exception as e:  # ClassStoreDown, a broken connection: the students are told; a fresh one next look
             _LOG.info("class push: the class store did not answer: %s", e)
             self._store, pulses = None, dict.fromkeys((r.code for r in sessions.values()), DOWN)
+        self._pulses = pulses
         for sid, reg in sessions.items():
             self._note(sid, reg, pulses.get(reg.code))
         if self._store is not None and self._clock() - self._presence_at >= PRESENCE_S:
@@ -116,20 +126,31 @@ class Pusher:
         back = reg.poked == DOWN and pulse != DOWN  # the store answers again: a paused student is told
         if back or not (_same(pulse, reg.pulse, reg.watch_view) or pulse == reg.poked):
             reg.poked = pulse
-            self._waiting[sid] = None
+            with self._lock:
+                self._waiting[sid] = None
 
     def _drain(self) -> int:
         """Poke the waiting sessions, RUNNING_MAX at a time. Sixty pokes at once would start sixty script threads
         that share one interpreter: each would end near the end of the whole burst, and a student outside the class
         who moved a slider meanwhile would wait as long. In turn, the first students are done within a run or two,
-        and another student's run shares the interpreter with RUNNING_MAX others only."""
+        and another student's run shares the interpreter with RUNNING_MAX others only.
+
+        A session whose run is under way waits for its end: a rerun asked meanwhile would run after it, at the page
+        and URL the poke was made with, while that run may be switching the page (a follower's page switch): the
+        browser, told of a run on the page it left, showed a white page (a clean-clone run, session 8)."""
         now = self._clock()  # a poke starts its run on Streamlit's event loop a moment later: not busy yet, but running
         self._running = {sid: at for sid, at in self._running.items() if now - at < STARTING_S or self._busy(sid)}
         poked = 0
-        while self._waiting and len(self._running) < RUNNING_MAX:
-            sid = next(iter(self._waiting))
-            del self._waiting[sid]
+        with self._lock:
+            waiting = list(self._waiting)
+        for sid in waiting:
+            if len(self._running) >= RUNNING_MAX:
+                break
             reg = self._sessions.get(sid)
+            if reg is not None and self._busy(sid):
+                continue  # its turn comes when its run ends (a look every DRAIN_EVERY_S)
+            with self._lock:
+                self._waiting.pop(sid, None)
             if reg is None:
                 continue
             if self._poke(sid, reg.rerun):

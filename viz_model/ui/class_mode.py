@@ -23,7 +23,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
@@ -123,23 +123,22 @@ def _session_info(session_id: str) -> Any:
     return Runtime.instance()._session_mgr.get_active_session_info(session_id)
 
 
-PUSH_ENV = "ATTENTION_LAB_CLASS_PUSH"  # "1": the server pushes a class's moves to its students (opt-in, see pusher)
+PUSH_ENV = "ATTENTION_LAB_CLASS_PUSH"  # "0": the students' tabs poll for the class's moves instead (see pusher)
 
 
 @st.cache_resource(show_spinner=False)
 def pusher() -> class_push.Pusher | None:
-    """This server process's watcher where ATTENTION_LAB_CLASS_PUSH=1, else None, as where Streamlit's sessions cannot
-    be reached (AppTest; another Streamlit): the students' fragments then poll, every FOLLOW_POLL_S. Opt-in for now:
-    in 1 of 3 clean-clone runs a pushed follower's Chromium page went blank during quick leader changes, not yet
-    understood (README, "Followers are pushed to")."""
-    if os.environ.get(PUSH_ENV) != "1":
+    """This server process's watcher, else None where ATTENTION_LAB_CLASS_PUSH=0 or where Streamlit's sessions cannot
+    be reached (AppTest; another Streamlit): the students' fragments then poll, every FOLLOW_POLL_S."""
+    if os.environ.get(PUSH_ENV) == "0":
         return None
     try:
         _session_info("")
     except (RuntimeError, AttributeError, ImportError):
         return None
-    return class_push.Pusher(class_store.open_store, _poke, alive=lambda sid: _session_info(sid) is not None,
-                             busy=_busy)
+    push = class_push.Pusher(class_store.open_store, lambda sid, fragment: _poke(sid, fragment, push.retry),
+                             alive=lambda sid: _session_info(sid) is not None, busy=_busy)
+    return push
 
 
 def _busy(session_id: str) -> bool:
@@ -147,20 +146,29 @@ def _busy(session_id: str) -> bool:
     return (info := _session_info(session_id)) is not None and info.session._scriptrunner is not None
 
 
-def _poke(session_id: str, fragment: str) -> bool:
-    """Rerun one session's class fragment as a browser's timer would (no widget changed), at the page and URL the
-    session's last run ended on (its own client state, as runOnSave reruns it), on the event loop where Streamlit
-    handles a browser's rerun. No cached_message_hashes: the browser may have dropped some by now ("Cached
-    ForwardMsg MISS"). False when the session is gone."""
+def _poke(session_id: str, fragment: str, retry: Callable[[str], None]) -> bool:
+    """Rerun one session's class fragment as a browser's timer would (no widget changed), on the event loop where
+    Streamlit handles a browser's rerun (`_rerun_idle`). False when the session is gone."""
     if (info := _session_info(session_id)) is None:
         return False
+    info.session._event_loop.call_soon_threadsafe(_rerun_idle, info.session, fragment, retry)
+    return True
+
+
+def _rerun_idle(session: Any, fragment: str, retry: Callable[[str], None]) -> None:
+    """On Streamlit's event loop: rerun `fragment` at the page and URL the session's last run ended on (its own client
+    state, as runOnSave reruns it), if no run is under way; else `retry`: the watcher pokes it after that run (a rerun
+    asked now would run after it, at a page that run may be leaving: runtime.class_push.Pusher._drain). No
+    cached_message_hashes: the browser may have dropped some by now ("Cached ForwardMsg MISS")."""
+    if session._scriptrunner is not None:
+        retry(session.id)
+        return
     tick = ClientState()
-    tick.CopyFrom(info.session._client_state)
+    tick.CopyFrom(session._client_state)
     tick.fragment_id, tick.is_auto_rerun = fragment, True
     tick.ClearField("widget_states")
     tick.ClearField("cached_message_hashes")
-    info.session._event_loop.call_soon_threadsafe(info.session.request_rerun, tick)
-    return True
+    session.request_rerun(tick)
 
 
 def _register(view: rt.ClassView, following: bool) -> None:

@@ -4,6 +4,7 @@ of exactly that link (segno: pure Python, writes the PNG itself)."""
 
 from __future__ import annotations
 
+import base64
 import io
 from urllib.parse import urlsplit
 
@@ -36,6 +37,13 @@ def qr_png(text: str) -> bytes:
     return buf.getvalue()
 
 
+def qr_data_url(text: str) -> str:
+    """The QR code of `text` inline, as a data: URL. Not bytes handed to st.image: those become a file of the session
+    on Streamlit's media server, which a leader's next run may drop before the browser has fetched it (a 404 in a
+    lecture's quick Back/Next); an inline image has nothing to fetch."""
+    return "data:image/png;base64," + base64.b64encode(qr_png(text)).decode("ascii")
+
+
 def line(code: str) -> None:
     """The join line under the class code: the link, a note when it names this computer only, its QR code."""
     url = link(code)
@@ -43,5 +51,5 @@ def line(code: str) -> None:
     if urlsplit(url).netloc and classview.is_loopback(urlsplit(url).hostname):
         st.caption(classview.LOOPBACK_NOTE)
     if url.startswith(("http://", "https://")):
-        st.image(cached("join_qr", (url,), lambda: qr_png(url)), caption=classview.QR_CAPTION, width=220,
+        st.image(cached("join_qr", (url,), lambda: qr_data_url(url)), caption=classview.QR_CAPTION, width=220,
                  output_format="PNG")  # never JPEG: a blurred module misreads
