@@ -88,16 +88,21 @@ def test_the_cross_chart_has_t_tgt_by_t_src_cells_and_each_panel_its_mask(page, 
     at.text_input(key="ed_text").set_value(KNOWN).run()
     result = translate(ckpt.model, ckpt.tokenizer, KNOWN, max_new_tokens=ckpt.model.config.max_len)
     t_src, t_tgt = len(result.source_ids), len(result.steps)  # <bos> + every word but the last chosen
-    fig = spec(at, "ed_three_chart")
-    cross = arr(panel(fig, "cross")["z"])
+    figs = {part: spec(at, f"ed_three_{part}") for part in ("encoder", "decoder", "cross")}  # a chart each
+    cross = arr(panel(figs["cross"], "cross")["z"])
     assert cross.shape == (t_tgt, t_src) and np.isfinite(cross).all()  # padding only: no source key masked
-    assert panel(fig, "cross")["name"].startswith(f"cross: {t_tgt} × {t_src}, queries from the decoder")
+    assert panel(figs["cross"], "cross")["name"].startswith(f"cross: {t_tgt} × {t_src}, queries from the decoder")
     np.testing.assert_allclose(cross[: len(result.tokens)], result.cross_attention[0, 0].numpy(), atol=1e-5)
-    decoder = arr(panel(fig, "decoder")["z"])
+    decoder = arr(panel(figs["decoder"], "decoder")["z"])
     assert decoder.shape == (t_tgt, t_tgt)
     assert np.isnan(decoder[np.triu_indices(t_tgt, 1)]).all() and np.isfinite(decoder[np.tril_indices(t_tgt)]).all()
-    assert arr(panel(fig, "encoder")["z"]).shape == (t_src, t_src)
-    assert any(t["name"].startswith("decoder self") and t["name"].endswith(" mask") for t in fig["data"])
+    assert arr(panel(figs["encoder"], "encoder")["z"]).shape == (t_src, t_src)
+    assert any(t["name"].startswith("decoder self") and t["name"].endswith(" mask") for t in figs["decoder"]["data"])
+    # side by side, one height: a cell is as tall in each (a panel's plot is as tall as its queries)
+    assert len({f["layout"]["height"] for f in figs.values()}) == 1 and len({f["layout"]["margin"]["t"]
+                                                                           for f in figs.values()}) == 1
+    spans = {p: np.diff(f["layout"]["yaxis"]["domain"])[0] / arr(panel(f, p)["z"]).shape[0] for p, f in figs.items()}
+    assert max(spans.values()) - min(spans.values()) < 1e-6, spans
 
 
 def test_padding_the_source_masks_its_pads_in_the_encoder_and_the_cross_attention(page):
@@ -105,10 +110,9 @@ def test_padding_the_source_masks_its_pads_in_the_encoder_and_the_cross_attentio
     at.text_input(key="ed_text").set_value(KNOWN).run()
     at.checkbox(key="ed_pad").check().run()
     assert_clean(at)
-    fig = spec(at, "ed_three_chart")
     t_src = len(data.source_words(KNOWN)) + 1
     for name in ("encoder", "cross"):
-        z = arr(panel(fig, name)["z"])
+        z = arr(panel(spec(at, f"ed_three_{name}"), name)["z"])
         assert z.shape[1] == t_src + 2 and np.isnan(z[:, t_src:]).all() and np.isfinite(z[:, :t_src]).all()
     assert any("Adding 2 pads changes nothing the real tokens see" in s for s in texts(at.success))
     at.checkbox(key="ed_pad").uncheck().run()
@@ -119,13 +123,13 @@ def test_stepping_next_token_grows_the_output_and_the_cross_chart(model_path, ck
     at.text_input(key="ed_text").set_value(KNOWN).run()
     words = translate(ckpt.model, ckpt.tokenizer, KNOWN, max_new_tokens=ckpt.model.config.max_len).tokens
     assert texts(at.code)[0] == words[0]  # the first word at once
-    rows = [arr(panel(spec(at, "ed_three_chart"), "cross")["z"]).shape[0]]
+    rows = [arr(panel(spec(at, "ed_three_cross"), "cross")["z"]).shape[0]]
     for n in (2, 3):
         at.button(key="ed_next").click().run()
         assert_clean(at)
         assert texts(at.code)[0] == " ".join(words[:n])
         assert at.number_input(key="ed_step_n").value == n  # the count is a setting, in the link
-        rows.append(arr(panel(spec(at, "ed_three_chart"), "cross")["z"]).shape[0])
+        rows.append(arr(panel(spec(at, "ed_three_cross"), "cross")["z"]).shape[0])
     assert rows == [2, 3, 4]  # <bos>, then one query more per chosen word
     at.button(key="ed_reset").click().run()
     assert texts(at.code)[0] == words[0]

@@ -90,6 +90,33 @@ def test_the_overflow_check_can_fail(browser, server_url):
         assert any(f.startswith("chart 0") for f in found), found
 
 
+THREE = """() => { const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const charts = ['encoder', 'decoder', 'cross'].map(p =>
+    document.querySelector(`.st-key-ed_three_${p} .js-plotly-plot`));
+  if (!main || charts.some(c => !c || !c.layout)) return null;
+  const box = e => { const r = e.getBoundingClientRect(); return {left: r.left, top: r.top, width: r.width}; };
+  return {main: box(main).width, charts: charts.map(box)}; }"""
+
+
+def test_the_translators_three_attentions_stack_on_a_phone_and_sit_side_by_side_on_a_laptop(browser, server_url):
+    """Three panels side by side in one figure left a phone a third of 390 px each (6 px a cell): they are three
+    charts in Streamlit's columns, full width one under another on a phone, side by side on a laptop."""
+    for size, phone in ((PHONE, True), ({}, False)):
+        with browser_page(browser, server_url, **size) as pg:
+            pg.goto(f"{server_url}/encoder-decoder")
+            pg.wait_for_function(THREE, timeout=120_000)
+            wait_idle(pg)
+            seen = pg.evaluate(THREE)
+            lefts, tops = [c["left"] for c in seen["charts"]], [c["top"] for c in seen["charts"]]
+            if phone:
+                assert all(c["width"] >= 0.9 * seen["main"] for c in seen["charts"]), seen
+                assert tops[0] < tops[1] < tops[2], seen
+                screenshot(pg, "phone_encoder_decoder_three")
+            else:
+                assert max(tops) - min(tops) < 2 and lefts[0] < lefts[1] < lefts[2], seen
+                assert sum(c["width"] for c in seen["charts"]) <= seen["main"] + 1, seen
+
+
 # -- join a class on a phone, answer in two taps ----------------------------------------------------------------
 KEY = "phone-instructor-key"
 

@@ -188,11 +188,9 @@ SAMPLES: dict[str, typing.Callable[[], go.Figure]] = {
         ["separate", "shared K = V"], [[0.05, -0.02], [0.31, 0.69]], [0.21, 0.60], "<sat>", title="cos"),
     "qkv.loss_bars": lambda: _f("qkv.loss_bars")(
         ["separate", "raw <X>"], [1.1724, 1.1719], reference=0, title="Held-out loss"),
-    "encoder_decoder.three_attentions": lambda: _f("encoder_decoder.three_attentions")(
-        [("encoder self: 5 × 5 <pad>", probs(8, PADDED), PADDED, TOKENS, TOKENS),
-         ("decoder self: 3 × 3, causal", probs(9, CAUSAL[:3, :3]), CAUSAL[:3, :3], ["<bos>", "a", "b"],
-          ["<bos>", "a", "b"]),
-         ("cross: 3 × 5", probs(10, PADDED[:3]), None, ["<bos>", "a", "b"], TOKENS)], title="L0 H1 <i>"),
+    "encoder_decoder.attention_panel": lambda: _f("encoder_decoder.attention_panel")(
+        "encoder self: 5 × 5 <pad>, both ways", probs(8, PADDED), PADDED, TOKENS, TOKENS, title="L0 H1 <i>", rows=6,
+        title_lines=4, key_chars=12),
     "encoder_decoder.alignment_map": lambda: _f("encoder_decoder.alignment_map")(
         probs(11, np.ones((4, T), dtype=bool)), TOKENS, ["ethay", "<b>atcay</b>", "ka", "<eos>"], [0, 1, 1],
         title="Cross-attention <i>"),
@@ -293,7 +291,7 @@ TRACE_TYPES = {
     "qkv.self_attention_bars": ["bar", "bar", "scatter"],
     "qkv.pair_cosine_bars": ["bar"] * 3,
     "qkv.loss_bars": ["bar"] * 2,
-    "encoder_decoder.three_attentions": ["heatmap"] * 5,
+    "encoder_decoder.attention_panel": ["heatmap"] * 2,  # was three_attentions' 5 (3 panels, 2 masks), one figure
     "encoder_decoder.alignment_map": ["heatmap", "scatter", "scatter"],
     "encoder_decoder.head_accuracy": ["heatmap"] * 2,
     "encoder_decoder.decode_timing_bars": ["bar"],

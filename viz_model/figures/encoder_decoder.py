@@ -50,43 +50,69 @@ def _panel(name: str, p: np.ndarray, ok: np.ndarray, ql: list[str], kl: list[str
     return out
 
 
-def three_attentions(panels: Sequence[tuple[str, object, object, Sequence[str], Sequence[str]]], *,
-                     title: str | None = None) -> go.Figure:
-    """The encoder's, the decoder's and the cross attention of one head side by side, each with its mask drawn.
+THREE_PARTS = ("encoder", "decoder", "cross")  # three_attentions' figures, in order (the page keys its charts so)
+LABEL_CELLS_PER_CHAR = 0.55  # a row label's width, in cells of a panel, per character (panel_widths)
 
-    panels: (title, probs (Tq, Tk), allowed (Tq, Tk) bool, query tokens, key tokens) each. Every cell has the same
-    size: a panel is as wide as its keys and as tall as its queries, so T_tgt × T_src reads off the picture.
+
+def _label_chars(tokens: Sequence[str]) -> int:
+    return max(len(f"{i} {t}") for i, t in enumerate(tokens))  # the longest row label ("3 sat"), in characters
+
+
+def three_attentions(panels: Sequence[tuple[str, object, object, Sequence[str], Sequence[str]]], *,
+                     titles: Sequence[str | None] | None = None) -> list[go.Figure]:
+    """The encoder's, the decoder's and the cross attention of one head, an attention_panel each (the page sets them
+    side by side, in proportion to panel_widths: Streamlit's columns, which stack on a phone).
+
+    panels: (name, probs (Tq, Tk), allowed (Tq, Tk) bool, query tokens, key tokens) each; `titles`: each figure's
+    (its layer and head). The figures share one height, one space above and below the plot, and a panel is as tall
+    as its queries: side by side every cell has the same size and T_tgt × T_src reads off the picture.
     """
-    mats = []
-    for name, probs, allowed, q_tokens, k_tokens in panels:
-        p = to_numpy(probs).astype(float)
-        ok = allowed_cells(allowed, p.shape)
-        if p.shape != ok.shape or p.shape != (len(q_tokens), len(k_tokens)):
-            raise ValueError(f"{name}: {p.shape[0]}×{p.shape[1]} weights for {len(q_tokens)} queries and "
-                             f"{len(k_tokens)} keys.")
-        mats.append((name, p, ok, token_labels(q_tokens), token_labels(k_tokens),
-                     max(len(f"{i} {t}") for i, t in enumerate(q_tokens))))  # longest row label, in characters
-    rows = max(m[1].shape[0] for m in mats)
-    # Room for each panel's row labels on its left (about 0.006 of the width per character), and every panel at
-    # least MIN_COLS cells wide so that its title fits; otherwise cells are square-ish and of one size.
-    gaps = [0.0] + [min(0.25, 0.04 + 0.0065 * m[5]) for m in mats[1:]]
-    units = [max(m[1].shape[1], MIN_COLS) for m in mats]
-    width = (1 - sum(gaps)) / sum(units)
-    data, layout, notes, x0 = [], {}, [], 0.0
-    for c, ((name, p, ok, ql, kl, _), gap, u) in enumerate(zip(mats, gaps, units), start=1):
-        n = "" if c == 1 else c
-        x0 += gap
-        x1, top = x0 + width * u, p.shape[0] / rows
-        layout[f"xaxis{n}"] = _ticks(kl, "key", anchor=f"y{n}", domain=domain(x0, x1), side="bottom",
-                                     tickangle=-50)
-        layout[f"yaxis{n}"] = _ticks(ql, "query" if c == 1 else None, anchor=f"x{n}", domain=domain(1 - top, 1),
-                                     autorange="reversed")
-        notes.append(dict(text=escape(name).replace(", ", ",<br>"), x=(x0 + x1) / 2, y=1.0, xref="paper",
-                          yref="paper", xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=12)))
-        data += _panel(name, p, ok, ql, kl, dict(xaxis=f"x{n}", yaxis=f"y{n}"), scale=c == len(mats))
-        x0 = x1
-    return fast_figure(data, layout_dict(title, height=max(360, 210 + 30 * rows), top=130 if title else 100,
-                                         title_top=bool(title), annotations=notes, **layout))
+    titles = list(titles or [None] * len(panels))
+    rows = max(len(q) for _, _, _, q, _ in panels)
+    lines = max(len(name.split(", ")) + bool(t) for (name, *_), t in zip(panels, titles))
+    keys = max(_label_chars(k) for *_, k in panels)
+    return [attention_panel(name, probs, allowed, q, k, title=t, rows=rows, title_lines=lines, key_chars=keys,
+                            scale=c == len(panels) - 1)
+            for c, ((name, probs, allowed, q, k), t) in enumerate(zip(panels, titles))]
+
+
+def attention_panel(name: str, probs, allowed, q_tokens: Sequence[str], k_tokens: Sequence[str], *,
+                    title: str | None = None, rows: int | None = None, title_lines: int | None = None,
+                    key_chars: int | None = None, scale: bool = True) -> go.Figure:
+    """One attention kind of one head: probs (Tq, Tk) with the blocked cells of `allowed` drawn (a grey × layer).
+    `name` is written above the plot, a line per clause; `title` above it. Beside others: `rows` (the tallest panel's
+    queries) sets the height, `title_lines` (the most lines of them, the title's too) the space above the plot and
+    `key_chars` (the longest key label of them) the space below it, so that their cells are of one height."""
+    p = to_numpy(probs).astype(float)
+    ok = allowed_cells(allowed, p.shape)
+    if p.shape != ok.shape or p.shape != (len(q_tokens), len(k_tokens)):
+        raise ValueError(f"{name}: {p.shape[0]}×{p.shape[1]} weights for {len(q_tokens)} queries and "
+                         f"{len(k_tokens)} keys.")
+    ql, kl = token_labels(q_tokens), token_labels(k_tokens)
+    rows = max(rows or 0, p.shape[0])
+    head = escape(name).split(", ")  # a line per clause, above the plot: a narrow column cuts none
+    top = 24 + 17 * max(title_lines or 0, len(head) + bool(title))
+    # the name as a note on the plot's top edge (it grows upwards, line by line; a multi-line title pinned to the top
+    # had its first line cut off), the layers and the head as the title above it
+    note = dict(text=",<br>".join(head), x=0, y=1.0, xref="paper", yref="paper", xanchor="left", yanchor="bottom",
+                showarrow=False, font=dict(size=13), align="left")
+    layout = dict(xaxis=_ticks(kl, "key", side="bottom", tickangle=-50),
+                  yaxis=_ticks(ql, "query", autorange="reversed", domain=domain(1 - p.shape[0] / rows, 1)))
+    # below: the key labels (10 px text at -50°: about 5 px of height a character) and the axis title
+    bottom = 45 + 5 * max(key_chars or 0, _label_chars(k_tokens))
+    out = fast_figure(_panel(name, p, ok, ql, kl, {}, scale=scale),
+                      layout_dict(escape(title) if title else None, height=max(300, 160 + 30 * rows) + top,
+                                  top=top, title_top=True, annotations=[note], **layout))
+    out.layout.margin.b = bottom
+    return out
+
+
+def panel_widths(panels: Sequence[tuple[str, object, object, Sequence[str], Sequence[str]]]) -> list[float]:
+    """The relative widths of three_attentions' figures side by side (st.columns' spec): each panel's key columns
+    (at least MIN_COLS, so its title fits) and its row labels, the last one's colour bar too, in cells."""
+    widths = [max(len(k), MIN_COLS) + LABEL_CELLS_PER_CHAR * _label_chars(q) + 1.5 for _, _, _, q, k in panels]
+    widths[-1] += 3  # the colour bar
+    return widths
 
 
 def _markers(name: str, cells: list[tuple[int, int]], ql: list[str], kl: list[str], symbol: str, colour: str,

@@ -28,7 +28,7 @@ from viz_model.figures import sinusoidal as sin_figs
 from viz_model.figures.attention import attention_grid, attention_heatmap
 from viz_model.figures.common import COLORWAY, escape
 from viz_model.figures.encoder import fill_in_bars, look_ahead_bars, masked_attention_grid
-from viz_model.figures.encoder_decoder import alignment_map, three_attentions
+from viz_model.figures.encoder_decoder import THREE_PARTS, alignment_map, three_attentions
 from viz_model.figures.explorer import value_mix
 from viz_model.figures.masks import mask_panels
 from viz_model.figures.normalization import (
@@ -461,8 +461,8 @@ def encoder_decoder(p: Params, m: Models) -> Figures:
     tgt_ids, fed, tgt_labels = ed_lesson.decoder_input(tok, steps)
     run = ed_lesson.three_attentions(ckpt.model, src.ids, tuple(tgt_ids), pad)
     panels, enc_layer = ed_lesson.three_panels(run, layer, head, [*src.labels, *[PAD] * pad], tgt_labels, fed)
-    return {"ed_three_chart": three_attentions(panels, title=f"Encoder layer {enc_layer}, decoder layer {layer}, "
-                                                            f"head {head}")}
+    figs = three_attentions(panels, titles=ed_lesson.three_titles(enc_layer, layer, head))
+    return {f"ed_three_{part}": fig for part, fig in zip(THREE_PARTS, figs)}
 
 
 def _alignment(p: Params, ckpt: Checkpoint, src, steps) -> Figures:

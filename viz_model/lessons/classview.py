@@ -29,7 +29,8 @@ ANSWERS: dict[str, tuple[str, ...]] = {
     "masks": ("masks_panels",),                                         # how many tokens can row t see?
     "qkv": ("qkv_lookup_chart", "qkv_mix_chart"),                       # which key does this query match best?
     "encoder": ("encoder_fills", "encoder_topk"),                       # which word fills the blank?
-    "encoder-decoder": ("ed_three_chart", "ed_align_chart"),            # which source word does it read?
+    "encoder-decoder": ("ed_three_encoder", "ed_three_decoder", "ed_three_cross",  # which source word does it
+                        "ed_align_chart"),                                         # read?
     "recurrence": ("recurrence_accuracy_chart",),                      # which model recalls at this distance?
     "normalization": ("norm_padding_chart",),                           # which norm does padding change?
     "logit-lens": ("lens_map", "lens_rank", "lens_rank_sentence"),      # at which layer does it first come top?

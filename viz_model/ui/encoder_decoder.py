@@ -168,11 +168,12 @@ def three_attentions(ckpt, src: Source, steps: list[StepView], s: Settings) -> N
     tgt_ids, fed, tgt_labels = lesson.decoder_input(ckpt.tokenizer, steps)
     run = traced(ckpt, src.ids, tuple(tgt_ids), pad)
     panels, enc_layer = lesson.three_panels(run, layer, head, [*src.labels, *[PAD] * pad], tgt_labels, fed)
-    fig = cached("ed_three", (input_key(model_id(ckpt), src.ids, tuple(tgt_ids), tuple(src.labels), tuple(fed),
-                                        tuple(tgt_labels)), pad, layer, head),
-                 lambda: F.three_attentions(panels, title=f"Encoder layer {enc_layer}, decoder layer {layer}, head "
-                                                          f"{head}"))
-    show(fig, key="ed_three_chart", name=f"three_attentions_L{layer}_H{head}")
+    figs = cached("ed_three", (input_key(model_id(ckpt), src.ids, tuple(tgt_ids), tuple(src.labels), tuple(fed),
+                                         tuple(tgt_labels)), pad, layer, head),
+                  lambda: F.three_attentions(panels, titles=lesson.three_titles(enc_layer, layer, head)))
+    # Side by side in proportion to their cells; Streamlit stacks columns on a phone, each panel then full width
+    for col, fig, part in zip(st.columns(F.panel_widths(panels), gap="small"), figs, F.THREE_PARTS):
+        show(fig, key=f"ed_three_{part}", name=f"{part}_attention_L{layer}_H{head}", container=col)
     st.caption(lesson.THREE_CAPTION)
     plain = traced(ckpt, src.ids, tuple(tgt_ids), 0)["cross"][0] if pad else None
     show_checks(lesson.three_claims(run, len(src.ids), pad, steps, plain))

@@ -81,6 +81,7 @@ from viz_model.lessons.encoder_decoder.three_kinds import (
     three_attentions,
     three_claims,
     three_panels,
+    three_titles,
 )
 
 __all__ = [
@@ -88,8 +89,8 @@ __all__ = [
     "translation_claim", "TRANSLATOR", "MISSING_TRANSLATOR", "NO_REFERENCE", "_CORPUS", "_HELDOUT", "Membership",
     "_key", "_REPLAYING", "_training_draws", "_recipe", "warm_membership", "_replayed_draws", "training_membership",
     "ShapeMembership", "_trained_skeletons", "shape_membership", "REPLAY_SPINNER", "N_PAD", "three_attentions",
-    "three_panels", "three_claims", "THREE_CAPTION", "alignment_hits", "alignment_accuracy", "guide_weight",
-    "guided_of", "best_head", "TeacherForced", "teacher_forced", "alignment_scores", "word_class",
+    "three_panels", "three_titles", "three_claims", "THREE_CAPTION", "alignment_hits", "alignment_accuracy",
+    "guide_weight", "guided_of", "best_head", "TeacherForced", "teacher_forced", "alignment_scores", "word_class",
     "alignment_by_class", "crossings", "shown_head", "alignment_sentence", "guided_sentence", "accuracy_panels",
     "guide_note", "NOT_GUIDED", "DecodeTiming", "decode_timing", "best_timing", "decoding_tensors",
     "reuse_sentence", "exact_match", "heldout_metrics", "STRUCTURAL_SPLITS", "structural_metrics",

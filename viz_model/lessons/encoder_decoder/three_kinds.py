@@ -46,6 +46,13 @@ def three_panels(run: dict, layer: int, head: int, src_labels: list[str], tgt_la
              tgt_labels, src_labels)], enc_layer
 
 
+def three_titles(enc_layer: int, layer: int, head: int) -> list[str]:
+    """Each of three_panels' charts' title: the layer it comes from and the head (the cross attention is the
+    decoder layer's, reading the encoder's output)."""
+    return [f"Encoder layer {enc_layer}, head {head}", f"Decoder layer {layer}, head {head}",
+            f"Decoder layer {layer}, head {head}"]
+
+
 def three_claims(run: dict, real: int, pad: int, steps: list[StepView], plain_cross=None) -> list[Claim]:
     """The masks hold in three_attentions' `run` of a source of `real` tokens plus `pad` pads: cross rows sum to 1
     over the real tokens, future and padded keys get exactly 0, the step-by-step rows equal the one pass, and
