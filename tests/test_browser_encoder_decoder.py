@@ -10,18 +10,20 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 pytestmark = pytest.mark.browser
 
 NEXT = 'button:has-text("Next word")'
-# The heatmaps of the chart holding a trace whose name starts with the prefix: name and (rows, columns) of z (not
-# the grey mask layers, nor the see-through layers that print the numbers, figures.export.readable_numbers).
-PANELS = """prefix => { const p = [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
-                          .find(el => el._fullData && el._fullData.some(t => t.name.startsWith(prefix)));
-                        return p ? p._fullData.filter(t => t.type === 'heatmap' && !t.name.endsWith(' mask')
-                                                       && !t.name.endsWith(' · numbers'))
-                                     .map(t => ({name: t.name, rows: t.z.length, cols: t.z[0].length})) : null; }"""
+# The three attention charts' heatmaps, in order (encoder, decoder, cross: a chart each, #42's phone columns): name
+# and (rows, columns) of z (not the grey mask layers, nor the see-through layers that print the numbers,
+# figures.export.readable_numbers); null until all three are drawn.
+PANELS = """() => { const charts = ['encoder', 'decoder', 'cross'].map(k =>
+                          document.querySelector(`.st-key-ed_three_${k} .js-plotly-plot`));
+                        if (charts.some(c => !c || !c._fullData)) return null;
+                        return charts.map(c => c._fullData.find(t => t.type === 'heatmap' && !t.name.endsWith(' mask')
+                                                                  && !t.name.endsWith(' · numbers')))
+                                     .map(t => t && ({name: t.name, rows: t.z.length, cols: t.z[0].length})); }"""
 
 
 def cross_rows(page) -> int | None:
-    panels = page.evaluate(PANELS, "cross:")
-    return next((p["rows"] for p in panels if p["name"].startswith("cross:")), None) if panels else None
+    panels = page.evaluate(PANELS)
+    return panels[2]["rows"] if panels and panels[2] else None
 
 
 def settled(page) -> None:
@@ -31,14 +33,14 @@ def settled(page) -> None:
 
 def test_next_token_adds_a_query_row_to_the_cross_attention_without_console_errors(page):
     open_page(page, "encoder-decoder?ed_text=the+old+king+thanked+the+children+when+they+giggled&ed_mode=step")
-    page.wait_for_function(f"() => ({PANELS})('cross:') !== null")
-    panels = page.evaluate(PANELS, "cross:")
+    page.wait_for_function(PANELS)
+    panels = page.evaluate(PANELS)
     assert [p["name"].split(":")[0] for p in panels] == ["encoder self", "decoder self", "cross"]
     t_src = 10  # nine words and <eos>
     assert [(p["rows"], p["cols"]) for p in panels] == [(t_src, t_src), (2, 2), (2, t_src)]  # <bos> + the first word
     for n in (3, 4):
         page.locator(NEXT).click()
-        page.wait_for_function(f"() => {{ const p = ({PANELS})('cross:');"
+        page.wait_for_function(f"() => {{ const p = ({PANELS})();"
                                f"          return p && p[2].rows === {n} && p[1].cols === {n}; }}")
         settled(page)
     assert cross_rows(page) == 4
