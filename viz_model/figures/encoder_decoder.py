@@ -31,7 +31,7 @@ def _ticks(labels: list[str], title: str | None = None, size: int = 10, **extra)
                 showgrid=False, zeroline=False, **({"title": dict(text=title)} if title else {}), **extra)
 
 
-def _panel(name: str, p: np.ndarray, ok: np.ndarray, ql: list[str], kl: list[str], ax: dict, scale: bool) -> list:
+def _panel(name: str, p: np.ndarray, ok: np.ndarray, ql: list[str], kl: list[str], scale: bool) -> list:
     """One attention panel: a grey × layer under the blocked cells, the weights (holes where blocked) on top."""
     Tq, Tk = p.shape
     show = max(Tq, Tk) <= 10  # values printed in the cells while they are large enough to read
@@ -41,12 +41,12 @@ def _panel(name: str, p: np.ndarray, ok: np.ndarray, ql: list[str], kl: list[str
     out = []
     if not ok.all():
         out.append(masked_trace(ok, xs, ys, f"{name} mask", mark="×" if show else None, hovertext=hover,
-                                hoverinfo="text", xgap=1, ygap=1, **ax))
+                                hoverinfo="text", xgap=1, ygap=1))
     out.append(dict(type="heatmap", z=np.where(ok, p, np.nan).astype(np.float32), x=xs, y=ys, name=name, zmin=0,
                     zmax=1, colorscale=SEQUENTIAL, hovertext=hover, hoverinfo="text", hoverongaps=False,
                     text=np.where(ok, np.round(p, 2).astype(str), "") if show else None,
                     texttemplate="%{text}" if show else None, xgap=1, ygap=1, showscale=scale,
-                    colorbar=dict(title=dict(text="attention", side="right"), thickness=12) if scale else None, **ax))
+                    colorbar=dict(title=dict(text="attention", side="right"), thickness=12) if scale else None))
     return out
 
 
@@ -100,7 +100,7 @@ def attention_panel(name: str, probs, allowed, q_tokens: Sequence[str], k_tokens
                   yaxis=_ticks(ql, "query", autorange="reversed", domain=domain(1 - p.shape[0] / rows, 1)))
     # below: the key labels (10 px text at -50°: about 5 px of height a character) and the axis title
     bottom = 45 + 5 * max(key_chars or 0, _label_chars(k_tokens))
-    out = fast_figure(_panel(name, p, ok, ql, kl, {}, scale=scale),
+    out = fast_figure(_panel(name, p, ok, ql, kl, scale=scale),
                       layout_dict(escape(title) if title else None, height=max(300, 160 + 30 * rows) + top,
                                   top=top, title_top=True, annotations=[note], **layout))
     out.layout.margin.b = bottom
