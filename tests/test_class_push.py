@@ -3,7 +3,8 @@
 Store level, on both backends: a class's pulse changes with what a student shows (the view's version, the question,
 the leader's line) and with nothing else. The watcher: it pokes each registered student once for each change, a
 student exploring alone only for the question or the leader's line, forgets a gone session and a silent one, and its
-own thread pokes after a publish; a store that does not answer pokes everyone, and again when it does; the students
+own thread pokes after a publish; a store that does not answer pokes everyone, and again when it does, and a run that
+said the class is paused is poked until one draws it; the students
 whose tabs are connected are counted present. Server level (a real `streamlit run app.py`): a protocol student that
 sends nothing at all, and has no timer, is moved to the leader's new page by the server. Every wait is on a condition,
 bounded in time.
@@ -23,7 +24,7 @@ import test_class_mode  # its clock and store fixtures: a store on each backend,
 from conftest import ROOT, streamlit_server
 
 from viz_model.lessons.classview import LEADER_AWAY_S, LEADER_RECONNECTING_S
-from viz_model.runtime.class_push import PRESENCE_S, RUNNING_MAX, Pusher
+from viz_model.runtime.class_push import DOWN, PAUSED_RETRY_S, PRESENCE_S, RUNNING_MAX, Pusher
 
 backend, redis_url = class_backends.backend, class_backends.redis_url
 Clock, clock, store = test_class_mode.Clock, test_class_mode.clock, test_class_mode.store
@@ -208,6 +209,39 @@ def test_a_store_that_does_not_answer_pokes_every_student_once_and_again_when_it
     down[0] = False
     assert push.look() == 2  # back: the same view, but the paused line must go
     assert push.look() == 0
+
+
+def test_a_run_that_said_the_class_is_paused_is_poked_again_until_one_draws_the_class(store, monkeypatch):
+    """A clean-clone run (session 9): a student poked when a frozen Redis came back stayed paused, because its run
+    met the server's store still failing at once (class_redis.DOWN_RETRY_S after a failure) while the watcher's own
+    store answered. A run that says the class is paused registers DOWN: never poked while the store does not answer,
+    poked as soon as it does, and again PAUSED_RETRY_S after a run that was still paused."""
+    monkeypatch.setattr(Pusher, "_start", lambda self: None)
+    code, pokes, down, t = _class(store), Pokes(), [True], Clock(0.0)
+
+    class Flaky:
+        def pulses(self, codes):
+            if down[0]:
+                raise OSError("store away")
+            return store.pulses(codes)
+
+        def seen(self, *a):
+            return store.seen(*a)
+
+    push = Pusher(Flaky, pokes, alive=lambda sid: True, clock=t)
+    push.register("s1", code, "student-1", "tick", DOWN)  # its run said: paused
+    assert push.look() == 0 and push.look() == 0  # the store is still away: nothing new to show
+    t.t += 5.0
+    down[0] = False
+    assert push.look() == 1  # back: poked at once
+    push.register("s1", code, "student-1", "tick", DOWN)  # that run met the server's store failing at once
+    t.t += PAUSED_RETRY_S / 2
+    assert push.look() == 0  # not before PAUSED_RETRY_S (each poke would fail at once meanwhile)
+    t.t += PAUSED_RETRY_S / 2
+    assert push.look() == 1 and push.look() == 0  # again, once
+    push.register("s1", code, "student-1", "tick", store.get(code).pulse(store.clock()))  # drew the class
+    t.t += 10 * PAUSED_RETRY_S
+    assert push.look() == 0 and len(pokes.calls) == 2
 
 
 def test_the_watchers_own_thread_pokes_after_a_publish(backend):

@@ -26,13 +26,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from viz_model.runtime.class_mode import ClassStoreAPI
+from viz_model.runtime.class_redis import DOWN_RETRY_S
 
 PUSH_EVERY_S = 0.1   # how often the watcher reads the followed classes' pulses: a step reaches a student this late
 RUNNING_MAX = 3      # poked sessions running at once; the rest wait their turn (see Pusher._drain)
 DRAIN_EVERY_S = 0.01  # how often the watcher looks for a free turn while students wait for theirs
 STARTING_S = 0.05    # a poked session counts as running this long even before its run has started
 PRESENCE_S = 4.0     # how often it says which students are here (runtime.class_mode.FOLLOWER_STALE_S is 10 s)
-DOWN = ("store unreachable",)  # the pulse of every class while the store does not answer
+DOWN = ("store unreachable",)  # the pulse of every class while the store does not answer; drawn by a paused run
+PAUSED_RETRY_S = DOWN_RETRY_S  # a run that showed the class paused while the watcher reached the store: poked again
+#                                this late (a server's store fails at once that long after a failure: class_redis)
 _LOG = logging.getLogger(__name__)
 
 
@@ -41,16 +44,17 @@ class Registration:
     code: str                    # the class
     student: str                 # the student's anonymous id in it
     rerun: Any                   # what `poke` needs to rerun the session's class fragment (ui: the fragment's id)
-    pulse: tuple                 # the class's pulse as that run drew it
+    pulse: tuple                 # the class's pulse as that run drew it (DOWN: the run said the class is paused)
     watch_view: bool             # False: a student exploring on their own (the view's version is not theirs to take)
+    at: float = 0.0              # when that run registered (the watcher's clock)
     poked: tuple | None | bool = False  # the pulse it was poked for (one poke a change, however long its run waits)
 
 
 def _same(pulse: tuple | None, drawn: tuple, watch_view: bool) -> bool:
     """Whether a student who drew `drawn` has nothing new to show at `pulse` (ClassView.pulse: version, question,
-    leader's line; the version counts only for a student who follows the view)."""
-    if pulse is None or pulse == DOWN:
-        return False
+    leader's line; the version counts only for a student who follows the view; DOWN: the class is paused)."""
+    if pulse is None or DOWN in (pulse, drawn):
+        return pulse == drawn
     return pulse == drawn if watch_view else pulse[1:] == drawn[1:]
 
 
@@ -80,7 +84,7 @@ class Pusher:
         """A student's class fragment ran (a push or a full run) and drew `code` at `pulse`: poke it when the class's
         pulse is another."""
         with self._lock:
-            self._sessions[session] = Registration(code, student, rerun, pulse, watch_view)
+            self._sessions[session] = Registration(code, student, rerun, pulse, watch_view, self._clock())
             if _same(self._pulses.get(code), pulse, watch_view):  # this run drew the class's newest: no poke due
                 self._waiting.pop(session, None)
         self._start()
@@ -123,11 +127,22 @@ class Pusher:
         return self._drain()
 
     def _note(self, sid: str, reg: Registration, pulse: tuple | None) -> None:
-        back = reg.poked == DOWN and pulse != DOWN  # the store answers again: a paused student is told
-        if back or not (_same(pulse, reg.pulse, reg.watch_view) or pulse == reg.poked):
+        if self._due(reg, pulse):
             reg.poked = pulse
             with self._lock:
                 self._waiting[sid] = None
+
+    def _due(self, reg: Registration, pulse: tuple | None) -> bool:
+        """Whether a student who drew `reg` must be poked now that the class's pulse is `pulse`: once for each new
+        pulse; once when the store does not answer, and again when it does. A run that said the class is paused while
+        the store answered here (the server's store still failing at once after a failure, runtime.class_redis) is
+        poked again PAUSED_RETRY_S after it, until a run draws the class: a paused page is never left paused."""
+        back = reg.poked == DOWN and pulse != DOWN  # the store answers again: a paused student is told
+        if back:
+            return True
+        if _same(pulse, reg.pulse, reg.watch_view) or pulse == reg.poked:
+            return False
+        return reg.pulse != DOWN or self._clock() - reg.at >= PAUSED_RETRY_S
 
     def _drain(self) -> int:
         """Poke the waiting sessions, RUNNING_MAX at a time. Sixty pokes at once would start sixty script threads

@@ -123,16 +123,14 @@ def _session_info(session_id: str) -> Any:
     return Runtime.instance()._session_mgr.get_active_session_info(session_id)
 
 
-PUSH_ENV = "ATTENTION_LAB_CLASS_PUSH"  # "1": the server pushes a class's moves to its students (opt-in, see pusher)
+PUSH_ENV = "ATTENTION_LAB_CLASS_PUSH"  # "0": the students' tabs poll for the class's moves instead (see pusher)
 
 
 @st.cache_resource(show_spinner=False)
 def pusher() -> class_push.Pusher | None:
-    """This server process's watcher where ATTENTION_LAB_CLASS_PUSH=1, else None, as where Streamlit's sessions cannot
-    be reached (AppTest; another Streamlit): the students' fragments then poll, every FOLLOW_POLL_S. Still opt-in:
-    the white page of quick leader changes is fixed (a busy session is poked after its run), but in 2 of 7 runs of
-    test_browser_class_faults' frozen-Redis test a pushed student stayed "paused" after Redis came back (README)."""
-    if os.environ.get(PUSH_ENV) != "1":
+    """This server process's watcher, else None where ATTENTION_LAB_CLASS_PUSH=0 or where Streamlit's sessions cannot
+    be reached (AppTest; another Streamlit): the students' fragments then poll, every FOLLOW_POLL_S."""
+    if os.environ.get(PUSH_ENV) == "0":
         return None
     try:
         _session_info("")
@@ -173,13 +171,14 @@ def _rerun_idle(session: Any, fragment: str, retry: Callable[[str], None]) -> No
     session.request_rerun(tick)
 
 
-def _register(view: rt.ClassView, following: bool) -> None:
-    """From the class fragment's run: the watcher pokes this session when the class's pulse is not the one drawn
-    now (a student exploring on their own only when its question or the leader's line changes)."""
+def _register(code: str, pulse: tuple, following: bool) -> None:
+    """From the class fragment's run, which drew `pulse` (class_push.DOWN: it said the class is paused): the watcher
+    pokes this session when the class's pulse is another (a student exploring on their own only when its question
+    or the leader's line changes)."""
     ctx, fragment = get_script_run_ctx(), ThreadState.get().fragment_id
     if (push := pusher()) is None or ctx is None or not fragment:
         return
-    push.register(ctx.session_id, view.code, student_id(), fragment, view.pulse(time.time()), watch_view=following)
+    push.register(ctx.session_id, code, student_id(), fragment, pulse, watch_view=following)
 
 
 def _poll_s(unpushed: float) -> float | None:
@@ -501,7 +500,7 @@ def _student_body(code: str) -> None:
         tab().leave(st.query_params, gone=code)
         st.rerun()
     following = bool(st.session_state.get(rt.FOLLOW_KEY))
-    _register(view, following)
+    _register(code, view.pulse(time.time()), following)
     if not _student_seen(code):
         st.caption("The class is full.")
     if notice := leader_notice(view.leader, view.leader_seen, time.time()):
@@ -518,6 +517,8 @@ def _student_body(code: str) -> None:
 def _student_tick(code: str) -> None:
     with guard("the class"), reachable():
         _student_body(code)
+    if st.session_state.get(rt.PAUSED):  # it said so: poked again until a run finds the store (class_push._due)
+        _register(code, class_push.DOWN, bool(st.session_state.get(rt.FOLLOW_KEY)))
 
 
 def _student_poll(code: str) -> None:  # one fragment id for each: its function's name and place (Streamlit's rule)
