@@ -86,8 +86,20 @@ async def step_cost(url: str, pace: float = 0.0) -> list[dict]:
 STICKY = [False]  # behind HAProxy (--replicas 2): each client keeps its replica by the sticky cookie, as browsers do
 
 
+def cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user + system) the server processes have used so far (/proc/PID/stat's utime and stime)."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            return float("nan")
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 async def leader(url: str, presses: list[tuple[float, int]], t_end: float, code_box: asyncio.Future,
-                 errors: list[str]) -> None:
+                 errors: list[str], cpu_at_first: list[float], cpu) -> None:
     s = await open_session(url, sticky=STICKY[0])
     try:
         await s.set("class_key", KEY)
@@ -105,6 +117,8 @@ async def leader(url: str, presses: list[tuple[float, int]], t_end: float, code_
             if now >= next_press:
                 forward = n < len(STEPS) if forward else n == 1
                 n += 1 if forward else -1
+                if not presses:
+                    cpu_at_first.append(cpu())
                 presses.append((time.monotonic(), n))
                 await s.click("lecture_next" if forward else "lecture_back")
                 if _step_of(s.query_string) != n:
@@ -154,18 +168,23 @@ async def follower(i: int, url: str, code: str, presses: list[tuple[float, int]]
         await s.close()
 
 
-async def follow_lag(url: str, k: int, duration: float) -> dict:
+async def follow_lag(url: str, k: int, duration: float, cpu=lambda: float("nan")) -> dict:
+    """`cpu`: the server processes' CPU seconds so far (the servers' cost of the presses: from the first to the end)."""
     presses: list[tuple[float, int]] = []
+    cpu_at_first: list[float] = []
     lags: list[float] = []
     missed: list[int] = []
     errors: list[str] = []
     t_end = time.monotonic() + duration + 10
     code_box: asyncio.Future = asyncio.get_running_loop().create_future()
-    lead = asyncio.create_task(leader(url, presses, t_end, code_box, errors))
+    lead = asyncio.create_task(leader(url, presses, t_end, code_box, errors, cpu_at_first, cpu))
     code = await asyncio.wait_for(code_box, 180)
     tasks = [asyncio.create_task(follower(i, url, code, presses, lags, missed, t_end, errors)) for i in range(k)]
     await asyncio.wait_for(asyncio.gather(lead, *tasks, return_exceptions=True), duration + 240)
-    return {"k": k, "presses": len(presses), "lag_n": len(lags), "lag_p50": pct(lags, 50), "lag_p95": pct(lags, 95),
+    spent = cpu() - cpu_at_first[0] if cpu_at_first else float("nan")
+    return {"k": k, "presses": len(presses), "cpu_s": spent,
+            "cpu_ms_per_follower": 1000 * spent / max(1, len(presses)) / max(1, k),
+            "lag_n": len(lags), "lag_p50": pct(lags, 50), "lag_p95": pct(lags, 95),
             "lag_max": max(lags, default=float("nan")), "missed": len(missed), "errors": len(errors),
             "error_examples": sorted(set(errors))[:5]}
 
@@ -195,12 +214,15 @@ def render(res: dict) -> str:
            "", "## (b) How far behind the leader the followers are", "",
            f"The leader presses Next (Back after the last step) every {CHANGE_EVERY_S:.0f} s; a follower's lag is the "
            "time from the press being sent to the end of its run whose URL and page are the new step's.", "",
-           table(["followers K", "processes", "presses", "lag p50 / p95 / max ms", "within the bar", "missed",
-                  "errors"],
+           table(["followers K", "processes", "presses", "lag p50 / p95 / max ms", "within the bar",
+                  "server CPU per press, per follower", "missed", "errors"],
                  [[f"{f['k']}", f"{res.get('replicas', 1)}", f"{f['presses']}",
                    f"{ms(f['lag_p50'])} / {ms(f['lag_p95'])} / {ms(f['lag_max'])} "
                    f"(n={f['lag_n']})", "yes" if f["lag_p95"] <= FOLLOW_BAR_S else "no",
-                   f"{f['missed']}", f"{f['errors']}"]]), ""]
+                   f"{f.get('cpu_s', float('nan')) / max(1, f['presses']):.2f} s, "
+                   f"{f.get('cpu_ms_per_follower', float('nan')):.1f} ms", f"{f['missed']}", f"{f['errors']}"]]),
+           "", "Server CPU: user + system seconds of the server processes from the first press to the end of the run "
+           "(the leader's runs, the followers' page switches, the heartbeats), per press, and that divided by K.", ""]
     if f["error_examples"]:
         out += ["Errors: " + "; ".join(f["error_examples"]), ""]
     return "\n".join(out)
@@ -223,10 +245,11 @@ async def main_async(args, procs: Procs) -> dict:
         STICKY[0] = True
     res["replicas"] = args.replicas
     print(f"== (b) {args.k} followers on {args.replicas} process(es), {args.duration:.0f} s", flush=True)
-    res["follow"] = await follow_lag(front, args.k, args.duration)
+    res["follow"] = await follow_lag(front, args.k, args.duration, lambda: cpu_s([p.pid for _, p in started]))
     f = res["follow"]
     print(f"   lag p50 {ms(f['lag_p50'])} p95 {ms(f['lag_p95'])} ms (n={f['lag_n']}), missed {f['missed']}, errors "
-          f"{f['errors']} {f['error_examples'][:2]}", flush=True)
+          f"{f['errors']} {f['error_examples'][:2]}; server CPU {f['cpu_ms_per_follower']:.1f} ms a follower a press",
+          flush=True)
     return res
 
 

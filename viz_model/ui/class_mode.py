@@ -413,12 +413,15 @@ def _ask(code: str, preset_fn, prompt: str, choices: list[str]) -> None:
 
 
 # -- a lecture, presented (#39, item 4) ---------------------------------------------------------------------------
+def following() -> bool:
+    """This tab is a student who follows the instructor: the instructor picks its page and settings."""
+    return bool(enabled() and st.session_state.get(rt.CODE) and not leading() and st.session_state.get(rt.FOLLOW_KEY))
+
+
 def in_lecture() -> dict[str, Any]:
     """app.py hands this to ui.lecture.panel: a follower's panel is read-only (the class moves the steps), a leader's
     has the class tools below Back / Next (ui.lecture and this module are independent lessons: app.py joins them)."""
-    code, lead = st.session_state.get(rt.CODE), enabled() and leading()
-    following = bool(enabled() and code and not lead and st.session_state.get(rt.FOLLOW_KEY))
-    return {"following": following, "leader_tools": _lecture_tools if lead else None}
+    return {"following": following(), "leader_tools": _lecture_tools if enabled() and leading() else None}
 
 
 def _lecture_tools(name: str, lec: Any, n: int) -> None:
