@@ -60,12 +60,16 @@ def curves(d: int, n_pos: int, base: float) -> None:
         st.session_state["sinusoidal_dims"] = [j for j in st.session_state["sinusoidal_dims"] if j < d]
     dims = st.multiselect("dimensions to plot", list(range(d)), default=lesson.default_dims(d),
                           key="sinusoidal_dims", **share.URL, max_selections=12)
-    show(figs.pe_curves(pe, dims, "PE value against position"), key="sinusoidal_curves", name="sinusoidal_curves")
+    # cached figures: a new figure object is summarised and serialised again on every rerun (ui.chart)
+    show(cached("sinusoidal_curves", (n_pos, d, float(base), tuple(dims)),
+                lambda: figs.pe_curves(pe, dims, "PE value against position")),
+         key="sinusoidal_curves", name="sinusoidal_curves")
     st.markdown("**The lecture's d = 4 view.** Each vertical slice is one position's whole vector.")
-    small, rows, speeds = lesson.d4_view(base)
+    small, rows, speeds = cached("sinusoidal_d4", (float(base),), lambda: lesson.d4_view(base))
     left, right = st.columns([3, 2])
-    show(figs.pe_slices(small, [0, 2, 5], "d = 4: slices at positions 0, 2 and 5"), key="sinusoidal_slices",
-         name="sinusoidal_d4_slices", container=left)
+    show(cached("sinusoidal_d4_slices", (float(base),),
+                lambda: figs.pe_slices(small, [0, 2, 5], "d = 4: slices at positions 0, 2 and 5")),
+         key="sinusoidal_slices", name="sinusoidal_d4_slices", container=left)
     right.dataframe(rows, key="sinusoidal_d4")
     right.caption(speeds)
 
