@@ -185,20 +185,26 @@ def test_the_connected_students_are_counted_present_and_a_closed_tab_is_forgotte
     assert store.counts(code) == (1, 1)
 
 
+class Flaky:
+    """A watcher's store that does not answer while `down[0]` is set."""
+
+    def __init__(self, store, down: list[bool]):
+        self.store, self.down = store, down
+
+    def pulses(self, codes):
+        if self.down[0]:
+            raise OSError("store away")
+        return self.store.pulses(codes)
+
+    def seen(self, *a):
+        return self.store.seen(*a)
+
+
 def test_a_store_that_does_not_answer_pokes_every_student_once_and_again_when_it_answers(store, monkeypatch):
     monkeypatch.setattr(Pusher, "_start", lambda self: None)
     code, pokes, down = _class(store), Pokes(), [False]
 
-    class Flaky:
-        def pulses(self, codes):
-            if down[0]:
-                raise OSError("store away")
-            return store.pulses(codes)
-
-        def seen(self, *a):
-            return store.seen(*a)
-
-    push = Pusher(Flaky, pokes, alive=lambda sid: True)
+    push = Pusher(lambda: Flaky(store, down), pokes, alive=lambda sid: True)
     drawn = store.get(code).pulse(store.clock())
     push.register("s1", code, "student-1", "tick", drawn)
     push.register("s2", code, "student-2", "tick", drawn)
@@ -219,16 +225,7 @@ def test_a_run_that_said_the_class_is_paused_is_poked_again_until_one_draws_the_
     monkeypatch.setattr(Pusher, "_start", lambda self: None)
     code, pokes, down, t = _class(store), Pokes(), [True], Clock(0.0)
 
-    class Flaky:
-        def pulses(self, codes):
-            if down[0]:
-                raise OSError("store away")
-            return store.pulses(codes)
-
-        def seen(self, *a):
-            return store.seen(*a)
-
-    push = Pusher(Flaky, pokes, alive=lambda sid: True, clock=t)
+    push = Pusher(lambda: Flaky(store, down), pokes, alive=lambda sid: True, clock=t)
     push.register("s1", code, "student-1", "tick", DOWN)  # its run said: paused
     assert push.look() == 0 and push.look() == 0  # the store is still away: nothing new to show
     t.t += 5.0
