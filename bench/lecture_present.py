@@ -5,9 +5,10 @@
     the page switch and the step page's run, on the loopback) beside a plain rerun of the same step page right after
     (the page's own cost, the same settings). The bar: a step costs at most 1 s of server time on the default model.
 (b) Follow lag: a protocol leader (instructor key, Lead the class, the lecture from the sidebar) presses Next or Back
-    every CHANGE_EVERY_S; K protocol followers arrive by /?class=CODE and fire their announced follow timer (1 s) as
-    the browser does; a follower's lag is the time from the leader's press being sent to the end of the follower's run
-    whose URL holds the new step and whose page is the step's page. The bar: p95 at most 2 s with K = 60.
+    every CHANGE_EVERY_S; K protocol followers arrive by /?class=CODE and wait for the server's push (they fire a
+    follow timer only where the server announces one: ATTENTION_LAB_CLASS_PUSH=0, 1 s); a follower's lag is the
+    time from the leader's press being sent to the end of the follower's run whose URL holds the new step and whose
+    page is the step's page. The bar: p95 at most 2 s with K = 60. Also the servers' CPU per press and per follower.
 
 Reuses bench/class_follow.py (servers in their own process groups, the protocol clients that read the announced
 timers, percentiles, tables). Results: bench/results/lecture_present.{md,json}.
