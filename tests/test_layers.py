@@ -96,10 +96,9 @@ def test_a_new_rows_modules_missing_from_the_contracts_are_named(tmp_path):
 # its switch (ATTENTION_LAB_CLASS_PUSH=0 turns it off) and the client state a poke copies; +10 for a poke that waits
 # for the session's run to end (ui/class_mode._rerun_idle) and +6 for the QR code drawn inline (ui/join.qr_data_url);
 # +2 for #42's translator panels in Streamlit's columns (three charts that stack on a phone); +2 for a paused
-# student's run registered with the watcher (poked again until a run draws the class: runtime.class_push._due); +9
-# for a follower's sidebar without the lesson links (ui/sidebar.following_note, ui/class_mode.following: a sixth of a
-# follower's page switch, bench/lecture_present.py); +4 for Sinusoidal's curves taken from the cache.
-UI_LINES_MAX, FUNCTION_LINES_MAX = 5879, 60
+# student's run registered with the watcher (poked again until a run draws the class: runtime.class_push._due); +2
+# for ui/class_mode.following (one test of "this tab follows"); +4 for Sinusoidal's curves taken from the cache.
+UI_LINES_MAX, FUNCTION_LINES_MAX = 5872, 60
 
 
 def test_the_streamlit_layer_stays_thin():
