@@ -147,3 +147,33 @@ def test_the_follower_ends_on_the_leaders_exact_view_after_every_quick_page_laye
             assert follower.locator('[data-testid="stMain"] [data-testid="stElementContainer"]').count() > 3
             for pg in (leader, follower):
                 assert pg.console.errors() == []
+
+
+# A laptop busy drawing (a chart, another tab) for this long while the class moves: its browser then takes the
+# messages of several runs at once (ui/class_mode._page_fresh). Shorter than class_mode.FRESH_PAGE_S (4 s).
+BUSY_MS = 2_500
+
+
+def keep_busy(page, ms: int) -> None:
+    """Keep the page's main thread busy for `ms` from a timer (returns at once): what a slow laptop does."""
+    page.evaluate("(ms) => setTimeout(() => { const t = performance.now(); while (performance.now() - t < ms) {} }, 0)",
+                  ms)
+
+
+def test_a_follower_whose_browser_is_busy_while_the_leader_switches_page_and_picks_ends_on_the_leaders_view(
+        browser, class_url):
+    """Before the fix, the follower's browser took the page switch and the class fragment's run after it in one go,
+    cleared the new page's elements for the fragment run (its current page not yet updated), and the page fragment's
+    next run went white: 'Bad delta path index 15 (should be between [0, 2])', on the first repetition."""
+    with tab(browser, class_url) as leader:
+        code = lead(leader)
+        with tab(browser, class_url, f"?class={code}") as follower:
+            expect(toggle(follower, "Follow the instructor")).to_be_checked()
+            for i in range(4):
+                link, path, prefix, chart = PAGES[i % 2]
+                layer, head = PICKS[i]
+                keep_busy(follower, BUSY_MS)
+                leader_goes(leader, link, prefix, layer, head)
+                assert wait_match(follower, path, prefix, chart, layer, head, CATCH_UP_MS) is not None, \
+                    (i, follower_view(follower, path, prefix, chart), follower.console.errors()[-3:])
+            assert follower.console.errors() == []

@@ -188,6 +188,26 @@ def _poll_s(unpushed: float) -> float | None:
 
 
 # -- following ---------------------------------------------------------------------------------------------------
+FRESH_PAGE_S = 4.0  # a tick this soon after the tab's page changed ends in a full run (see _page_fresh)
+PAGE_SINCE = "class_page_since"  # session state: (the page this tab's runs draw, since when: time.monotonic)
+
+
+def _page_fresh(now: float) -> bool:
+    """Whether this tab's page changed less than FRESH_PAGE_S ago, by its runs (each one notes its page).
+
+    Why a tick then ends in a full run: a browser that takes a page switch reads its current page from React state
+    not yet updated while the messages of the runs after it wait (a laptop busy drawing); a fragment run's message
+    then looks like another page's, the browser clears the page's elements, and the page fragment's next delta lands
+    past their end: 'Bad delta path index 15 (should be between [0, 2])' and a white page (a clean-clone run,
+    session 10). A full run redraws every element in order, so a stale page costs it nothing."""
+    page = get_script_run_ctx().page_script_hash
+    seen, since = st.session_state.get(PAGE_SINCE) or ("", now)
+    if seen != page:
+        st.session_state[PAGE_SINCE] = (page, now)
+        return True
+    return now - since < FRESH_PAGE_S
+
+
 def _rerun_views(keys: list[str]) -> None:
     """From a follow tick only: rerun what shows these settings, their one page fragment (the Layer and Head pickers
     of a view) as the browser does when the student moves them, else the whole page (a follower's full rerun costs
@@ -214,7 +234,7 @@ def _student_seen(code: str) -> bool:
     return tab().seen(code, student_id(), time.time())
 
 
-def _follow_step(view: rt.ClassView, tick: bool) -> None:
+def _follow_step(view: rt.ClassView, tick: bool, fresh: bool = False) -> None:
     """One look at the leader's view (rt.Tab.follow_step), then what it asks. In a full run (begin, before any widget
     is drawn) the values it sets are the ones the widgets take: nothing to rerun."""
     step = tab().follow_step(view, _pages, time.time(), tick=tick, query=st.query_params)  # query: the lecture place
@@ -229,6 +249,8 @@ def _follow_step(view: rt.ClassView, tick: bool) -> None:
     elif tick and (step.stopped or step.redraw or step.full):
         st.rerun()
     elif tick and step.changed:
+        if fresh:  # no fragment run just after a page switch (_page_fresh)
+            st.rerun()
         _rerun_views(list(step.changed))
 
 
@@ -503,6 +525,7 @@ def _student_body(code: str) -> None:
         tab().leave(st.query_params, gone=code)
         st.rerun()
     following = bool(st.session_state.get(rt.FOLLOW_KEY))
+    tick, fresh = bool(get_script_run_ctx().fragment_ids_this_run), _page_fresh(time.monotonic())
     _register(code, view.pulse(time.time()), following)
     if not _student_seen(code):
         st.caption("The class is full.")
@@ -510,11 +533,13 @@ def _student_body(code: str) -> None:
         st.info(notice)  # reconnecting (a flaky connection, a reload) or away; the page stays live either way
     elif following:
         st.caption(f"Class {code} · you follow the instructor.")
-    if following and get_script_run_ctx().fragment_ids_this_run:  # a tick (a full run took the view in begin)
-        _follow_step(view, tick=True)
+    if following and tick:  # a tick (a full run took the view in begin)
+        _follow_step(view, tick=True, fresh=fresh)
     if answers_hidden(st.session_state.get(rt.PAGE, ""), view) != st.session_state.get(HIDDEN_KEYS, ()):
         st.rerun()  # a question opened or was revealed: the page draws its answers hidden, or shown again
     _question(code, view)
+    if tick and fresh:  # a fragment run just after a page switch ends in a full one (_page_fresh)
+        st.rerun()
 
 
 def _student_tick(code: str) -> None:
