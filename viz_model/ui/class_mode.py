@@ -193,13 +193,10 @@ PAGE_SINCE = "class_page_since"  # session state: (the page this tab's runs draw
 
 
 def _page_fresh(now: float) -> bool:
-    """Whether this tab's page changed less than FRESH_PAGE_S ago, by its runs (each one notes its page).
-
-    Why a tick then ends in a full run: a browser that takes a page switch reads its current page from React state
-    not yet updated while the messages of the runs after it wait (a laptop busy drawing); a fragment run's message
-    then looks like another page's, the browser clears the page's elements, and the page fragment's next delta lands
-    past their end: 'Bad delta path index 15 (should be between [0, 2])' and a white page (a clean-clone run,
-    session 10). A full run redraws every element in order, so a stale page costs it nothing."""
+    """Whether this tab's page changed less than FRESH_PAGE_S ago. A busy browser takes a page switch and the runs
+    after it at once, its current page not yet updated: a fragment run's message looks like another page's, the page
+    is cleared, and the page fragment's next delta lands past its end, a white page ('Bad delta path index 15').
+    A full run redraws every element in order (tests/test_browser_class_follow.py, the busy browser)."""
     page = get_script_run_ctx().page_script_hash
     seen, since = st.session_state.get(PAGE_SINCE) or ("", now)
     if seen != page:
