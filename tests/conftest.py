@@ -320,10 +320,12 @@ def settled(page) -> None:
     frontend keeps applying a finished run's elements after its script state says so, and axe reads a half-drawn
     sidebar as a scrollable region with nothing to focus (measured on the Explorer: for the first seconds of a first
     load the script state reads idle while the sidebar holds one focusable element of its 21)."""
-    page.wait_for_function("""() => document.querySelectorAll(
-        '[data-testid="stSidebar"] [data-testid="stPageLink-NavLink"]').length >= 13
-        && [...document.querySelectorAll('[data-testid="stSidebar"] label')]
-            .some(l => l.innerText.includes('Presenter'))""")
+    page.wait_for_function("""() => {
+        const side = document.querySelector('[data-testid="stSidebar"]');
+        const links = side && side.querySelectorAll('[data-testid="stPageLink-NavLink"]').length >= 13;
+        const following = side && side.innerText.includes('You follow the instructor, who picks the page');
+        return (links || following)  // a follower's sidebar has the note in place of the links (ui.sidebar)
+            && [...side.querySelectorAll('label')].some(l => l.innerText.includes('Presenter')); }""")
     wait_idle(page)
     page.evaluate("""() => new Promise(resolve => {
         const done = () => { observer.disconnect(); resolve(true); };

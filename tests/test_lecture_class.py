@@ -213,6 +213,23 @@ def test_a_followers_panel_is_read_only(class_env):
     assert not [b for b in at.button if b.key in ("lecture_next", "lecture_back")]
 
 
+def test_a_follower_has_no_lesson_links_until_it_explores_on_its_own(class_env):
+    """The instructor picks a follower's page: its sidebar says so in place of the 16 lesson and lecture links, a
+    sixth of a follower's page switch (bench/lecture_present.py); switching Follow off brings them back."""
+    from viz_model.ui import class_mode
+
+    leader = Tab({cr.INSTRUCTOR: True, cr.LEAD_KEY: True, cr.PAGE: ""}, class_mode.store)
+    leader.lead_changed()
+    at = _app({}, {"class": leader.state[cr.CODE]})
+    assert not at.exception and at.session_state[cr.FOLLOW_KEY]
+    assert not at.sidebar.get("page_link")
+    assert any("You follow the instructor, who picks the page" in c.value for c in at.sidebar.caption)
+    at.toggle(key=cr.FOLLOW_KEY).set_value(False).run()
+    links = [e.proto.label for e in at.sidebar.get("page_link")]
+    assert not at.exception and {"Explorer", "Masks", "Generate"} <= set(links) and len(links) >= 13
+    assert not any("You follow the instructor, who picks the page" in c.value for c in at.sidebar.caption)
+
+
 def test_the_leader_keeps_the_lead_through_opening_a_lecture_and_stepping(class_env):
     """Before: the first page switch from the sidebar's lecture (or Next) dropped the "Lead the class" toggle's value
     (Streamlit drops a widget a run did not draw), and the instructor's tab became a student of its own class."""

@@ -25,6 +25,13 @@ def lesson_links(sections: dict[str, list]) -> None:
     st.divider()
 
 
+def following_note() -> None:
+    """In place of the lesson links while a student follows the instructor (app.py): the page is the instructor's."""
+    st.caption("You follow the instructor, who picks the page. To choose a page yourself, switch off “Follow the "
+               "instructor” under Class, below.")
+    st.divider()
+
+
 def render() -> None:
     entries = available_models(SIDEBAR_KINDS)
     keys = [e.key for e in entries]
