@@ -548,3 +548,21 @@ def class_env(tmp_path, monkeypatch):
     class_mode.store.clear()
     yield db
     class_mode.store.clear()
+
+
+def pick_option(page, box, option: str, tries: int = 3) -> None:
+    """Open the selectbox `box` (a locator of its input) and click `option`, again from the start when a rerun closed
+    its list or kept re-drawing it under the click (each wait bounded; a fragment's timer can redraw the sidebar)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    choice = page.get_by_role("option", name=option, exact=True)
+    for attempt in range(tries):
+        try:
+            box.click()
+            choice.wait_for(timeout=10_000)
+            choice.click(timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+            settled(page)

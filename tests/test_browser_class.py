@@ -8,8 +8,7 @@ import contextlib
 import re
 
 import pytest
-from conftest import ARTIFACTS, browser_page, lead_class, screenshot, settled, streamlit_server, wait_idle
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from conftest import ARTIFACTS, browser_page, lead_class, pick_option, screenshot, settled, streamlit_server, wait_idle
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -70,18 +69,8 @@ def main_title(page) -> str:
 def pick(page, label: str, option: str, where: str = "stMain") -> None:
     """A selectbox (in the main area, or `where`): open it (again, if a rerun closed its list under the click) and
     pick."""
-    box = page.locator(f'[data-testid="{where}"] input[aria-label="{label}"]').first
-    choice = page.get_by_role("option", name=option, exact=True)
-    for _ in range(3):
-        box.click()
-        try:
-            choice.wait_for(timeout=10_000)
-            break
-        except PlaywrightTimeout:
-            settled(page)
-    choice.click()
+    pick_option(page, page.locator(f'[data-testid="{where}"] input[aria-label="{label}"]').first, option)
     wait_idle(page)
-
 
 def wait_title(page, pattern: str) -> None:
     page.wait_for_function(

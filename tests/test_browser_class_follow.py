@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import screenshot, settled, streamlit_server, wait_idle
+from conftest import pick_option, screenshot, settled, streamlit_server, wait_idle
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 from test_browser_class import KEY, lead, sidebar, tab, toggle
@@ -91,16 +91,7 @@ def leader_goes(leader, link: str, prefix: str, layer: int, head: int) -> None:
 
 def pick_key(page, key: str, option: str) -> None:
     """The selectbox whose key is `key`: open it (again, if a rerun closed its list under the click) and pick."""
-    box = page.locator(f'[data-testid="stMain"] .st-key-{key} input')
-    choice = page.get_by_role("option", name=option, exact=True)
-    for _ in range(3):
-        box.click()
-        try:
-            choice.wait_for(timeout=10_000)
-            break
-        except PlaywrightTimeout:
-            settled(page)
-    choice.click()
+    pick_option(page, page.locator(f'[data-testid="stMain"] .st-key-{key} input'), option)
     page.wait_for_function("([k, v]) => document.querySelector(`[data-testid='stMain'] .st-key-${k} input`)?.value"
                            " === v", arg=[key, option])
     wait_idle(page)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 from axe_walk import _audit, walk_tabs
-from conftest import browser_page, lead_class, screenshot, settled, streamlit_server, wait_idle
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from conftest import browser_page, lead_class, pick_option, screenshot, settled, streamlit_server, wait_idle
 from playwright.sync_api import expect
 
 from viz_model.pages import page_urls
@@ -133,15 +132,7 @@ def _lead_and_ask(leader, prompt: str, choices: str) -> str:
     """On a laptop: the instructor key, "Lead the class", then a free question from the sidebar. The class code."""
     code = lead_class(leader, KEY)
     side = leader.locator('[data-testid="stSidebar"]')
-    ask = side.locator('input[aria-label="Ask the class"]')
-    for _ in range(3):
-        ask.click()
-        try:
-            leader.get_by_role("option", name="Free question", exact=True).wait_for(timeout=10_000)
-            break
-        except PlaywrightTimeout:
-            settled(leader)
-    leader.get_by_role("option", name="Free question", exact=True).click()
+    pick_option(leader, side.locator('input[aria-label="Ask the class"]'), "Free question")
     wait_idle(leader)
     side.get_by_role("textbox", name="Question", exact=True).fill(prompt)
     side.get_by_role("textbox", name="Question", exact=True).press("Enter")
