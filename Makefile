@@ -6,7 +6,7 @@ PORT ?= 8501
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint unit browser bench install browser-deps redis-deps clean models handout
+.PHONY: run test lint unit browser bench install browser-deps redis-deps clean models handout hall
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -48,6 +48,13 @@ unit: $(STAMP) redis-deps
 
 browser: $(STAMP) browser-deps
 	$(BIN)/python -m pytest $(XDIST) -m browser
+
+# A class of more than about 40 on one machine (#39): one app process per core behind HAProxy, the class in one SQLite
+# file they share (deploy/lecture_hall.py --sqlite). A process runs its students' pages on one core: 60 followers of a
+# lecture waited 2.2-2.9 s (p95) on one process, 1.3-1.5 s on two (bench/lecture_present.py). Students open :8080.
+REPLICAS ?= $(shell $(PY) -c 'import os; print(os.cpu_count() or 2)')
+hall: $(STAMP) redis-deps
+	$(BIN)/python deploy/lecture_hall.py --sqlite --replicas $(REPLICAS)
 
 # Real checkpoints into models/NAME (safetensors only), listed by the app when ATTENTION_LAB_MODEL_DIRS is unset:
 # `make models` fetches the curated list, `make models MODELS="gpt2 distilgpt2"` some of it.

@@ -4,6 +4,11 @@
     ATTENTION_LAB_INSTRUCTOR_KEY=... .venv/bin/python deploy/lecture_hall.py --replicas 2
     # students open http://<this machine>:8080/ ; Ctrl-C stops everything this script started
 
+One machine, no Redis (`make hall`: one replica per core): `--sqlite` puts the class in one SQLite file that this
+machine's replicas share (ATTENTION_LAB_CLASS_DB, else the app's own file on /dev/shm, in memory). A Streamlit process
+runs its students' pages on one core (the GIL): 60 followers of a lecture waited 2.2-2.9 s (p95) for a page switch on
+one process, 1.3-1.5 s on two replicas of a 2-core machine (bench/lecture_present.py --replicas 2 measures this setup).
+
 What runs, and why:
 - Redis (Debian's redis-server): the class store every replica reads (ATTENTION_LAB_CLASS_STORE=redis://...). Started
   with `--save '' --appendonly no`: answers are kept in memory only, never on a disk; a Redis restart loses the classes
@@ -130,6 +135,9 @@ def parse_args(argv=None):
     ap.add_argument("--address", default="127.0.0.1", help="the address this machine's replicas listen on")
     ap.add_argument("--app-port", type=int, default=8501, help="the first replica's port (the next ones count up)")
     ap.add_argument("--app-ports", default="", help="each replica's port, comma separated (instead of --app-port)")
+    ap.add_argument("--sqlite", action="store_true",
+                    help="one machine: the replicas share one SQLite file (ATTENTION_LAB_CLASS_DB, else the app's on "
+                         "/dev/shm), no Redis")
     ap.add_argument("--redis-url", default="", help="use this Redis (redis://host:6379/0) instead of starting one")
     ap.add_argument("--redis-bind", default="127.0.0.1", help="the address the Redis started here listens on")
     ap.add_argument("--redis-port", type=int, default=6379)
@@ -141,6 +149,8 @@ def parse_args(argv=None):
     ap.add_argument("--ready-file", default="", help="write the hall's addresses here (JSON) once it is healthy")
     ap.add_argument("--print-config", action="store_true", help="print the HAProxy config and exit")
     a = ap.parse_args(argv)
+    if a.sqlite and a.redis_url:
+        ap.error("--sqlite keeps the class in a file of this machine; --redis-url names a Redis: give one of them")
     a.ports = [int(p) for p in a.app_ports.split(",")] if a.app_ports else \
         [a.app_port + i for i in range(a.replicas)]
     a.servers = a.servers.split(",") if a.servers else [f"{a.address}:{p}" for p in a.ports]
@@ -157,7 +167,10 @@ def run(a) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop() runs in `finally`
     try:
         redis_url = a.redis_url
-        if not redis_url:
+        if a.sqlite:  # ATTENTION_LAB_CLASS_DB if set, else the app's own file on /dev/shm: in memory, as Redis's is
+            store = os.environ.get("ATTENTION_LAB_CLASS_DB") or "the app's SQLite file on /dev/shm"
+            redis_url = ""
+        elif not redis_url:
             exe = shutil.which("redis-server") or sys.exit("redis-server is not installed: apt-get install -y "
                                                          "redis-server (or give --redis-url)")
             hall.start("redis", [exe, "--bind", a.redis_bind, "--port", str(a.redis_port), "--save", "",
@@ -166,8 +179,9 @@ def run(a) -> int:
             redis_url = f"redis://{a.redis_bind}:{a.redis_port}/0"
         urls = []
         for i, port in enumerate(a.ports, 1):
-            env = {"ATTENTION_LAB_CLASS_STORE": redis_url,
-                   "ATTENTION_LAB_CLASS_DB": str(run_dir / f"class-replica{i}.sqlite")}  # its own: only Redis joins
+            env = {"ATTENTION_LAB_CLASS_STORE": redis_url}  # --sqlite: every replica inherits the same file
+            if not a.sqlite:  # each its own file, so only Redis joins them
+                env["ATTENTION_LAB_CLASS_DB"] = str(run_dir / f"class-replica{i}.sqlite")
             hall.start(f"replica{i}", [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                                        "--server.address", a.address, "--server.headless", "true",
                                        "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
@@ -184,12 +198,14 @@ def run(a) -> int:
             host, port = a.bind.rsplit(":", 1)
             front = f"http://{'127.0.0.1' if host in ('0.0.0.0', '*', '') else host}:{port}"
             hall.wait("haproxy", lambda: http_ok(front + "/_stcore/health"), 30)
-        info = {"front": front, "replicas": urls, "redis": redis_url, "run_dir": str(run_dir),
+        info = {"front": front, "replicas": urls, "redis": redis_url, "sqlite": store if a.sqlite else None,
+                "run_dir": str(run_dir),
                 "stats_socket": None if a.no_front else str(run_dir / "haproxy.sock"),
                 "pids": {p.name: p.pid for p in hall.procs}}
         if not os.environ.get("ATTENTION_LAB_INSTRUCTOR_KEY"):
             print("Note: ATTENTION_LAB_INSTRUCTOR_KEY is not set, so class mode is off on these replicas.")
-        print(f"Lecture hall ready: {front or 'no front here'} -> {len(urls)} replica(s), class store {redis_url}. "
+        print(f"Lecture hall ready: {front or 'no front here'} -> {len(urls)} replica(s), class store "
+              f"{redis_url or store}. "
               f"Logs: {run_dir}. Ctrl-C stops it.", flush=True)
         if a.ready_file:
             Path(a.ready_file).write_text(json.dumps(info))
