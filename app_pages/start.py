@@ -7,7 +7,7 @@ from viz_model.data import TASK_LABELS
 from viz_model.device import describe
 from viz_model.lessons import start as lesson
 from viz_model.model_text import is_folder_model, start_token, uses_bos
-from viz_model.ui import lecture, share
+from viz_model.ui import class_mode, lecture, share
 from viz_model.ui import start as start_view
 from viz_model.ui.sidebar import current_model
 from viz_model.ui.widgets import (
@@ -22,7 +22,8 @@ from viz_model.ui.widgets import (
 
 st.title("Attention Lab")
 st.markdown(lesson.INTRO)
-lecture.start_link()  # #39: the guided lecture, beside exploring
+if not class_mode.following():  # a follower's sidebar has no page links, and the instructor picks the lecture
+    lecture.start_link()  # #39: the guided lecture, beside exploring
 
 ckpt = current_model()
 model, cfg = ckpt.model, ckpt.model.config

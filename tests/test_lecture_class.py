@@ -224,9 +224,12 @@ def test_a_follower_has_no_lesson_links_until_it_explores_on_its_own(class_env):
     assert not at.exception and at.session_state[cr.FOLLOW_KEY]
     assert not at.sidebar.get("page_link")
     assert any("You follow the instructor, who picks the page" in c.value for c in at.sidebar.caption)
+    # nor the Start page's "take the guided lecture, or explore any page from the sidebar" (no such page links)
+    assert not [p for p in at.main.get("page_link") if "guided lecture" in p.proto.label]
     at.toggle(key=cr.FOLLOW_KEY).set_value(False).run()
     links = [e.proto.label for e in at.sidebar.get("page_link")]
     assert not at.exception and {"Explorer", "Masks", "Generate"} <= set(links) and len(links) >= 13
+    assert [p for p in at.main.get("page_link") if "guided lecture" in p.proto.label]
     assert not any("You follow the instructor, who picks the page" in c.value for c in at.sidebar.caption)
 
 
