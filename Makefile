@@ -51,7 +51,7 @@ browser: $(STAMP) browser-deps
 
 # A class of more than about 40 on one machine (#39): one app process per core behind HAProxy, the class in one SQLite
 # file they share (deploy/lecture_hall.py --sqlite). A process runs its students' pages on one core: 60 followers of a
-# lecture waited 2.2-2.9 s (p95) on one process, 1.3-1.5 s on two (bench/lecture_present.py). Students open :8080.
+# lecture waited 2.2-2.8 s (p95) on one process, 1.3-1.5 s on two (bench/lecture_present.py). Students open :8080.
 REPLICAS ?= $(shell $(PY) -c 'import os; print(os.cpu_count() or 2)')
 hall: $(STAMP) redis-deps
 	$(BIN)/python deploy/lecture_hall.py --sqlite --replicas $(REPLICAS)

@@ -6,7 +6,7 @@
 
 One machine, no Redis (`make hall`: one replica per core): `--sqlite` puts the class in one SQLite file that this
 machine's replicas share (ATTENTION_LAB_CLASS_DB, else the app's own file on /dev/shm, in memory). A Streamlit process
-runs its students' pages on one core (the GIL): 60 followers of a lecture waited 2.2-2.9 s (p95) for a page switch on
+runs its students' pages on one core (the GIL): 60 followers of a lecture waited 2.2-2.8 s (p95) for a page switch on
 one process, 1.3-1.5 s on two replicas of a 2-core machine (bench/lecture_present.py --replicas 2 measures this setup).
 
 What runs, and why:

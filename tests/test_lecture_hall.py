@@ -169,7 +169,7 @@ def test_a_leaders_view_on_replica_1_reaches_a_student_on_replica_2_through_redi
 
 @pytest.mark.slow
 def test_make_hall_on_one_machine_joins_its_replicas_through_one_sqlite_file_without_redis(sqlite_hall):
-    """#39: a class of 60 waits 2.2-2.9 s (p95) for a lecture step on one process of a 2-core machine, 1.3-1.5 s on
+    """#39: a class of 60 waits 2.2-2.8 s (p95) for a lecture step on one process of a 2-core machine, 1.3-1.5 s on
     two replicas (bench/lecture_present.py): `make hall` starts those, with nothing more than HAProxy."""
     assert len(set(sqlite_hall["replicas"])) == 2 and sqlite_hall["redis"] == ""
     assert sqlite_hall["sqlite"] == sqlite_hall["db"] and "redis" not in sqlite_hall["pids"]
