@@ -166,11 +166,10 @@ def run(a) -> int:
     hall = Hall(run_dir)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop() runs in `finally`
     try:
-        redis_url = a.redis_url
-        if a.sqlite:  # ATTENTION_LAB_CLASS_DB if set, else the app's own file on /dev/shm: in memory, as Redis's is
-            store = os.environ.get("ATTENTION_LAB_CLASS_DB") or "the app's SQLite file on /dev/shm"
-            redis_url = ""
-        elif not redis_url:
+        # --sqlite: ATTENTION_LAB_CLASS_DB if set, else the app's own file on /dev/shm (in memory, as Redis's is)
+        store = (os.environ.get("ATTENTION_LAB_CLASS_DB") or "the app's SQLite file on /dev/shm") if a.sqlite else None
+        redis_url = "" if a.sqlite else a.redis_url
+        if not a.sqlite and not redis_url:
             exe = shutil.which("redis-server") or sys.exit("redis-server is not installed: apt-get install -y "
                                                          "redis-server (or give --redis-url)")
             hall.start("redis", [exe, "--bind", a.redis_bind, "--port", str(a.redis_port), "--save", "",
@@ -198,7 +197,7 @@ def run(a) -> int:
             host, port = a.bind.rsplit(":", 1)
             front = f"http://{'127.0.0.1' if host in ('0.0.0.0', '*', '') else host}:{port}"
             hall.wait("haproxy", lambda: http_ok(front + "/_stcore/health"), 30)
-        info = {"front": front, "replicas": urls, "redis": redis_url, "sqlite": store if a.sqlite else None,
+        info = {"front": front, "replicas": urls, "redis": redis_url, "sqlite": store,
                 "run_dir": str(run_dir),
                 "stats_socket": None if a.no_front else str(run_dir / "haproxy.sock"),
                 "pids": {p.name: p.pid for p in hall.procs}}

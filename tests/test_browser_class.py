@@ -72,6 +72,7 @@ def pick(page, label: str, option: str, where: str = "stMain") -> None:
     pick_option(page, page.locator(f'[data-testid="{where}"] input[aria-label="{label}"]').first, option)
     wait_idle(page)
 
+
 def wait_title(page, pattern: str) -> None:
     page.wait_for_function(
         """(p) => { const el = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
