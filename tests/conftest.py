@@ -33,10 +33,24 @@ A11Y_NOTES: list[str] = []  # the moderate and minor axe findings (tests/test_br
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... under `pytest -n` (pytest-xdist); "" alone
 
 
+def slow_tests() -> dict[str, float]:
+    """tests/slow_tests.txt: the slowest tests' node ids and their seconds in one measured run."""
+    lines = (ROOT / "tests" / "slow_tests.txt").read_text().splitlines()
+    return {node: float(secs) for secs, node in (ln.split() for ln in lines if ln.strip() and not ln.startswith("#"))}
+
+
 def pytest_collection_modifyitems(items):
-    """The browser tests first, in their files' order (a stable sort): they are the long ones, so under `pytest -n`
-    the workers end together on short tests instead of one worker finishing a long browser file alone."""
-    items.sort(key=lambda item: item.get_closest_marker("browser") is None)
+    """The files with the slowest tests first (tests/slow_tests.txt, by their listed seconds in all), each file's
+    listed tests longest first; then the other browser tests in their files' order, then the rest (a stable sort).
+    Under `pytest -n` a worker that runs out steals from the end of another's queue, so the run ends on short tests
+    with both workers busy, instead of one worker finishing a long test alone (the 3-minute follow test ran last in
+    one run). A file's tests stay together: its module fixtures (a server of its own) start once per worker."""
+    slow = slow_tests()
+    per_file: dict[str, float] = {}
+    for node, secs in slow.items():
+        per_file[node.split("::")[0]] = per_file.get(node.split("::")[0], 0.0) + secs
+    items.sort(key=lambda item: (-per_file.get(item.nodeid.split("::")[0], 0.0), -slow.get(item.nodeid, 0.0),
+                                 item.get_closest_marker("browser") is None))
 
 
 def pytest_sessionstart(session):
@@ -128,6 +142,45 @@ def open_app(page: str | None = None, timeout: float = 90, query: dict | None = 
     if page:
         at.switch_page(page).run()
     return at
+
+
+def run_folder(tmp_path_factory) -> Path:
+    """A folder this whole run shares: under `pytest -n`, the workers' common parent of their temp folders (each
+    worker's own base temp is popen-gwN inside it); alone, this process's base temp."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if WORKER else base
+
+
+HANDOUT_NOW = "2026-12-05T09:30:00+00:00"  # the date every handout in the suite is stamped with
+
+
+@pytest.fixture(scope="session")
+def handout_files(tmp_path_factory) -> dict[str, Path]:
+    """Every built-in lecture's handout, on its lecture's model, written to a file once per run: the first worker to
+    ask builds them under a file lock, the others wait for it and read the files (a build takes 20-30 s of CPU, and
+    tests/test_handout.py and tests/test_browser_handout.py both read them)."""
+    import datetime as dt
+    import fcntl
+
+    from viz_model.handout.build import build_handout, shipped_loader
+    from viz_model.handout.views import Models
+    from viz_model.lectures import builtin_lectures
+
+    folder = run_folder(tmp_path_factory) / "handouts"
+    folder.mkdir(exist_ok=True)
+    lectures = builtin_lectures()
+    files = {name: folder / f"{name}.html" for name in lectures}
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # held while building: a second worker waits here, then finds the files
+        if not (folder / ".done").exists():
+            load = shipped_loader()
+            for name, lec in lectures.items():
+                key = lec.model or "classroom"
+                text = build_handout(lec, Models(key, load(key), load), lecture_name=name,
+                                     now=dt.datetime.fromisoformat(HANDOUT_NOW))
+                files[name].write_text(text, encoding="utf-8")
+            (folder / ".done").touch()
+    return files
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +290,7 @@ def browser_page(browser, base_url: str, **context):
         ctx.close()
 
 
-class _ReusedPage:
+class ReusedPage:
     """The plain browser tests' page, kept from test to test in this process: each test opens its URL afresh, which
     starts a Streamlit session of its own (a reload keeps no session state), but in the same renderer process, whose
     compiled JavaScript is kept: a page load takes 2.7 s of wall time where a fresh context's took 4.5 s (Masks,
@@ -246,13 +299,15 @@ class _ReusedPage:
 
     VIEWPORT = {"width": 1400, "height": 1000}
 
-    def __init__(self, browser, base_url: str):
+    def __init__(self, browser, base_url: str, context: dict | None = None):
+        """`context`: the browser context's options (conftest.browser_page), a laptop's window unless given."""
         self.browser, self.base_url, self._cm, self.pg = browser, base_url, None, None
+        self.context = context or {"viewport": self.VIEWPORT}
 
     def get(self):
         if self.pg is None or self.pg.is_closed():
             self.close()
-            self._cm = browser_page(self.browser, self.base_url, viewport=dict(self.VIEWPORT))
+            self._cm = browser_page(self.browser, self.base_url, **self.context)
             self.pg = self._cm.__enter__()
         self.pg.console.clear()
         return self.pg
@@ -260,7 +315,7 @@ class _ReusedPage:
     def reset(self) -> None:
         try:
             self.pg.goto("about:blank")
-            self.pg.set_viewport_size(dict(self.VIEWPORT))
+            self.pg.set_viewport_size(dict(self.context["viewport"]))
             self.pg.console.clear()
         except Exception:  # a crashed or closed page: the next test gets a new one
             self.close()
@@ -274,14 +329,14 @@ class _ReusedPage:
 
 @pytest.fixture(scope="session")
 def _reused_page(browser, server_url):
-    holder = _ReusedPage(browser, server_url)
+    holder = ReusedPage(browser, server_url)
     yield holder
     holder.close()
 
 
 @pytest.fixture
 def page(_reused_page):
-    """A browser page on the session server, at its first URL's start (see _ReusedPage)."""
+    """A browser page on the session server, at its first URL's start (see ReusedPage)."""
     yield _reused_page.get()
     _reused_page.reset()
 

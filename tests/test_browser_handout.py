@@ -8,8 +8,6 @@ import re
 import pytest
 from conftest import browser_page
 
-from viz_model.handout.build import build_handout, shipped_loader
-from viz_model.handout.views import Models
 from viz_model.lectures import builtin_lectures
 
 pytestmark = pytest.mark.browser
@@ -24,19 +22,6 @@ _CHARTS = """() => [...document.querySelectorAll('.plotly-graph-div')].map(d => 
 _ALL_DRAWN = """(n) => { const c = [...document.querySelectorAll('.plotly-graph-div')];
     return c.length === n && c.every(d => d._fullData && d._fullData.length > 0
         && d.querySelectorAll('.main-svg g.trace, .main-svg g.hm image, canvas').length > 0); }"""
-
-
-@pytest.fixture(scope="module")
-def handout_files(tmp_path_factory) -> dict[str, str]:
-    """Every built-in lecture's handout written to a file, on its lecture's model."""
-    load, folder = shipped_loader(), tmp_path_factory.mktemp("handouts")
-    files = {}
-    for name, lec in LECTURES.items():
-        key = lec.model or "classroom"
-        path = folder / f"{name}.html"
-        path.write_text(build_handout(lec, Models(key, load(key), load), lecture_name=name), encoding="utf-8")
-        files[name] = str(path)
-    return files
 
 
 @pytest.mark.parametrize("name", list(LECTURES))

@@ -28,7 +28,7 @@ def test_touring_all_pages_contacts_only_the_local_server(page):
     foreign = [u for u in requests if not u.startswith((page.base_url, "data:", "blob:", "ws://127.0.0.1"))]
     assert foreign == []
     assert any("/_stcore/" in u or "/static/" in u for u in requests)  # the tour really loaded things
-    page.remove_listener("request", record)  # the page goes on to the next test (conftest._ReusedPage)
+    page.remove_listener("request", record)  # the page goes on to the next test (conftest.ReusedPage)
     assert page.console.errors() == []
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from axe_walk import _audit, walk_tabs
-from conftest import browser_page, lead_class, pick_option, screenshot, settled, streamlit_server, wait_idle
+from conftest import ReusedPage, browser_page, lead_class, pick_option, screenshot, settled, streamlit_server, wait_idle
 from playwright.sync_api import expect
 
 from viz_model.pages import page_urls
@@ -53,24 +53,39 @@ def phone_page(browser, base_url: str):
 
 
 def _check(page, where: str) -> list[str]:
-    settled(page)
-    return [f"{where}: {line}" for line in page.evaluate(OVERFLOW)] + _audit(page, where, rules=TARGET_SIZE)
+    audit = _audit(page, where, rules=TARGET_SIZE)  # which settles the page first (axe_walk._audit)
+    return [f"{where}: {line}" for line in page.evaluate(OVERFLOW)] + audit
+
+
+@pytest.fixture(scope="module")
+def _reused_phone(browser, server_url):
+    holder = ReusedPage(browser, server_url, PHONE)
+    yield holder
+    holder.close()
+
+
+@pytest.fixture
+def phone(_reused_phone):
+    """A phone's page on the session server, kept from test to test in this module as conftest's `page` is (a fresh
+    Streamlit session at each test's first URL, the renderer's compiled JavaScript kept)."""
+    yield _reused_phone.get()
+    _reused_phone.reset()
 
 
 @pytest.mark.parametrize("url", page_urls())
-def test_every_page_and_tab_fits_a_phone(browser, server_url, url):
-    with phone_page(browser, server_url) as pg:
-        pg.goto(f"{server_url}/{'' if url == 'start' else url}")
-        pg.wait_for_selector('[data-testid="stApp"]')
-        wait_idle(pg)
-        failing = _check(pg, url)
-        labels = []
-        for label in walk_tabs(pg):
-            labels.append(label)
-            failing += _check(pg, f"{url} › {label}")
-        assert url in TABLESS or labels, f"{url}: no tabs found"  # the walk ran
-        assert failing == [], "\n".join(failing)
-        assert pg.console.errors() == []
+def test_every_page_and_tab_fits_a_phone(phone, server_url, url):
+    pg = phone
+    pg.goto(f"{server_url}/{'' if url == 'start' else url}")
+    pg.wait_for_selector('[data-testid="stApp"]')
+    wait_idle(pg)
+    failing = _check(pg, url)
+    labels = []
+    for label in walk_tabs(pg):
+        labels.append(label)
+        failing += _check(pg, f"{url} › {label}")
+    assert url in TABLESS or labels, f"{url}: no tabs found"  # the walk ran
+    assert failing == [], "\n".join(failing)
+    assert pg.console.errors() == []
 
 
 def test_the_overflow_check_can_fail(browser, server_url):

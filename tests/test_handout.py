@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import open_app
+from conftest import HANDOUT_NOW, open_app
 from plotly.offline import get_plotlyjs
 
 from viz_model.figures.export import _typed
@@ -20,7 +20,7 @@ from viz_model.handout.views import VIEWS, Models, NotInHandout, figures_for
 from viz_model.lectures import PAGE_PARAMS, builtin_lectures, load_lecture
 
 LECTURES = builtin_lectures()
-NOW = dt.datetime(2026, 12, 5, 9, 30, tzinfo=dt.UTC)
+NOW = dt.datetime.fromisoformat(HANDOUT_NOW)
 PLOTLY_HEADER = re.compile(r"\* plotly\.js v\d")
 
 
@@ -35,9 +35,9 @@ def _models(load, lec) -> Models:
 
 
 @pytest.fixture(scope="module")
-def handouts(load) -> dict[str, str]:
-    """Every built-in lecture's handout, built once for this module."""
-    return {name: build_handout(lec, _models(load, lec), lecture_name=name, now=NOW) for name, lec in LECTURES.items()}
+def handouts(handout_files) -> dict[str, str]:
+    """Every built-in lecture's handout, dated NOW (conftest.handout_files: built once per run)."""
+    return {name: path.read_text(encoding="utf-8") for name, path in handout_files.items()}
 
 
 def plotted(text: str, div_id: str) -> list[dict]:
