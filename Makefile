@@ -54,7 +54,8 @@ browser: $(STAMP) browser-deps
 # file they share (deploy/lecture_hall.py --sqlite). A process runs its students' pages on one core: 60 followers of a
 # lecture waited 2.2-2.8 s (p95) on one process, 1.3-1.5 s on two (bench/lecture_present.py). Students open :8080.
 REPLICAS ?= $(shell $(PY) -c 'import os; print(os.cpu_count() or 2)')
-hall: $(STAMP) redis-deps
+hall: $(STAMP)
+	@bash scripts/ensure_redis.sh haproxy
 	$(BIN)/python deploy/lecture_hall.py --sqlite --replicas $(REPLICAS)
 
 # Real checkpoints into models/NAME (safetensors only), listed by the app when ATTENTION_LAB_MODEL_DIRS is unset:

@@ -179,6 +179,18 @@ def test_make_hall_on_one_machine_joins_its_replicas_through_one_sqlite_file_wit
         assert r.status == 200
 
 
+def test_make_hall_checks_for_haproxy_and_not_for_redis():
+    """`make hall` needs HAProxy in front of its replicas and no Redis (they share a SQLite file): it checks for (and
+    would install) HAProxy alone, where it went through the tests' redis-deps, which installs Redis too."""
+    recipe = subprocess.run(["make", "-n", "hall"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "scripts/ensure_redis.sh haproxy" in recipe, recipe
+    assert "redis-deps" not in recipe and "ensure_redis.sh\n" not in recipe, recipe
+    found = subprocess.run(["bash", str(ROOT / "scripts" / "ensure_redis.sh"), "haproxy"], capture_output=True,
+                           text=True)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.startswith("haproxy: ") and "redis" not in found.stdout, found.stdout
+
+
 @pytest.mark.parametrize("servers", ["", "10.0.0.1:8501,10.0.0.1:8502,10.0.0.2:8501,10.0.0.2:8502"])
 def test_the_same_config_serves_several_machines_by_host_names(tmp_path, servers):
     """The two-machine example of deploy/lecture_hall.py: one `server` line per replica, host names swapped in, the
