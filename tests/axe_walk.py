@@ -9,6 +9,7 @@ from conftest import A11Y_NOTES, settled, wait_idle
 
 FAILING = ("critical", "serious")
 AXE = Axe()
+TABLESS = ("start", "explorer", "generate", "cost", "attribution", "logit-lens", "sinks")  # pages without tabs
 
 
 def _audit(page, where: str, rules: dict | None = None) -> list[str]:
@@ -51,3 +52,15 @@ def walk_tabs(page):
         yield label
         queue += [lb for lb in _tab_labels(page) if lb not in seen]  # tabs inside this tab
 
+
+
+def check_page_and_tabs(page, url: str, check) -> list[str]:
+    """`check(page, where)` on the page as opened, then on each of its tabs in turn: the lines they return, together.
+    A page with tabs whose walk found none fails here (the walk ran)."""
+    failing = check(page, url)
+    labels = []
+    for label in walk_tabs(page):
+        labels.append(label)
+        failing += check(page, f"{url} › {label}")
+    assert url in TABLESS or labels, f"{url}: no tabs found"
+    return failing

@@ -7,7 +7,7 @@ off by default). A student who opens a class's link on a phone answers its poll 
 from __future__ import annotations
 
 import pytest
-from axe_walk import _audit, walk_tabs
+from axe_walk import _audit, check_page_and_tabs
 from conftest import ReusedPage, browser_page, lead_class, pick_option, screenshot, settled, streamlit_server, wait_idle
 from playwright.sync_api import expect
 
@@ -17,7 +17,6 @@ pytestmark = pytest.mark.browser
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 1}
 TARGET_SIZE = {"target-size": {"enabled": True}}
-TABLESS = ("start", "explorer", "generate", "cost", "attribution", "logit-lens", "sinks")
 
 # What reaches past the screen's right (or left) edge: the page's own scroll width, the app's scrolling containers',
 # and each element of the main block whose box does so without a scrolling box (a table, st.tabs' tab list, a code
@@ -78,12 +77,7 @@ def test_every_page_and_tab_fits_a_phone(phone, server_url, url):
     pg.goto(f"{server_url}/{'' if url == 'start' else url}")
     pg.wait_for_selector('[data-testid="stApp"]')
     wait_idle(pg)
-    failing = _check(pg, url)
-    labels = []
-    for label in walk_tabs(pg):
-        labels.append(label)
-        failing += _check(pg, f"{url} › {label}")
-    assert url in TABLESS or labels, f"{url}: no tabs found"  # the walk ran
+    failing = check_page_and_tabs(pg, url, _check)
     assert failing == [], "\n".join(failing)
     assert pg.console.errors() == []
 
