@@ -33,24 +33,10 @@ A11Y_NOTES: list[str] = []  # the moderate and minor axe findings (tests/test_br
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... under `pytest -n` (pytest-xdist); "" alone
 
 
-def slow_tests() -> dict[str, float]:
-    """tests/slow_tests.txt: the slowest tests' node ids and their seconds in one measured run."""
-    lines = (ROOT / "tests" / "slow_tests.txt").read_text().splitlines()
-    return {node: float(secs) for secs, node in (ln.split() for ln in lines if ln.strip() and not ln.startswith("#"))}
-
-
 def pytest_collection_modifyitems(items):
-    """The files with the slowest tests first (tests/slow_tests.txt, by their listed seconds in all), each file's
-    listed tests longest first; then the other browser tests in their files' order, then the rest (a stable sort).
-    Under `pytest -n` a worker that runs out steals from the end of another's queue, so the run ends on short tests
-    with both workers busy, instead of one worker finishing a long test alone (the 3-minute follow test ran last in
-    one run). A file's tests stay together: its module fixtures (a server of its own) start once per worker."""
-    slow = slow_tests()
-    per_file: dict[str, float] = {}
-    for node, secs in slow.items():
-        per_file[node.split("::")[0]] = per_file.get(node.split("::")[0], 0.0) + secs
-    items.sort(key=lambda item: (-per_file.get(item.nodeid.split("::")[0], 0.0), -slow.get(item.nodeid, 0.0),
-                                 item.get_closest_marker("browser") is None))
+    """The browser tests first, in their files' order (a stable sort): they are the long ones, so under `pytest -n`
+    the workers end together on short tests instead of one worker finishing a long browser file alone."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is None)
 
 
 def pytest_sessionstart(session):
