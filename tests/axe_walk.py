@@ -53,7 +53,6 @@ def walk_tabs(page):
         queue += [lb for lb in _tab_labels(page) if lb not in seen]  # tabs inside this tab
 
 
-
 def check_page_and_tabs(page, url: str, check) -> list[str]:
     """`check(page, where)` on the page as opened, then on each of its tabs in turn: the lines they return, together.
     A page with tabs whose walk found none fails here (the walk ran)."""
